@@ -1,0 +1,614 @@
+"""The lemma toolbox: small, validated conversions between privacy guarantees.
+
+Every function cites the lemma it implements (seed 000 = "Lemmas of Differential Privacy",
+Huang & Canonne; seed 002 = Dwork & Roth 2014, ch. 3) and returns plain numbers, a privacy
+profile (a callable ``delta(eps) -> delta``) or, for constructions, a numpy array.
+
+Soundness conventions (HELPERS.md, non-negotiable 1):
+
+* every ε or δ returned as a *guarantee* is rounded **up** by a few ulps (``_round_up``), and
+  quantities that are inverted to feed a non-increasing profile are rounded **down**;
+* exact zeros and infinities are returned as such;
+* every input is validated: bad input raises ``ValueError``/``TypeError`` naming the parameter
+  and its allowed range, and no function returns a bound outside its lemma's validity condition.
+
+The divergence helpers (:func:`hockey_stick_divergence`, :func:`max_divergence`,
+:func:`approximate_max_divergence`, :func:`kl_divergence`, :func:`randomizer_delta`,
+:func:`randomizer_epsilon`, :func:`deletion_delta`) compute the exact quantity of *explicit*
+finite distributions; they are the tools the tests use to check each lemma on concrete
+randomizers.
+
+Correction to seed 000 (documented in :func:`advanced_grouposition_approx`): Theorem 4.2 as printed
+in the seed adds ``δ + k·δ'`` (δ = the LDP parameter, δ' = the tail parameter inside ε'); that is
+false — a leaky randomized response violates it — and the valid additive term is ``δ' + k·δ``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dpacct_shuffle.core.validation import (
+    check_epsilon,
+    check_num_users,
+    check_range,
+)
+
+Profile = Callable[[float], float]
+
+# Tolerance on Σp = 1 when validating an explicit distribution.
+_NORMALISATION_TOL = 1e-9
+# Number of ulps by which closed-form guarantees are moved outward.
+_ULPS = 4
+
+
+# ---------------------------------------------------------------------------------------------
+# rounding and validation helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def _round_up(value: float, ulps: int = _ULPS) -> float:
+    """Move ``value`` up by ``ulps`` floating-point steps (0 and ±inf are left unchanged)."""
+    if value == 0.0 or math.isinf(value):
+        return value
+    for _ in range(ulps):
+        value = math.nextafter(value, math.inf)
+    return value
+
+
+def _round_down(value: float, ulps: int = _ULPS) -> float:
+    """Move ``value`` down by ``ulps`` floating-point steps (0 and ±inf are left unchanged)."""
+    if value == 0.0 or math.isinf(value):
+        return value
+    for _ in range(ulps):
+        value = math.nextafter(value, -math.inf)
+    return value
+
+
+def _check_delta_closed(value: object, name: str = "delta") -> float:
+    """δ ∈ [0, 1]."""
+    return check_range(name, value, 0.0, 1.0)
+
+
+def _check_epsilon_or_inf(value: object, name: str) -> float:
+    """ε ∈ [0, +inf] (+inf = no guarantee)."""
+    return check_range(name, value, 0.0, math.inf)
+
+
+def _check_distribution(name: str, values: ArrayLike) -> NDArray[np.float64]:
+    """A 1-D finite, non-negative probability vector summing to 1 (±1e-9)."""
+    try:
+        array = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a 1-D array of probabilities: {exc}") from None
+    if array.ndim != 1 or array.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array of probabilities, got shape {array.shape}")
+    if not np.all(np.isfinite(array)) or np.any(array < 0.0):
+        raise ValueError(f"{name} must contain finite probabilities in [0, 1]")
+    total = math.fsum(array.tolist())
+    if abs(total - 1.0) > _NORMALISATION_TOL:
+        raise ValueError(f"{name} must sum to 1 (within {_NORMALISATION_TOL}), got {total!r}")
+    return array
+
+
+def _check_pair(p: ArrayLike, q: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    first = _check_distribution("p", p)
+    second = _check_distribution("q", q)
+    if first.shape != second.shape:
+        raise ValueError(f"p and q must have the same length, got {first.size} and {second.size}")
+    return first, second
+
+
+def _check_randomizer(name: str, matrix: ArrayLike) -> NDArray[np.float64]:
+    """A row-stochastic matrix: row x is the output distribution R(x)."""
+    try:
+        array = np.asarray(matrix, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a 2-D row-stochastic array: {exc}") from None
+    if array.ndim != 2 or array.shape[0] < 1 or array.shape[1] < 1:
+        raise ValueError(f"{name} must be a non-empty 2-D array (inputs x outputs), got shape {array.shape}")
+    for row_index, row in enumerate(array):
+        _check_distribution(f"{name}[{row_index}]", row)
+    return array
+
+
+def _hockey_stick(p: NDArray[np.float64], q: NDArray[np.float64], factor: float) -> float:
+    """Σ_y max(0, p(y) − factor·q(y)) for factor ∈ [0, +inf] (points with q = 0 contribute p)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        terms = np.where(q > 0.0, np.maximum(p - factor * q, 0.0), p)
+    return math.fsum(terms.tolist())
+
+
+# ---------------------------------------------------------------------------------------------
+# divergences of explicit finite distributions (seed 002, Def 3.5, Def 3.6, Remark 3.2)
+# ---------------------------------------------------------------------------------------------
+
+
+def hockey_stick_divergence(p: ArrayLike, q: ArrayLike, eps: float) -> float:
+    """Hockey-stick divergence ``D_{e^ε}(P‖Q) = Σ_y max(0, P(y) − e^ε Q(y))``.
+
+    Equals ``max_S P(S) − e^ε Q(S)``; a mechanism is (ε, δ)-DP iff this is ≤ δ in both directions
+    for every neighbouring pair (SPEC §1; seed 002 Remark 3.2). Summed with ``math.fsum``.
+
+    Raises ValueError unless ``p``, ``q`` are probability vectors of equal length and ``eps ≥ 0``.
+    """
+    first, second = _check_pair(p, q)
+    epsilon = check_epsilon(eps, "eps")
+    return _hockey_stick(first, second, math.exp(epsilon) if epsilon < 709.0 else math.inf)
+
+
+def max_divergence(p: ArrayLike, q: ArrayLike) -> float:
+    """Max divergence ``D_∞(P‖Q) = max_{S ⊆ Supp(P)} ln(P(S)/Q(S)) = max_{P(y)>0} ln(P(y)/Q(y))``.
+
+    Seed 002 Def 3.6. ``+inf`` if Q(y) = 0 for some y with P(y) > 0. A mechanism is ε-DP iff
+    ``D_∞ ≤ ε`` in both directions for every neighbouring pair (seed 002 Remark 3.2).
+    """
+    first, second = _check_pair(p, q)
+    support = first > 0.0
+    if np.any(second[support] == 0.0):
+        return math.inf
+    ratios = np.log(first[support]) - np.log(second[support])
+    return _round_up(float(np.max(ratios)))
+
+
+def approximate_max_divergence(p: ArrayLike, q: ArrayLike, delta: float) -> float:
+    """δ-approximate max divergence (seed 002 Def 3.6).
+
+    ``D_∞^δ(P‖Q) = max_{S ⊆ Supp(P), P(S) ≥ δ} ln((P(S) − δ)/Q(S))``
+    ``         = inf{ε ∈ ℝ : D_{e^ε}(P‖Q) ≤ δ}``  (hockey-stick form, used here).
+
+    By seed 002 Remark 3.2 a mechanism is (ε, δ)-DP iff this is ≤ ε in both directions. The value
+    can be negative (e.g. P = Q, δ > 0 gives ln(1 − δ)), is ``-inf`` for δ = 1 and ``+inf`` when the
+    mass of P where Q = 0 exceeds δ. Computed exactly from the piecewise-linear map
+    t ↦ Σ_y max(0, P(y) − t·Q(y)); the result is then moved up until ``D_{e^ε}(P‖Q) ≤ δ`` holds
+    in floating point, so the returned ε is never below the true value.
+    """
+    first, second = _check_pair(p, q)
+    delta_value = _check_delta_closed(delta)
+    zero_q = second == 0.0
+    infinite_mass = math.fsum(first[zero_q].tolist())
+    if infinite_mass > delta_value:
+        return math.inf
+    pos_p = first[~zero_q]
+    pos_q = second[~zero_q]
+    order = np.argsort(-(pos_p / pos_q), kind="stable")
+    pos_p, pos_q = pos_p[order], pos_q[order]
+    ratios = pos_p / pos_q
+    cum_p = np.concatenate([[0.0], np.cumsum(pos_p)])
+    cum_q = np.concatenate([[0.0], np.cumsum(pos_q)])
+    # f(r_j) with the points of larger ratio (indices < j) included: non-decreasing in j.
+    at_breakpoints = infinite_mass + cum_p[:-1] - ratios * cum_q[:-1]
+    above = np.nonzero(at_breakpoints > delta_value)[0]
+    j = int(above[0]) if above.size else ratios.size
+    # On [r_j, r_{j-1}] (or [0, r_{last}] when j = size), f(t) = m_inf + cum_p[j] − t·cum_q[j].
+    if j == 0:
+        # cannot happen: f(r_0) = m_inf ≤ δ
+        raise AssertionError("unreachable")  # pragma: no cover
+    threshold = (infinite_mass + cum_p[j] - delta_value) / cum_q[j]
+    if threshold <= 0.0:
+        return -math.inf
+    epsilon = math.log(threshold)
+    for _ in range(200):
+        if _hockey_stick(first, second, math.exp(epsilon)) <= delta_value:
+            return epsilon
+        epsilon = epsilon + max(abs(epsilon), 1e-300) * 4e-16 + 1e-15
+    raise ArithmeticError("approximate_max_divergence: could not certify the result")  # pragma: no cover
+
+
+def kl_divergence(p: ArrayLike, q: ArrayLike) -> float:
+    """KL divergence ``D(P‖Q) = Σ_y P(y) ln(P(y)/Q(y))`` (seed 002 Def 3.5); ``+inf`` if P ≪̸ Q."""
+    first, second = _check_pair(p, q)
+    support = first > 0.0
+    if np.any(second[support] == 0.0):
+        return math.inf
+    terms = first[support] * (np.log(first[support]) - np.log(second[support]))
+    return math.fsum(terms.tolist())
+
+
+def kl_divergence_bound(eps: float) -> float:
+    """Seed 002 Lemma 3.18: ``D_∞(P‖Q) ≤ ε`` and ``D_∞(Q‖P) ≤ ε`` imply ``D(P‖Q) ≤ ε(e^ε − 1)``."""
+    epsilon = check_epsilon(eps, "eps")
+    return _round_up(epsilon * math.expm1(epsilon))
+
+
+def randomizer_delta(matrix: ArrayLike, eps: float) -> float:
+    """Smallest δ such that the finite randomizer ``matrix`` (rows R(x)) is (ε, δ)-LDP (replacement).
+
+    ``max_{x ≠ x'} D_{e^ε}(R(x)‖R(x'))`` over ordered row pairs (SPEC §1).
+    """
+    rows = _check_randomizer("matrix", matrix)
+    epsilon = check_epsilon(eps, "eps")
+    factor = math.exp(epsilon) if epsilon < 709.0 else math.inf
+    best = 0.0
+    for i in range(rows.shape[0]):
+        for j in range(rows.shape[0]):
+            if i != j:
+                best = max(best, _hockey_stick(rows[i], rows[j], factor))
+    return best
+
+
+def randomizer_epsilon(matrix: ArrayLike, delta: float = 0.0) -> float:
+    """Smallest ε ≥ 0 such that the finite randomizer ``matrix`` is (ε, δ)-LDP (replacement).
+
+    ``max(0, max_{x ≠ x'} D_∞^δ(R(x)‖R(x')))`` (seed 002 Remark 3.2); for δ = 0 the pure LDP ε.
+    """
+    rows = _check_randomizer("matrix", matrix)
+    delta_value = _check_delta_closed(delta)
+    best = 0.0
+    for i in range(rows.shape[0]):
+        for j in range(rows.shape[0]):
+            if i != j:
+                best = max(best, approximate_max_divergence(rows[i], rows[j], delta_value))
+    return best
+
+
+def deletion_delta(matrix: ArrayLike, reference: ArrayLike, eps: float) -> float:
+    """Smallest δ making ``matrix`` an (ε, δ)-deletion LDP randomizer w.r.t. ``reference`` R0.
+
+    Seed 000 Def 2.3: ``e^{-ε}(R0(S) − δ) ≤ R(x)(S) ≤ e^ε R0(S) + δ`` for all x, S, i.e.
+    ``max_x max(D_{e^ε}(R(x)‖R0), D_{e^ε}(R0‖R(x)))``.
+    """
+    rows = _check_randomizer("matrix", matrix)
+    reference_dist = _check_distribution("reference", reference)
+    if reference_dist.size != rows.shape[1]:
+        raise ValueError(
+            f"reference must have one entry per output ({rows.shape[1]}), got {reference_dist.size}"
+        )
+    epsilon = check_epsilon(eps, "eps")
+    factor = math.exp(epsilon) if epsilon < 709.0 else math.inf
+    return max(
+        max(_hockey_stick(row, reference_dist, factor), _hockey_stick(reference_dist, row, factor))
+        for row in rows
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# central DP conversions (seed 000 §3)
+# ---------------------------------------------------------------------------------------------
+
+
+def pure_to_approx(eps: float, delta: float) -> float:
+    """Seed 000 Lemma 3.1 [ASZ18, Lemma 5]: any (ε + δ, 0)-DP mechanism is (ε, δ)-DP.
+
+    Direction of use: ``eps`` is the **pure** ε of a mechanism you have and ``delta`` the δ you are
+    willing to add; the return value is the approximate ε' such that the mechanism is (ε', δ)-DP:
+
+        ε' = max(ε − δ, 0).
+
+    (If δ ≥ ε the mechanism is δ-DP hence (0, δ)-DP by the lemma with ε = 0.) The returned value
+    is rounded up.
+    """
+    pure_epsilon = check_epsilon(eps, "eps")
+    delta_value = _check_delta_closed(delta)
+    if delta_value >= pure_epsilon:
+        return 0.0
+    return _round_up(pure_epsilon - delta_value)
+
+
+def approx_to_pure(eps: float, delta: float, k: int, eta: float) -> float:
+    """Seed 000 Lemma 3.2: (ε, δ)-DP with k possible outputs → ε'-DP after mixing with uniform.
+
+    Mixing A with the uniform distribution on its k outputs with weight η (see
+    :func:`mix_with_uniform`) gives a mechanism A' with TV(A(x), A'(x)) ≤ η that is ε'-DP:
+
+        ε' = ln(e^ε + kδ/η) = ε + ln(1 + kδ e^{-ε}/η).
+
+    Requires ε ≥ 0, δ ∈ [0, 1], integer k ≥ 1, η ∈ (0, 1]. Rounded up.
+    """
+    epsilon = check_epsilon(eps, "eps")
+    delta_value = _check_delta_closed(delta)
+    outputs = check_num_users(k, "k")
+    mixing = check_range("eta", eta, 0.0, 1.0, low_open=True)
+    return _round_up(epsilon + math.log1p(outputs * delta_value * math.exp(-epsilon) / mixing))
+
+
+def mix_with_uniform(distributions: ArrayLike, eta: float) -> NDArray[np.float64]:
+    """The construction of seed 000 Lemma 3.2: ``(1 − η)·A(x) + η·Uniform(k)`` row by row.
+
+    Accepts one distribution (1-D) or a randomizer matrix (2-D, one row per input).
+    """
+    mixing = check_range("eta", eta, 0.0, 1.0, low_open=True)
+    array = np.asarray(distributions, dtype=float)
+    if array.ndim == 1:
+        checked = _check_distribution("distributions", array)
+    else:
+        checked = _check_randomizer("distributions", array)
+    outputs = checked.shape[-1]
+    return (1.0 - mixing) * checked + mixing / outputs
+
+
+def basic_composition(pairs: Iterable[tuple[float, float]]) -> tuple[float, float]:
+    """Seed 002 Thm 3.14 / Cor 3.15 / Thm 3.16 (basic composition).
+
+    Running mechanisms M_i that are (ε_i, δ_i)-DP (with independent coins, possibly adaptively)
+    is (Σ ε_i, Σ δ_i)-DP. Returns ``(Σε, min(1, Σδ))`` (sums with ``math.fsum``, rounded up).
+    ``pairs`` must be non-empty; each element is ``(eps_i, delta_i)`` with ε_i ≥ 0, δ_i ∈ [0, 1].
+    """
+    epsilons: list[float] = []
+    deltas: list[float] = []
+    for index, pair in enumerate(pairs):
+        try:
+            eps_i, delta_i = pair
+        except (TypeError, ValueError):
+            raise TypeError(f"pairs[{index}] must be a pair (eps, delta), got {pair!r}") from None
+        epsilons.append(check_epsilon(eps_i, f"pairs[{index}].eps"))
+        deltas.append(_check_delta_closed(delta_i, f"pairs[{index}].delta"))
+    if not epsilons:
+        raise ValueError("pairs must contain at least one (eps, delta) pair")
+    return _round_up(math.fsum(epsilons)), min(1.0, _round_up(math.fsum(deltas)))
+
+
+# ---------------------------------------------------------------------------------------------
+# local DP (seed 000 §4, Cor 3.1)
+# ---------------------------------------------------------------------------------------------
+
+
+def replacement_to_deletion(eps: float, delta: float) -> tuple[float, float]:
+    """Seed 000 Lemma 4.1: (ε, δ)-replacement LDP ⇒ (ε, δ)-deletion LDP (reference R0 = R(x0))."""
+    return check_epsilon(eps, "eps"), _check_delta_closed(delta)
+
+
+def deletion_to_replacement(eps: float, delta: float) -> tuple[float, float]:
+    """Seed 000 Lemma 4.2: (ε, δ)-deletion LDP ⇒ (2ε, (e^ε + 1)δ)-replacement LDP.
+
+    Not (2ε, 2δ) as stated in [EFMRSTT20]: the seed's explicit 3-output counterexample
+    (ε = 1/4, δ = 1/6, uniform reference) attains (e^ε + 1)δ exactly. δ is capped at 1; both
+    values are rounded up.
+    """
+    epsilon = check_epsilon(eps, "eps")
+    delta_value = _check_delta_closed(delta)
+    return _round_up(2.0 * epsilon), min(1.0, _round_up((math.exp(epsilon) + 1.0) * delta_value))
+
+
+def chained_ldp(eps1: float, eps2: float) -> float:
+    """Seed 000 Cor 4.1 [EFMRSTT20, Cor A.2; NV20, Thm 4.3]: ε1-LDP R1 then ε2-LDP R2.
+
+    R2∘R1 is ε-LDP (replacement, and deletion if R1 is deletion LDP) with
+
+        ε = ln((e^{ε1+ε2} + 1)/(e^{ε1} + e^{ε2})) = ln(1 + (e^{ε1} − 1)(e^{ε2} − 1)/(e^{ε1} + e^{ε2})),
+
+    which is tight (attained by binary randomized response composed with binary randomized
+    response) and ≤ min(ε1, ε2) and ≤ ε1·ε2/2 (:func:`chained_ldp_product_bound`). Either
+    argument may be ``+inf`` (no guarantee): ``chained_ldp(inf, e) = e``. Rounded up, then capped
+    at min(ε1, ε2) (post-processing, itself a valid bound).
+    """
+    first = _check_epsilon_or_inf(eps1, "eps1")
+    second = _check_epsilon_or_inf(eps2, "eps2")
+    small, large = min(first, second), max(first, second)
+    if math.isinf(small):
+        return math.inf
+    if large <= 30.0:
+        value = math.log1p(math.expm1(first) * math.expm1(second) / (math.exp(first) + math.exp(second)))
+    else:
+        # divide numerator and denominator by e^{large}: no overflow, no cancellation
+        value = small + math.log1p(math.exp(-large - small)) - math.log1p(math.exp(small - large))
+    return min(_round_up(value), small)
+
+
+def chained_ldp_product_bound(eps1: float, eps2: float) -> float:
+    """Seed 000 Cor 4.1 / App. 7.1 [NV20]: the weaker closed form ε ≤ ε1·ε2/2 (rounded up).
+
+    Always ≥ :func:`chained_ldp`; easier to manipulate, but can exceed min(ε1, ε2) for large ε.
+    """
+    first = check_epsilon(eps1, "eps1")
+    second = check_epsilon(eps2, "eps2")
+    return _round_up(first * second / 2.0)
+
+
+def pure_ldp_profile(eps0: float) -> Profile:
+    """Privacy profile of any ε0-LDP randomizer pair (seed 000 Cor 3.1 [FMT21, Lemma 3.4]).
+
+    Every ε0-LDP randomizer is a post-processing of binary randomized response with parameter ε0,
+    so for every pair of inputs ``D_{e^ε}(R(x)‖R(x')) ≤ δ_RR(ε) = max(0, e^{ε0} − e^ε)/(e^{ε0} + 1)``
+    (tight for randomized response). Returns ``delta(eps)`` for ε ≥ 0 (values rounded up).
+    """
+    epsilon0 = check_epsilon(eps0, "eps0")
+
+    def delta_of_eps(eps: float) -> float:
+        epsilon = check_epsilon(eps, "eps")
+        if epsilon >= epsilon0:
+            return 0.0
+        # (e^{ε0} − e^{ε})/(e^{ε0} + 1) = −expm1(ε − ε0)/(1 + e^{−ε0})
+        return min(1.0, _round_up(-math.expm1(epsilon - epsilon0) / (1.0 + math.exp(-epsilon0))))
+
+    return delta_of_eps
+
+
+def advanced_grouposition(eps: float, k: int, delta: float) -> float:
+    """Seed 000 Thm 4.1 [BNS19, Thm 4.2]: advanced grouposition for pure LDP.
+
+    If every user's randomizer is ε-LDP and datasets differ in at most k entries, the privacy loss
+    exceeds ``ε' = k·ε²/2 + ε·sqrt(2k·ln(1/δ))`` with probability ≤ δ; in particular the protocol is
+    (ε', δ)-DP for such pairs. Requires ε ≥ 0, integer k ≥ 1, δ ∈ (0, 1]. Rounded up.
+
+    Note: plain group privacy gives k·ε (with δ = 0), which is smaller when ε is large; take
+    ``min(k*eps, advanced_grouposition(eps, k, delta))`` if you want the better of the two.
+    """
+    epsilon = check_epsilon(eps, "eps")
+    group = check_num_users(k, "k")
+    delta_value = check_range("delta", delta, 0.0, 1.0, low_open=True)
+    value = group * epsilon * epsilon / 2.0 + epsilon * math.sqrt(2.0 * group * -math.log(delta_value))
+    return _round_up(value)
+
+
+def advanced_grouposition_approx(
+    eps: float, delta: float, k: int, delta_prime: float
+) -> tuple[float, float]:
+    """Advanced grouposition for approximate LDP (seed 000 Thm 4.2 [BNS19, Thm 4.3], corrected).
+
+    Every randomizer (ε, δ)-LDP, datasets differing in at most k entries, any δ' ∈ (0, 1]: the
+    protocol is (ε', δ' + k·δ)-DP with ε' = k·ε²/2 + ε·sqrt(2k·ln(1/δ')) (:func:`advanced_grouposition`).
+
+    The seed prints the additive term as ``δ + k·δ'``; that is false: for k users running a leaky
+    randomized response (reveal the input with probability δ) the hockey-stick divergence is at
+    least 1 − (1 − δ)^k ≈ kδ at every ε', which exceeds δ + kδ' when δ' is small (see the tests).
+    Proof of δ' + kδ: by seed 000 Lemma 3.3 [KOV15] each differing user's pair is
+    R(x_i) = (1 − δ)M_i + δL_i, R(x'_i) = (1 − δ)M'_i + δL'_i with (M_i, M'_i) an ε-DP pair
+    (binary-RR weights). With probability (1 − δ)^k no differing user leaks and the outputs follow
+    the pure product pair, for which Thm 4.1 gives slack δ'; the leak event has probability
+    1 − (1 − δ)^k ≤ kδ. Hence Pr[A(X) ∈ T] ≤ (1 − δ)^k(e^{ε'}Pr[M(X') ∈ T] + δ') + kδ
+    ≤ e^{ε'}Pr[A(X') ∈ T] + δ' + kδ.
+
+    Returns ``(ε', min(1, δ' + k·δ))``, both rounded up.
+    """
+    epsilon = check_epsilon(eps, "eps")
+    delta_value = _check_delta_closed(delta)
+    group = check_num_users(k, "k")
+    tail = check_range("delta_prime", delta_prime, 0.0, 1.0, low_open=True)
+    epsilon_prime = advanced_grouposition(epsilon, group, tail)
+    return epsilon_prime, min(1.0, _round_up(tail + group * delta_value))
+
+
+# ---------------------------------------------------------------------------------------------
+# shuffle model (seed 000 §5)
+# ---------------------------------------------------------------------------------------------
+
+
+def shuffle_to_ldp(eps: float, delta: float, n: int) -> tuple[float, float]:
+    """Seed 000 Thm 5.1 [CSUZZ19, Thm 6.2]: one-message shuffle (ε_S, δ_S)-DP ⇒ LDP.
+
+    If the shuffled one-message protocol with n users is (ε_S, δ_S)-DP, the local randomizer is
+    (ε_S + ln n, δ_S)-LDP. Returns ``(ε_S + ln n, δ_S)`` (ε rounded up).
+    """
+    epsilon = check_epsilon(eps, "eps")
+    delta_value = _check_delta_closed(delta)
+    users = check_num_users(n, "n")
+    if users == 1:
+        return epsilon, delta_value
+    return _round_up(epsilon + math.log(users)), delta_value
+
+
+def fmt_shuffle_bound(eps0: float, n: int, delta: float) -> float:
+    """Seed 000 Thm 5.2 [FMT22, Thm 3.2]: shuffling n reports of an ε0-LDP randomizer is (ε, δ)-DP,
+
+        ε = ln(1 + 4(e^{ε0} − 1)(sqrt(2 ln(4/δ)/((e^{ε0} + 1) n)) + 1/n)),
+
+    valid only when ε0 ≤ ln(n/(8 ln(2/δ)) − 1) (raises ValueError otherwise) and δ ∈ (0, 1).
+    Why it holds for *every* ε0-LDP randomizer despite the FMT22 erratum: see SPEC §3 ("General
+    ε0-LDP randomizers"). Rounded up.
+    """
+    epsilon0 = check_epsilon(eps0, "eps0")
+    users = check_num_users(n, "n")
+    delta_value = check_range("delta", delta, 0.0, 1.0, low_open=True, high_open=True)
+    clones = users / (8.0 * math.log(2.0 / delta_value)) - 1.0
+    if clones <= 0.0 or epsilon0 > math.log(clones):
+        limit = "no eps0 (n too small for this delta)" if clones <= 0.0 else f"eps0 <= {math.log(clones)!r}"
+        raise ValueError(
+            f"fmt_shuffle_bound is valid only when eps0 <= ln(n/(8 ln(2/delta)) - 1); for n={users}, "
+            f"delta={delta_value!r} this allows {limit}, got eps0={epsilon0!r}"
+        )
+    root = math.sqrt(2.0 * math.log(4.0 / delta_value) / ((math.exp(epsilon0) + 1.0) * users))
+    return _round_up(math.log1p(4.0 * math.expm1(epsilon0) * (root + 1.0 / users)))
+
+
+def robust_fmt_shuffle_bound(eps0: float, n: int, delta: float, honest_fraction: float) -> float:
+    """Robust shuffle DP (seed 000 Def 2.6 and the remark after Thm 5.2).
+
+    If only a fraction γ of the n users follow the protocol, apply :func:`fmt_shuffle_bound` to the
+    ⌊γ·n⌋ honest users (the floor keeps it sound: fewer users means a larger ε). Raises ValueError
+    when γ ∉ (0, 1], ⌊γ·n⌋ < 1, or the validity condition fails for ⌊γ·n⌋.
+    """
+    epsilon0 = check_epsilon(eps0, "eps0")
+    users = check_num_users(n, "n")
+    fraction = check_range("honest_fraction", honest_fraction, 0.0, 1.0, low_open=True)
+    honest = math.floor(fraction * users)
+    if honest < 1:
+        raise ValueError(
+            f"honest_fraction * n must leave at least one honest user, got floor({fraction!r} * {users}) = {honest}"
+        )
+    return fmt_shuffle_bound(epsilon0, honest, delta)
+
+
+# ---------------------------------------------------------------------------------------------
+# subsampling (seed 000 §6)
+# ---------------------------------------------------------------------------------------------
+
+
+def subsampling(eps: float, delta: float, rate: float) -> tuple[float, float]:
+    """Seed 000 Thm 6.1 [Ste22, Thm 28]: amplification by subsampling.
+
+    If M is (ε, δ)-DP and M^U runs M on a random subset U whose inclusion probability for every
+    record is at most γ = ``rate`` (the seed's proof: a uniformly random subset of fixed size
+    m = γn, replacement neighbours), then M^U is (ε', δ')-DP with
+
+        ε' = ln(1 + γ(e^ε − 1)),   δ' = γ·δ.
+
+    Tight for pure DP (randomized response on a single sampled record). Returns ``(ε', δ')``,
+    rounded up; γ ∈ [0, 1].
+    """
+    epsilon = check_epsilon(eps, "eps")
+    delta_value = _check_delta_closed(delta)
+    gamma = check_range("rate", rate, 0.0, 1.0)
+    return _subsampled_epsilon(epsilon, gamma), min(1.0, _round_up(gamma * delta_value))
+
+
+def _subsampled_epsilon(epsilon: float, gamma: float) -> float:
+    """ln(1 + γ(e^ε − 1)) rounded up, overflow-safe for large ε."""
+    if epsilon <= 700.0:
+        return _round_up(math.log1p(gamma * math.expm1(epsilon)))
+    if gamma == 0.0:
+        return 0.0
+    # ln(γ e^ε + 1 − γ) = ε + ln γ + ln(1 + (1 − γ) e^{−ε}/γ)
+    return _round_up(epsilon + math.log(gamma) + math.log1p((1.0 - gamma) * math.exp(-epsilon) / gamma))
+
+
+def subsampled_profile(profile: Profile, rate: float) -> Profile:
+    """Seed 000 Thm 6.1 applied at every ε: the privacy profile of the subsampled mechanism.
+
+    If M has profile δ(ε) (M is (ε, δ(ε))-DP for every ε ≥ 0), then for every ε' ≥ 0
+
+        δ'(ε') = γ·δ(ε),   ε = ln(1 + (e^{ε'} − 1)/γ)   (the inverse of ε ↦ ln(1 + γ(e^ε − 1))).
+
+    ``profile`` must be non-increasing with values in [0, 1] (values outside raise ValueError).
+    ε is rounded **down** before calling ``profile`` (δ is non-increasing, so a smaller ε can only
+    increase δ) and δ' is rounded up. γ = 0 gives the zero profile.
+    """
+    if not callable(profile):
+        raise TypeError(f"profile must be a callable delta(eps) -> delta, got {type(profile).__name__}")
+    gamma = check_range("rate", rate, 0.0, 1.0)
+
+    def delta_of_eps(eps: float) -> float:
+        epsilon_prime = check_epsilon(eps, "eps")
+        if gamma == 0.0:
+            return 0.0
+        if epsilon_prime <= 700.0:
+            base_eps = math.log1p(math.expm1(epsilon_prime) / gamma)
+        else:
+            base_eps = epsilon_prime - math.log(gamma) + math.log1p((gamma - 1.0) * math.exp(-epsilon_prime))
+        base_eps = max(0.0, _round_down(base_eps))
+        base_delta = _check_delta_closed(profile(base_eps), "profile(eps)")
+        return min(1.0, _round_up(gamma * base_delta))
+
+    return delta_of_eps
+
+
+__all__ = [
+    "Profile",
+    "advanced_grouposition",
+    "advanced_grouposition_approx",
+    "approx_to_pure",
+    "approximate_max_divergence",
+    "basic_composition",
+    "chained_ldp",
+    "chained_ldp_product_bound",
+    "deletion_delta",
+    "deletion_to_replacement",
+    "fmt_shuffle_bound",
+    "hockey_stick_divergence",
+    "kl_divergence",
+    "kl_divergence_bound",
+    "max_divergence",
+    "mix_with_uniform",
+    "pure_ldp_profile",
+    "pure_to_approx",
+    "randomizer_delta",
+    "randomizer_epsilon",
+    "replacement_to_deletion",
+    "robust_fmt_shuffle_bound",
+    "shuffle_to_ldp",
+    "subsampled_profile",
+    "subsampling",
+]
