@@ -43,6 +43,8 @@ Profile = Callable[[float], float]
 _NORMALISATION_TOL = 1e-9
 # Number of ulps by which closed-form guarantees are moved outward.
 _ULPS = 4
+# Below this, results are reported as _TINY (see _round_up).
+_TINY = 1e-290
 
 
 # ---------------------------------------------------------------------------------------------
@@ -50,10 +52,17 @@ _ULPS = 4
 # ---------------------------------------------------------------------------------------------
 
 
-def _round_up(value: float, ulps: int = _ULPS) -> float:
-    """Move ``value`` up by ``ulps`` floating-point steps (0 and ±inf are left unchanged)."""
-    if value == 0.0 or math.isinf(value):
+def _round_up(value: float, ulps: int = _ULPS, *, zero_is_exact: bool = True) -> float:
+    """Move ``value`` up by ``ulps`` floating-point steps (+inf is left unchanged).
+
+    Values at or below ``_TINY`` are replaced by ``_TINY``: there, absolute (subnormal) rounding
+    errors dominate, and ``_TINY`` is a safe upper bound. A computed 0 is kept only when the
+    caller knows the exact value is 0 (``zero_is_exact``); otherwise it may be an underflow.
+    """
+    if math.isinf(value):
         return value
+    if value <= _TINY:
+        return 0.0 if (value == 0.0 and zero_is_exact) else _TINY
     for _ in range(ulps):
         value = math.nextafter(value, math.inf)
     return value
@@ -150,8 +159,14 @@ def max_divergence(p: ArrayLike, q: ArrayLike) -> float:
     support = first > 0.0
     if np.any(second[support] == 0.0):
         return math.inf
-    ratios = np.log(first[support]) - np.log(second[support])
-    return _round_up(float(np.max(ratios)))
+    return _round_up(float(np.max(_log_ratio(first[support], second[support]))))
+
+
+def _log_ratio(p: NDArray[np.float64], q: NDArray[np.float64]) -> NDArray[np.float64]:
+    """ln(p/q) for positive arrays, with log1p((p − q)/q) near 1 (p − q exact there, Sterbenz)."""
+    ratio = p / q
+    near_one = (ratio >= 0.5) & (ratio <= 2.0)
+    return np.where(near_one, np.log1p((p - q) / q), np.log(ratio))
 
 
 def approximate_max_divergence(p: ArrayLike, q: ArrayLike, delta: float) -> float:
@@ -211,7 +226,7 @@ def kl_divergence(p: ArrayLike, q: ArrayLike) -> float:
 def kl_divergence_bound(eps: float) -> float:
     """Seed 002 Lemma 3.18: ``D_∞(P‖Q) ≤ ε`` and ``D_∞(Q‖P) ≤ ε`` imply ``D(P‖Q) ≤ ε(e^ε − 1)``."""
     epsilon = check_epsilon(eps, "eps")
-    return _round_up(epsilon * math.expm1(epsilon))
+    return _round_up(epsilon * math.expm1(epsilon), zero_is_exact=epsilon == 0.0)
 
 
 def randomizer_delta(matrix: ArrayLike, eps: float) -> float:
@@ -302,7 +317,8 @@ def approx_to_pure(eps: float, delta: float, k: int, eta: float) -> float:
     delta_value = _check_delta_closed(delta)
     outputs = check_num_users(k, "k")
     mixing = check_range("eta", eta, 0.0, 1.0, low_open=True)
-    return _round_up(epsilon + math.log1p(outputs * delta_value * math.exp(-epsilon) / mixing))
+    value = epsilon + math.log1p(outputs * delta_value * math.exp(-epsilon) / mixing)
+    return _round_up(value, zero_is_exact=epsilon == 0.0 and delta_value == 0.0)
 
 
 def mix_with_uniform(distributions: ArrayLike, eta: float) -> NDArray[np.float64]:
@@ -385,7 +401,7 @@ def chained_ldp(eps1: float, eps2: float) -> float:
     else:
         # divide numerator and denominator by e^{large}: no overflow, no cancellation
         value = small + math.log1p(math.exp(-large - small)) - math.log1p(math.exp(small - large))
-    return min(_round_up(value), small)
+    return min(_round_up(value, zero_is_exact=small == 0.0), small)
 
 
 def chained_ldp_product_bound(eps1: float, eps2: float) -> float:
@@ -395,7 +411,7 @@ def chained_ldp_product_bound(eps1: float, eps2: float) -> float:
     """
     first = check_epsilon(eps1, "eps1")
     second = check_epsilon(eps2, "eps2")
-    return _round_up(first * second / 2.0)
+    return _round_up(first * second / 2.0, zero_is_exact=first == 0.0 or second == 0.0)
 
 
 def pure_ldp_profile(eps0: float) -> Profile:
@@ -412,7 +428,8 @@ def pure_ldp_profile(eps0: float) -> Profile:
         if epsilon >= epsilon0:
             return 0.0
         # (e^{ε0} − e^{ε})/(e^{ε0} + 1) = −expm1(ε − ε0)/(1 + e^{−ε0})
-        return min(1.0, _round_up(-math.expm1(epsilon - epsilon0) / (1.0 + math.exp(-epsilon0))))
+        value = -math.expm1(epsilon - epsilon0) / (1.0 + math.exp(-epsilon0))
+        return min(1.0, _round_up(value, zero_is_exact=False))
 
     return delta_of_eps
 
@@ -431,7 +448,7 @@ def advanced_grouposition(eps: float, k: int, delta: float) -> float:
     group = check_num_users(k, "k")
     delta_value = check_range("delta", delta, 0.0, 1.0, low_open=True)
     value = group * epsilon * epsilon / 2.0 + epsilon * math.sqrt(2.0 * group * -math.log(delta_value))
-    return _round_up(value)
+    return _round_up(value, zero_is_exact=epsilon == 0.0)
 
 
 def advanced_grouposition_approx(
@@ -501,7 +518,8 @@ def fmt_shuffle_bound(eps0: float, n: int, delta: float) -> float:
             f"delta={delta_value!r} this allows {limit}, got eps0={epsilon0!r}"
         )
     root = math.sqrt(2.0 * math.log(4.0 / delta_value) / ((math.exp(epsilon0) + 1.0) * users))
-    return _round_up(math.log1p(4.0 * math.expm1(epsilon0) * (root + 1.0 / users)))
+    value = math.log1p(4.0 * math.expm1(epsilon0) * (root + 1.0 / users))
+    return _round_up(value, zero_is_exact=epsilon0 == 0.0)
 
 
 def robust_fmt_shuffle_bound(eps0: float, n: int, delta: float, honest_fraction: float) -> float:
@@ -542,13 +560,15 @@ def subsampling(eps: float, delta: float, rate: float) -> tuple[float, float]:
     epsilon = check_epsilon(eps, "eps")
     delta_value = _check_delta_closed(delta)
     gamma = check_range("rate", rate, 0.0, 1.0)
-    return _subsampled_epsilon(epsilon, gamma), min(1.0, _round_up(gamma * delta_value))
+    delta_prime = _round_up(gamma * delta_value, zero_is_exact=gamma == 0.0 or delta_value == 0.0)
+    return _subsampled_epsilon(epsilon, gamma), min(1.0, delta_prime)
 
 
 def _subsampled_epsilon(epsilon: float, gamma: float) -> float:
     """ln(1 + γ(e^ε − 1)) rounded up, overflow-safe for large ε."""
     if epsilon <= 700.0:
-        return _round_up(math.log1p(gamma * math.expm1(epsilon)))
+        value = math.log1p(gamma * math.expm1(epsilon))
+        return _round_up(value, zero_is_exact=gamma == 0.0 or epsilon == 0.0)
     if gamma == 0.0:
         return 0.0
     # ln(γ e^ε + 1 − γ) = ε + ln γ + ln(1 + (1 − γ) e^{−ε}/γ)
@@ -580,7 +600,7 @@ def subsampled_profile(profile: Profile, rate: float) -> Profile:
             base_eps = epsilon_prime - math.log(gamma) + math.log1p((gamma - 1.0) * math.exp(-epsilon_prime))
         base_eps = max(0.0, _round_down(base_eps))
         base_delta = _check_delta_closed(profile(base_eps), "profile(eps)")
-        return min(1.0, _round_up(gamma * base_delta))
+        return min(1.0, _round_up(gamma * base_delta, zero_is_exact=base_delta == 0.0))
 
     return delta_of_eps
 
