@@ -183,6 +183,8 @@ def approximate_max_divergence(p: ArrayLike, q: ArrayLike, delta: float) -> floa
     """
     first, second = _check_pair(p, q)
     delta_value = _check_delta_closed(delta)
+    if delta_value == 0.0:
+        return max_divergence(first, second)  # D_∞^0 = D_∞ (log1p form: better accuracy)
     zero_q = second == 0.0
     infinite_mass = math.fsum(first[zero_q].tolist())
     if infinite_mass > delta_value:
