@@ -228,6 +228,15 @@ def test_approx_to_pure_on_explicit_pairs(pair, eps, eta):
         assert bound <= eps + 2 * delta / eta + 1e-12
 
 
+@FAST
+@given(matrices(3, 4), st.floats(0.0, 1.5), st.floats(0.05, 1.0))
+def test_approx_to_pure_on_randomizer_matrices(m, eps, eta):
+    delta = matrix_delta(m, eps)
+    mixed = L.mix_with_uniform(m, eta)
+    assert np.allclose(mixed.sum(axis=1), 1.0)
+    assert matrix_eps(mixed) <= L.approx_to_pure(eps, delta, m.shape[1], eta) + FLOAT_SLACK
+
+
 def test_approx_to_pure_point_mass_example_is_close_to_bound():
     # P = (δ, 1 − δ), Q = (0, 1) is (0, δ)-DP; after mixing the ratio at y=0 is 1 + 2(1 − η)δ/η
     delta, eta = 0.01, 0.05
@@ -645,9 +654,10 @@ def test_subsampling_large_epsilon_is_finite_and_monotone():
 
 
 @FAST
-@given(st.lists(dist_pairs(), min_size=2, max_size=3), st.floats(0.0, 1.0))
-def test_basic_composition_on_product_mechanisms(pairs, eps):
-    parts = [(eps, max(hs(p, q, eps), hs(q, p, eps))) for p, q in pairs]
+@given(st.lists(st.tuples(dist_pairs(), st.floats(0.0, 1.0)), min_size=2, max_size=3))
+def test_basic_composition_on_product_mechanisms(items):
+    pairs = [pair for pair, _ in items]
+    parts = [(eps, max(hs(p, q, eps), hs(q, p, eps))) for (p, q), eps in items]
     total_eps, total_delta = L.basic_composition(parts)
     p_all = product([p for p, _ in pairs])
     q_all = product([q for _, q in pairs])
