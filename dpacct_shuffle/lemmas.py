@@ -124,6 +124,11 @@ def _check_randomizer(name: str, matrix: ArrayLike) -> NDArray[np.float64]:
     return array
 
 
+def _check_profile(profile: object) -> None:
+    if not callable(profile):
+        raise TypeError(f"profile must be a callable delta(eps) -> delta, got {type(profile).__name__}")
+
+
 def _hockey_stick(p: NDArray[np.float64], q: NDArray[np.float64], factor: float) -> float:
     """Σ_y max(0, p(y) − factor·q(y)) for factor ∈ [0, +inf] (points with q = 0 contribute p)."""
     with np.errstate(invalid="ignore", over="ignore"):
@@ -381,6 +386,24 @@ def deletion_to_replacement(eps: float, delta: float) -> tuple[float, float]:
     return _round_up(2.0 * epsilon), min(1.0, _round_up((math.exp(epsilon) + 1.0) * delta_value))
 
 
+def deletion_to_replacement_profile(profile: Profile) -> Profile:
+    """Seed 000 Lemma 4.2 applied at every ε: deletion profile δ_del(ε) → replacement profile.
+
+    ``δ_rep(ε') = (e^{ε'/2} + 1)·δ_del(ε'/2)`` (capped at 1, rounded up). ``profile`` must return
+    values in [0, 1] (ValueError otherwise).
+    """
+    _check_profile(profile)
+
+    def delta_of_eps(eps: float) -> float:
+        epsilon = check_epsilon(eps, "eps")
+        half = epsilon / 2.0  # exact
+        base_delta = _check_delta_closed(profile(half), "profile(eps)")
+        value = (math.exp(half) + 1.0) * base_delta
+        return min(1.0, _round_up(value, zero_is_exact=base_delta == 0.0))
+
+    return delta_of_eps
+
+
 def chained_ldp(eps1: float, eps2: float) -> float:
     """Seed 000 Cor 4.1 [EFMRSTT20, Cor A.2; NV20, Thm 4.3]: ε1-LDP R1 then ε2-LDP R2.
 
@@ -500,6 +523,29 @@ def shuffle_to_ldp(eps: float, delta: float, n: int) -> tuple[float, float]:
     return _round_up(epsilon + math.log(users)), delta_value
 
 
+def shuffle_to_ldp_profile(profile: Profile, n: int) -> Profile:
+    """Seed 000 Thm 5.1 applied at every ε: shuffled profile δ_S(ε) → local profile δ_L.
+
+    ``δ_L(ε) = δ_S(ε − ln n)`` for ε ≥ ln n; below ln n the theorem says nothing and the trivial
+    bound 1 is returned. ε − ln n is rounded down (δ_S is non-increasing). ``profile`` must return
+    values in [0, 1] (ValueError otherwise).
+    """
+    _check_profile(profile)
+    users = check_num_users(n, "n")
+    log_n = math.log(users)
+
+    def delta_of_eps(eps: float) -> float:
+        epsilon = check_epsilon(eps, "eps")
+        if users == 1:
+            return _check_delta_closed(profile(epsilon), "profile(eps)")
+        shifted = _round_down(epsilon - _round_up(log_n))
+        if shifted < 0.0:
+            return 1.0
+        return _check_delta_closed(profile(shifted), "profile(eps)")
+
+    return delta_of_eps
+
+
 def fmt_shuffle_bound(eps0: float, n: int, delta: float) -> float:
     """Seed 000 Thm 5.2 [FMT22, Thm 3.2]: shuffling n reports of an ε0-LDP randomizer is (ε, δ)-DP,
 
@@ -588,8 +634,7 @@ def subsampled_profile(profile: Profile, rate: float) -> Profile:
     ε is rounded **down** before calling ``profile`` (δ is non-increasing, so a smaller ε can only
     increase δ) and δ' is rounded up. γ = 0 gives the zero profile.
     """
-    if not callable(profile):
-        raise TypeError(f"profile must be a callable delta(eps) -> delta, got {type(profile).__name__}")
+    _check_profile(profile)
     gamma = check_range("rate", rate, 0.0, 1.0)
 
     def delta_of_eps(eps: float) -> float:
@@ -618,6 +663,7 @@ __all__ = [
     "chained_ldp_product_bound",
     "deletion_delta",
     "deletion_to_replacement",
+    "deletion_to_replacement_profile",
     "fmt_shuffle_bound",
     "hockey_stick_divergence",
     "kl_divergence",
@@ -631,6 +677,7 @@ __all__ = [
     "replacement_to_deletion",
     "robust_fmt_shuffle_bound",
     "shuffle_to_ldp",
+    "shuffle_to_ldp_profile",
     "subsampled_profile",
     "subsampling",
 ]

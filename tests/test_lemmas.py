@@ -291,6 +291,19 @@ def test_deletion_to_replacement_on_random_randomizers(m, ref, eps):
 
 
 @FAST
+@given(matrices(3, 4), st.lists(st.floats(0.02, 1.0), min_size=4, max_size=4))
+def test_deletion_to_replacement_profile_on_random_randomizers(m, ref):
+    reference = np.array(ref) / sum(ref)
+    profile = L.deletion_to_replacement_profile(lambda e: L.deletion_delta(m, reference, e))
+    for eps in (0.0, 0.1, 0.5, 1.0, 2.0):
+        assert matrix_delta(m, eps) <= profile(eps) + FLOAT_SLACK
+    # the seed's counterexample attains it at ε' = 2·(1/4)
+    cx = seed_counterexample(0.25, 1 / 6)
+    tight = L.deletion_to_replacement_profile(lambda e: L.deletion_delta(cx, np.full(3, 1 / 3), e))
+    assert tight(0.5) == pytest.approx(matrix_delta(cx, 0.5), rel=1e-12)
+
+
+@FAST
 @given(matrices(3, 3), st.floats(0.0, 1.5))
 def test_replacement_to_deletion_with_reference_a_row(m, eps):
     delta_rep = matrix_delta(m, eps)
@@ -500,6 +513,15 @@ def test_shuffle_to_ldp_on_explicit_shuffled_protocols(m, n, eps_s):
     assert matrix_delta(m, eps_l) <= delta_l + FLOAT_SLACK
 
 
+@settings(max_examples=10, deadline=None)
+@given(matrices(2, 3), st.integers(2, 4))
+def test_shuffle_to_ldp_profile_on_explicit_shuffled_protocols(m, n):
+    profile = L.shuffle_to_ldp_profile(lambda e: shuffle_delta(m, n, e), n)
+    for eps_l in (0.0, 0.5 * math.log(n), math.log(n), math.log(n) + 0.3, math.log(n) + 1.0):
+        assert matrix_delta(m, eps_l) <= profile(eps_l) + FLOAT_SLACK
+    assert profile(0.5 * math.log(n)) == 1.0
+
+
 def test_shuffle_to_ldp_with_one_user_is_exact():
     m = np.array([[0.6, 0.3, 0.1], [0.2, 0.2, 0.6]])
     for eps in (0.0, 0.5):
@@ -639,6 +661,10 @@ def test_subsampled_profile_validates_profile_values():
         L.subsampled_profile(0.3, 0.5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="eps"):
         L.subsampled_profile(lambda e: 0.0, 0.5)(-1.0)
+    with pytest.raises(ValueError, match="profile"):
+        L.shuffle_to_ldp_profile(lambda e: -0.1, 3)(2.0)
+    with pytest.raises(ValueError, match="profile"):
+        L.deletion_to_replacement_profile(lambda e: math.nan)(0.2)
 
 
 def test_subsampling_large_epsilon_is_finite_and_monotone():
@@ -784,6 +810,9 @@ BAD_CALLS = [
     (L.subsampling, (1.0, 1e-6, 1.5), ValueError, "rate"),
     (L.subsampling, (-1.0, 1e-6, 0.5), ValueError, "eps"),
     (L.subsampled_profile, (lambda e: 0.0, -0.1), ValueError, "rate"),
+    (L.shuffle_to_ldp_profile, (lambda e: 0.0, 0), ValueError, "n"),
+    (L.shuffle_to_ldp_profile, (None, 3), TypeError, "profile"),
+    (L.deletion_to_replacement_profile, ("x",), TypeError, "profile"),
     (L.basic_composition, ([],), ValueError, "pairs"),
     (L.basic_composition, ([(1.0, 0.1), (-1.0, 0.0)],), ValueError, r"pairs\[1\]\.eps"),
     (L.basic_composition, ([(1.0, 0.1), (1.0, 2.0)],), ValueError, r"pairs\[1\]\.delta"),
