@@ -204,11 +204,9 @@ def approximate_max_divergence(p: ArrayLike, q: ArrayLike, delta: float) -> floa
     # f(r_j) with the points of larger ratio (indices < j) included: non-decreasing in j.
     at_breakpoints = infinite_mass + cum_p[:-1] - ratios * cum_q[:-1]
     above = np.nonzero(at_breakpoints > delta_value)[0]
+    # j ≥ 1 because f(r_0) = m_inf ≤ δ. On [r_j, r_{j-1}] (or [0, r_{last}] when j = size),
+    # f(t) = m_inf + cum_p[j] − t·cum_q[j], with cum_q[j] > 0.
     j = int(above[0]) if above.size else ratios.size
-    # On [r_j, r_{j-1}] (or [0, r_{last}] when j = size), f(t) = m_inf + cum_p[j] − t·cum_q[j].
-    if j == 0:
-        # cannot happen: f(r_0) = m_inf ≤ δ
-        raise AssertionError("unreachable")  # pragma: no cover
     threshold = (infinite_mass + cum_p[j] - delta_value) / cum_q[j]
     if threshold <= 0.0:
         return -math.inf
