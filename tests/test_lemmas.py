@@ -20,7 +20,9 @@ from scipy import special, stats
 
 from dpacct_shuffle import lemmas as L
 
-FAST = settings(max_examples=40, deadline=None)
+FAST = settings(deadline=None)  # example count from the loaded hypothesis profile (conftest.py)
+# exact shuffled distributions are expensive per example: a fraction of the profile's count
+SLOW = settings(max_examples=max(5, settings.default.max_examples // 4), deadline=None)
 # The explicit distributions below are built in double precision (each probability carries a
 # rounding error ~1e-16), so a divergence computed from them can exceed the true value by that
 # much. Comparisons of such direct computations against a lemma allow this absolute slack, which
@@ -503,7 +505,7 @@ def shuffle_delta(m: np.ndarray, n: int, eps: float) -> float:
     return best
 
 
-@settings(max_examples=15, deadline=None)
+@SLOW
 @given(matrices(3, 3), st.integers(1, 4), st.sampled_from([0.0, 0.2, 1.0]))
 def test_shuffle_to_ldp_on_explicit_shuffled_protocols(m, n, eps_s):
     delta_s = shuffle_delta(m, n, eps_s)
@@ -513,7 +515,7 @@ def test_shuffle_to_ldp_on_explicit_shuffled_protocols(m, n, eps_s):
     assert matrix_delta(m, eps_l) <= delta_l + FLOAT_SLACK
 
 
-@settings(max_examples=10, deadline=None)
+@SLOW
 @given(matrices(2, 3), st.integers(2, 4))
 def test_shuffle_to_ldp_profile_on_explicit_shuffled_protocols(m, n):
     profile = L.shuffle_to_ldp_profile(lambda e: shuffle_delta(m, n, e), n)
