@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from scipy import special, stats
 
 from dpacct_shuffle import lemmas as L
+from tests.oracle import exact_shuffled_delta, krr_matrix
 
 FAST = settings(deadline=None)  # example count from the loaded hypothesis profile (conftest.py)
 # exact shuffled distributions are expensive per example: a fraction of the profile's count
@@ -554,6 +555,17 @@ def test_fmt_bound_holds_for_shuffled_randomized_response(eps0, n, delta):
     assert binary_rr_shuffle_delta(eps0, n, eps) <= delta
     # and the bound is not vacuous: the exact ε is of the same order (within a factor 10)
     assert binary_rr_shuffle_delta(eps0, n, eps / 10) > delta
+
+
+@pytest.mark.parametrize("eps0", [0.5, 1.0, 1.3])
+def test_fmt_bound_holds_for_shuffled_3ary_randomized_response(eps0):
+    """Exact shuffled histogram of 3-RR (tests/oracle.py), several configurations of the others."""
+    n, delta = 300, 1e-3
+    eps = L.fmt_shuffle_bound(eps0, n, delta)
+    m = krr_matrix(eps0, 3)
+    configurations = [(0,) * (n - 1), (2,) * (n - 1), (1,) * (n - 1), tuple(i % 3 for i in range(n - 1))]
+    worst = max(exact_shuffled_delta(m, 0, 1, others, eps) for others in configurations)
+    assert worst <= delta
 
 
 def test_fmt_bound_validity_condition():
