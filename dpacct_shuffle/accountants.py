@@ -1,0 +1,286 @@
+"""dp-accounting accountants that understand shuffled and local reports.
+
+* :class:`ShufflePLDAccountant` — a ``dp_accounting.pld.PLDAccountant``;
+* :class:`ShuffleRdpAccountant` — a ``dp_accounting.rdp.RdpAccountant``.
+
+Both are constructible with no arguments and then use the **replace-one** neighbouring relation
+(one user's input replaced, everything else fixed): the relation the shuffle bounds hold for.
+Under that relation dp-accounting's PLD treats a ``GaussianDpEvent`` with sensitivity 2 (a
+replaced record can move a norm-≤C sum by 2C); :class:`ShuffleRdpAccountant` does the same (its
+parent used sensitivity 1 — see below). Pass another relation explicitly to get the parents'
+behaviour for their own events; the events of :mod:`dpacct_shuffle.events` are then unsupported
+(``supports()`` returns False, never raises).
+
+Supported, anywhere inside ``ComposedDpEvent`` / ``SelfComposedDpEvent``:
+
+* :class:`~dpacct_shuffle.events.ShuffleEvent`, :class:`~dpacct_shuffle.events.ParallelCompositionEvent`
+  (PLD via :func:`dpacct_shuffle.profiles.pld_from_profile`, RDP via
+  :func:`dpacct_shuffle.profiles.rdp_from_profile`);
+* ``PoissonSampledDpEvent`` around either of them (client sampling, replace-one; profile
+  γ·δ(ε) at the same ε with the sampled round's user count, see
+  :func:`dpacct_shuffle.profiles.poisson_sampled_shuffle_profile`);
+* :class:`~dpacct_shuffle.events.LDPCompositionEvent` (PLD: leaky randomized response losses,
+  dp-accounting's ``from_privacy_parameters``; RDP: binary randomized response, pure LDP only);
+* everything the parent supports.
+
+Parent defects fixed here rather than inherited (dp-accounting 0.6.0):
+
+* ``PLDAccountant`` ignores ``count`` for ``RandomizedResponseDpEvent`` (5 × 1-LDP reports came
+  out as ε = 1); here the randomized-response PLD is self-composed ``count`` times. A noise
+  parameter of 1 (output independent of the input) is a no-op instead of a ValueError.
+* ``RdpAccountant`` under ``REPLACE_ONE`` computes a ``GaussianDpEvent`` (and a
+  ``LaplaceDpEvent``) with sensitivity 1, as for add/remove — an under-report. Here they are
+  computed with sensitivity 2 (noise multiplier halved), matching dp-accounting's PLD.
+
+Not changed: ``RdpAccountant`` refuses ``PoissonSampledDpEvent`` of a Gaussian under
+``REPLACE_ONE`` (so does this subclass); the mixture-of-Gaussians PLD path of dp-accounting 0.6.0
+fails under numpy 2 and is not used by anything here.
+
+Private parent attributes relied on (guarded by ``tests/test_accountants.py``):
+``PLDAccountant._pld``, ``._contains_non_dp_event``, ``._value_discretization_interval``;
+``RdpAccountant._rdp``, ``._orders``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from typing import Optional
+
+import numpy as np
+from dp_accounting import dp_event
+from dp_accounting import privacy_accountant
+from dp_accounting.pld import pld_privacy_accountant
+from dp_accounting.pld import privacy_loss_distribution as pld_lib
+from dp_accounting.rdp import rdp_privacy_accountant
+from numpy.typing import NDArray
+
+from dpacct_shuffle.events import (
+    LDPCompositionEvent,
+    LDPCompositionMode,
+    ParallelCompositionEvent,
+    ParallelMode,
+    ShuffleEvent,
+)
+from dpacct_shuffle.profiles import (
+    DEFAULT_VALUE_DISCRETIZATION,
+    PrivacyProfile,
+    ldp_pld,
+    max_profile,
+    pld_from_grid,
+    poisson_sampled_shuffle_profile,
+    profile_grid,
+    randomized_response_rdp,
+    rdp_from_grid,
+)
+
+NeighborRel = privacy_accountant.NeighboringRelation
+CompositionErrorDetails = privacy_accountant.PrivacyAccountant.CompositionErrorDetails
+
+_SHUFFLE_EVENTS = (ShuffleEvent, ParallelCompositionEvent)
+_OWN_EVENTS = (ShuffleEvent, ParallelCompositionEvent, LDPCompositionEvent)
+
+
+# ---------------------------------------------------------------------------------------------
+# event -> profile
+# ---------------------------------------------------------------------------------------------
+
+
+def _sampled_profile(event: dp_event.PoissonSampledDpEvent) -> PrivacyProfile:
+    """Profile of ``PoissonSampledDpEvent(γ, ShuffleEvent | ParallelCompositionEvent)``."""
+    inner, gamma = event.event, event.sampling_probability
+    if isinstance(inner, ShuffleEvent):
+        return poisson_sampled_shuffle_profile(inner.randomizer, inner.num_users, gamma,
+                                               inner.honest_fraction)
+    if inner.mode is ParallelMode.RANDOM:
+        return poisson_sampled_shuffle_profile(inner.composite_randomizer(), inner.num_users, gamma,
+                                               inner.honest_fraction)
+    return max_profile([poisson_sampled_shuffle_profile(branch, size, gamma, inner.honest_fraction)
+                        for branch, size in zip(inner.branches, inner.num_users)])
+
+
+def event_profile(event: dp_event.DpEvent) -> PrivacyProfile:
+    """The privacy profile of a (possibly Poisson-sampled) shuffle event."""
+    if isinstance(event, dp_event.PoissonSampledDpEvent):
+        return _sampled_profile(event)
+    if isinstance(event, _SHUFFLE_EVENTS):
+        return event.profile()
+    raise TypeError(f"no shuffle profile for {type(event).__name__}")
+
+
+def _is_sampled_shuffle(event: dp_event.DpEvent) -> bool:
+    return (isinstance(event, dp_event.PoissonSampledDpEvent)
+            and isinstance(event.event, _SHUFFLE_EVENTS))
+
+
+def _cached(function):  # type: ignore[no-untyped-def]
+    """lru_cache that falls back to a plain call for unhashable events (e.g. mutable randomizers)."""
+    cached = functools.lru_cache(maxsize=256)(function)
+
+    @functools.wraps(function)
+    def wrapper(*args):  # type: ignore[no-untyped-def]
+        try:
+            hash(args)
+        except TypeError:
+            return function(*args)
+        return cached(*args)
+
+    return wrapper
+
+
+@_cached
+def shuffle_event_pld(event: dp_event.DpEvent,
+                      value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION
+                      ) -> pld_lib.PrivacyLossDistribution:
+    """Pessimistic PLD of one (possibly Poisson-sampled) shuffle event (cached per event)."""
+    return pld_from_grid(profile_grid(event_profile(event), value_discretization_interval))
+
+
+@_cached
+def shuffle_event_rdp(event: dp_event.DpEvent, orders: tuple[float, ...]) -> NDArray[np.float64]:
+    """RDP upper bound (both directions) of one (possibly Poisson-sampled) shuffle event."""
+    profile = event_profile(event)
+    return rdp_from_grid(profile_grid(profile), orders, profile.epsilon_cap)
+
+
+def ldp_event_pld(event: LDPCompositionEvent,
+                  value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION
+                  ) -> pld_lib.PrivacyLossDistribution:
+    """PLD of a user's local reports (sequential: composed leaky-RR PLDs; chained: its profile)."""
+    deltas = event.delta_values
+    if event.mode is LDPCompositionMode.SEQUENTIAL:
+        result = pld_lib.identity(value_discretization_interval)
+        for epsilon, delta in zip(event.epsilons, deltas):
+            result = result.compose(ldp_pld(epsilon, delta, value_discretization_interval))
+        return result
+    profile = event.chained_profile()
+    if all(delta == 0.0 for delta in deltas):
+        return ldp_pld(profile.epsilon_cap, 0.0, value_discretization_interval)
+    return pld_from_grid(profile_grid(profile, value_discretization_interval))
+
+
+def ldp_event_rdp(event: LDPCompositionEvent, orders: Sequence[float]) -> Optional[NDArray[np.float64]]:
+    """RDP of a user's local reports, or None if some report is only (ε, δ>0)-LDP without a
+    pure block (the Rényi divergence of a leaky randomized response is infinite)."""
+    deltas = event.delta_values
+    orders_array = np.asarray(orders, dtype=np.float64)
+    if event.mode is LDPCompositionMode.SEQUENTIAL:
+        if any(delta > 0.0 for delta in deltas):
+            return None
+        return sum((randomized_response_rdp(eps, orders_array) for eps in event.epsilons),
+                   np.zeros_like(orders_array))
+    cap = event.chained_profile().epsilon_cap
+    if math.isinf(cap):
+        return None
+    return randomized_response_rdp(cap, orders_array)
+
+
+def _relation_error(event: dp_event.DpEvent, relation: NeighborRel) -> CompositionErrorDetails:
+    return CompositionErrorDetails(
+        invalid_event=event,
+        error_message=(f"neighboring_relation must be `REPLACE_ONE` for {type(event).__name__} "
+                       f"(shuffle and local bounds hold for replace-one neighbours). Found {relation}."),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# accountants
+# ---------------------------------------------------------------------------------------------
+
+
+class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
+    """``PLDAccountant`` that also accounts shuffle rounds and local reports (replace-one default).
+
+    Args:
+      neighboring_relation: defaults to ``REPLACE_ONE``, the relation the shuffle bounds hold for
+        (dp-accounting's PLD then treats a Gaussian step with sensitivity 2). Under any other
+        relation the shuffle/LDP events are unsupported.
+      value_discretization_interval: PLD grid (default 1e-4); the shuffle PLDs use the same grid.
+    """
+
+    def __init__(self, neighboring_relation: NeighborRel = NeighborRel.REPLACE_ONE,
+                 value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION) -> None:
+        super().__init__(neighboring_relation, value_discretization_interval)
+
+    def _compose_pld(self, pld: pld_lib.PrivacyLossDistribution, count: int) -> None:
+        self._pld = self._pld.compose(pld.self_compose(count) if count > 1 else pld)
+
+    def _maybe_compose(self, event: dp_event.DpEvent, count: int,
+                       do_compose: bool) -> Optional[CompositionErrorDetails]:
+        if isinstance(event, _OWN_EVENTS) or _is_sampled_shuffle(event):
+            if self.neighboring_relation is not NeighborRel.REPLACE_ONE:
+                return _relation_error(event, self.neighboring_relation)
+            if do_compose:
+                if isinstance(event, LDPCompositionEvent):
+                    pld = ldp_event_pld(event, self._value_discretization_interval)
+                else:
+                    pld = shuffle_event_pld(event, self._value_discretization_interval)
+                self._compose_pld(pld, count)
+            return None
+        if (isinstance(event, dp_event.RandomizedResponseDpEvent)
+                and self.neighboring_relation in (NeighborRel.REPLACE_ONE, NeighborRel.REPLACE_SPECIAL)
+                and event.num_buckets > 1 and 0.0 < event.noise_parameter <= 1.0):
+            # parent defect: it composes the randomized-response PLD once, whatever `count` is
+            if do_compose and event.noise_parameter < 1.0:
+                self._compose_pld(pld_lib.from_randomized_response(
+                    noise_parameter=event.noise_parameter,
+                    num_buckets=event.num_buckets,
+                    value_discretization_interval=self._value_discretization_interval,
+                    neighboring_relation=self.neighboring_relation,
+                ), count)
+            return None
+        return super()._maybe_compose(event, count, do_compose)
+
+
+class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):
+    """``RdpAccountant`` that also accounts shuffle rounds and local reports (replace-one default).
+
+    Args:
+      orders: RDP orders (default: dp-accounting's ``DEFAULT_RDP_ORDERS``), all > 1.
+      neighboring_relation: defaults to ``REPLACE_ONE``, the relation the shuffle bounds hold for;
+        a ``GaussianDpEvent``/``LaplaceDpEvent`` is then computed with sensitivity 2 (the parent
+        used 1). Under any other relation the shuffle/LDP events are unsupported.
+    """
+
+    def __init__(self, orders: Optional[Sequence[float]] = None,
+                 neighboring_relation: NeighborRel = NeighborRel.REPLACE_ONE) -> None:
+        super().__init__(orders, neighboring_relation)
+
+    def _maybe_compose(self, event: dp_event.DpEvent, count: int,
+                       do_compose: bool) -> Optional[CompositionErrorDetails]:
+        replace_one = self.neighboring_relation is NeighborRel.REPLACE_ONE
+        if isinstance(event, _OWN_EVENTS) or _is_sampled_shuffle(event):
+            if not replace_one:
+                return _relation_error(event, self.neighboring_relation)
+            if isinstance(event, LDPCompositionEvent):
+                rdp = ldp_event_rdp(event, self._orders)
+                if rdp is None:
+                    return CompositionErrorDetails(
+                        invalid_event=event,
+                        error_message="RDP of an (epsilon, delta>0)-LDP report is unbounded; "
+                                      "use ShufflePLDAccountant.")
+            elif do_compose:
+                rdp = shuffle_event_rdp(event, tuple(float(a) for a in self._orders))
+            if do_compose:
+                self._rdp = self._rdp + count * rdp
+            return None
+        if replace_one and isinstance(event, dp_event.GaussianDpEvent):
+            # parent defect: sensitivity 1 under replace-one; a replaced record moves the sum by 2C
+            return super()._maybe_compose(
+                dp_event.GaussianDpEvent(event.noise_multiplier / 2.0), count, do_compose)
+        if replace_one and isinstance(event, dp_event.LaplaceDpEvent):
+            return super()._maybe_compose(
+                dp_event.LaplaceDpEvent(event.noise_multiplier / 2.0), count, do_compose)
+        return super()._maybe_compose(event, count, do_compose)
+
+
+__all__ = [
+    "ShufflePLDAccountant",
+    "ShuffleRdpAccountant",
+    "event_profile",
+    "ldp_event_pld",
+    "ldp_event_rdp",
+    "shuffle_event_pld",
+    "shuffle_event_rdp",
+]

@@ -1,0 +1,234 @@
+"""dp-accounting events for shuffled and local reports (subclasses of ``dp_accounting.DpEvent``).
+
+All events are frozen ``attrs`` classes like dp-accounting's own, with tuple-valued fields, so they
+are hashable, comparable and survive ``to_named_tuple()`` / ``DpEvent.from_named_tuple()``. Modes
+are enums (dp-accounting's named-tuple conversion treats a ``str`` field as a sequence of
+characters, so string-valued fields would not round-trip); the constructors also accept the
+strings ``"sequential"``, ``"chained"``, ``"random"``, ``"disjoint"``.
+
+Neighbouring relation: **replace-one** — one user's input is replaced by another value, all other
+users' inputs are fixed (SPEC §1). The shuffle bounds hold for this relation only; the accountants
+in :mod:`dpacct_shuffle.accountants` refuse these events under add/remove-one.
+
+A "randomizer" below is anything :func:`dpacct_shuffle.profiles.as_shuffle_bound` accepts: a
+catalog ``Randomizer`` (``.variation_ratio``), a :class:`~dpacct_shuffle.VariationRatio`, or any
+object with ``delta(epsilon, n)`` and ``epsilon0``.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from typing import Any, Optional, Tuple, Union
+
+import attr
+from dp_accounting import dp_event
+
+from dpacct_shuffle.core.validation import check_num_users, check_range
+from dpacct_shuffle.profiles import (
+    PrivacyProfile,
+    as_shuffle_bound,
+    chained_ldp_profile,
+    check_probabilities,
+    max_profile,
+    parallel_composite,
+    shuffle_profile,
+)
+
+
+class LDPCompositionMode(enum.Enum):
+    """How a user's local reports are combined (see :class:`LDPCompositionEvent`)."""
+
+    SEQUENTIAL = "sequential"
+    CHAINED = "chained"
+
+
+class ParallelMode(enum.Enum):
+    """How users are assigned to the branches of a :class:`ParallelCompositionEvent`."""
+
+    RANDOM = "random"
+    DISJOINT = "disjoint"
+
+
+def _num_users(value: object) -> int:
+    return check_num_users(value, "num_users")
+
+
+def _honest_fraction(value: object) -> float:
+    return check_range("honest_fraction", value, 0.0, 1.0, low_open=True)
+
+
+def _randomizer(value: object) -> object:
+    as_shuffle_bound(value)  # raises TypeError for anything that certifies no bound
+    return value
+
+
+def _tuple_of_randomizers(value: object) -> tuple[Any, ...]:
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        raise TypeError(f"branches must be a sequence of randomizers, got {type(value).__name__}")
+    if len(value) == 0:
+        raise ValueError("branches must contain at least one randomizer")
+    return tuple(_randomizer(item) for item in value)
+
+
+def _optional_probabilities(value: object) -> Optional[tuple[float, ...]]:
+    if value is None:
+        return None
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        raise TypeError(f"probabilities must be a sequence of floats or None, got {value!r}")
+    return tuple(check_range(f"probabilities[{i}]", v, 0.0, 1.0) for i, v in enumerate(value))
+
+
+def _users_or_group_sizes(value: object) -> Union[int, tuple[int, ...]]:
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return tuple(check_num_users(v, f"num_users[{i}]") for i, v in enumerate(value))
+    return _num_users(value)
+
+
+def _epsilons(value: object) -> tuple[float, ...]:
+    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) == 0:
+        raise TypeError(f"epsilons must be a non-empty sequence of floats, got {value!r}")
+    return tuple(check_range(f"epsilons[{i}]", v, 0.0, math.inf, high_open=True)
+                 for i, v in enumerate(value))
+
+
+def _optional_deltas(value: object) -> Optional[tuple[float, ...]]:
+    if value is None:
+        return None
+    if not isinstance(value, Sequence) or isinstance(value, str):
+        raise TypeError(f"deltas must be a sequence of floats or None, got {value!r}")
+    return tuple(check_range(f"deltas[{i}]", v, 0.0, 1.0) for i, v in enumerate(value))
+
+
+@attr.s(frozen=True, slots=True, auto_attribs=True)
+class ShuffleEvent(dp_event.DpEvent):
+    """One shuffle round in which the focal user sends one report.
+
+    ``num_users`` users each apply ``randomizer`` to their input and a trusted shuffler releases
+    the multiset of reports. With ``honest_fraction`` γ < 1 only ⌊γ·n⌋ users follow the protocol
+    (robust shuffling, seed 000 / SPEC §4): the others' reports may be arbitrary, so every bound
+    uses ⌊γ·n⌋ users.
+
+    Mathematics: for replace-one neighbours the released laws P (victim input x⁰) and Q (x¹)
+    satisfy max(D_{e^ε}(P‖Q), D_{e^ε}(Q‖P)) ≤ δ(ε) with δ the certified variation-ratio bound
+    (SPEC §3) for ⌊γ·n⌋ users, and δ(ε) = 0 for ε ≥ ε0 = ln p (post-processing of the victim's
+    ε0-LDP report).
+
+    Under ``PoissonSampledDpEvent(γ_s, ShuffleEvent(R, n))`` ``num_users`` is the population the
+    sample is drawn from (client sampling); see
+    :func:`dpacct_shuffle.profiles.poisson_sampled_shuffle_profile`.
+    """
+
+    randomizer: Any = attr.ib(converter=_randomizer)
+    num_users: int = attr.ib(converter=_num_users)
+    honest_fraction: float = attr.ib(default=1.0, converter=_honest_fraction)
+
+    def profile(self) -> PrivacyProfile:
+        """The privacy profile δ(ε) of this round."""
+        return shuffle_profile(self.randomizer, self.num_users, self.honest_fraction)
+
+
+@attr.s(frozen=True, slots=True, auto_attribs=True)
+class ParallelCompositionEvent(dp_event.DpEvent):
+    """k queries answered in one shuffle round, each user answering exactly one of them.
+
+    ``mode=RANDOM`` (default): each user independently picks branch j with probability π_j
+    (``probabilities``, uniform if None), answers with ``branches[j]`` and sends (j, report); all
+    ``num_users`` reports are shuffled together. This is one shuffle round of the composite
+    randomizer of :func:`dpacct_shuffle.profiles.parallel_composite`:
+    p = max_j p_j, β = Σ_j π_j β_j, q = max_j q_j, generic neutral share w/q (valid, proof there).
+    Compared with k separate rounds (each user answering every query), the victim sends a single
+    report, so its privacy cost is one round at an averaged β instead of k rounds.
+
+    ``mode=DISJOINT``: users are split into fixed groups (independently of the data, e.g. by user
+    id), group j of size ``num_users[j]`` answers query j and each group is shuffled separately.
+    A replace-one change touches one group only and the other groups' outputs do not depend on
+    the victim, so δ(ε) = max_j δ_j(ε) with δ_j the bound of branch j for its group size.
+
+    ``honest_fraction`` applies to every group (⌊γ·n⌋ honest users in the round or group).
+    """
+
+    branches: Tuple[Any, ...] = attr.ib(converter=_tuple_of_randomizers)
+    num_users: Union[int, Tuple[int, ...]] = attr.ib(converter=_users_or_group_sizes)
+    probabilities: Optional[Tuple[float, ...]] = attr.ib(default=None,
+                                                         converter=_optional_probabilities)
+    mode: ParallelMode = attr.ib(default=ParallelMode.RANDOM, converter=ParallelMode)
+    honest_fraction: float = attr.ib(default=1.0, converter=_honest_fraction)
+
+    def __attrs_post_init__(self) -> None:
+        if self.mode is ParallelMode.RANDOM:
+            if not isinstance(self.num_users, int):
+                raise TypeError("num_users must be one integer (all users) when mode='random'")
+            check_probabilities(self.probabilities, len(self.branches))
+        else:
+            if not isinstance(self.num_users, tuple) or len(self.num_users) != len(self.branches):
+                raise ValueError("num_users must give one group size per branch when "
+                                 f"mode='disjoint' ({len(self.branches)} branches), "
+                                 f"got {self.num_users!r}")
+            if self.probabilities is not None:
+                raise ValueError("probabilities must be None when mode='disjoint'")
+
+    def composite_randomizer(self) -> Any:
+        """The composite VariationRatio of a ``RANDOM`` round (seed 001 §1.1)."""
+        if self.mode is not ParallelMode.RANDOM:
+            raise ValueError("composite_randomizer is only defined for mode='random'")
+        return parallel_composite(self.branches,
+                                  check_probabilities(self.probabilities, len(self.branches)))
+
+    def profile(self) -> PrivacyProfile:
+        """The privacy profile δ(ε) of this round."""
+        if self.mode is ParallelMode.RANDOM:
+            return shuffle_profile(self.composite_randomizer(), self.num_users, self.honest_fraction)
+        return max_profile([shuffle_profile(branch, size, self.honest_fraction)
+                            for branch, size in zip(self.branches, self.num_users)])
+
+
+@attr.s(frozen=True, slots=True, auto_attribs=True)
+class LDPCompositionEvent(dp_event.DpEvent):
+    """A user's own local reports, released without a shuffler.
+
+    ``epsilons[i]`` (and ``deltas[i]``, default 0) is the local guarantee of report/stage i.
+
+    ``mode=SEQUENTIAL``: k independent reports. Every (ε, δ)-LDP randomizer pair is a
+    post-processing of leaky randomized response (seed 000 Lemma 3.3; for δ = 0 binary randomized
+    response, Cor 3.1), so the exact worst-case profile is the composition of the k leaky-RR
+    privacy-loss distributions (losses ±ε_i, +∞ w.p. δ_i).
+
+    ``mode=CHAINED``: one report R_k ∘ … ∘ R_1(x). A block of pure stages is ε-LDP with ε from
+    seed 000 Cor 4.1 applied repeatedly, ln((e^{ε1+ε2} + 1)/(e^{ε1} + e^{ε2})); stages with δ > 0
+    contribute their leaky RR; the profile is the minimum over blocks
+    (:func:`dpacct_shuffle.profiles.chained_ldp_profile`).
+
+    Neighbouring relation: replace-one (the user's input is replaced by another value).
+    """
+
+    epsilons: Tuple[float, ...] = attr.ib(converter=_epsilons)
+    mode: LDPCompositionMode = attr.ib(default=LDPCompositionMode.SEQUENTIAL,
+                                       converter=LDPCompositionMode)
+    deltas: Optional[Tuple[float, ...]] = attr.ib(default=None, converter=_optional_deltas)
+
+    def __attrs_post_init__(self) -> None:
+        if self.deltas is not None and len(self.deltas) != len(self.epsilons):
+            raise ValueError(f"deltas must have one entry per epsilon ({len(self.epsilons)}), "
+                             f"got {len(self.deltas)}")
+
+    @property
+    def delta_values(self) -> tuple[float, ...]:
+        """``deltas`` with the default (all zero) filled in."""
+        return self.deltas if self.deltas is not None else (0.0,) * len(self.epsilons)
+
+    def chained_profile(self) -> PrivacyProfile:
+        """Profile of a ``CHAINED`` event."""
+        if self.mode is not LDPCompositionMode.CHAINED:
+            raise ValueError("chained_profile is only defined for mode='chained'")
+        return chained_ldp_profile(self.epsilons, self.delta_values)
+
+
+__all__ = [
+    "LDPCompositionEvent",
+    "LDPCompositionMode",
+    "ParallelCompositionEvent",
+    "ParallelMode",
+    "ShuffleEvent",
+]
