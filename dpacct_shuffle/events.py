@@ -51,6 +51,20 @@ class ParallelMode(enum.Enum):
     DISJOINT = "disjoint"
 
 
+def _parallel_mode(value: object) -> ParallelMode:
+    try:
+        return ParallelMode(value)
+    except ValueError:
+        raise ValueError(f"mode must be one of 'random', 'disjoint', got {value!r}") from None
+
+
+def _ldp_mode(value: object) -> LDPCompositionMode:
+    try:
+        return LDPCompositionMode(value)
+    except ValueError:
+        raise ValueError(f"mode must be one of 'sequential', 'chained', got {value!r}") from None
+
+
 def _num_users(value: object) -> int:
     return check_num_users(value, "num_users")
 
@@ -153,7 +167,7 @@ class ParallelCompositionEvent(dp_event.DpEvent):
     num_users: Union[int, Tuple[int, ...]] = attr.ib(converter=_users_or_group_sizes)
     probabilities: Optional[Tuple[float, ...]] = attr.ib(default=None,
                                                          converter=_optional_probabilities)
-    mode: ParallelMode = attr.ib(default=ParallelMode.RANDOM, converter=ParallelMode)
+    mode: ParallelMode = attr.ib(default=ParallelMode.RANDOM, converter=_parallel_mode)
     honest_fraction: float = attr.ib(default=1.0, converter=_honest_fraction)
 
     def __attrs_post_init__(self) -> None:
@@ -205,7 +219,7 @@ class LDPCompositionEvent(dp_event.DpEvent):
 
     epsilons: Tuple[float, ...] = attr.ib(converter=_epsilons)
     mode: LDPCompositionMode = attr.ib(default=LDPCompositionMode.SEQUENTIAL,
-                                       converter=LDPCompositionMode)
+                                       converter=_ldp_mode)
     deltas: Optional[Tuple[float, ...]] = attr.ib(default=None, converter=_optional_deltas)
 
     def __attrs_post_init__(self) -> None:

@@ -1,0 +1,119 @@
+"""Tests for dpacct_shuffle.events: validation, hashing, named-tuple round trips, profiles."""
+
+from __future__ import annotations
+
+import math
+
+import dp_accounting
+import pytest
+
+from dpacct_shuffle import VariationRatio
+from dpacct_shuffle import profiles
+from dpacct_shuffle.events import (
+    LDPCompositionEvent,
+    LDPCompositionMode,
+    ParallelCompositionEvent,
+    ParallelMode,
+    ShuffleEvent,
+)
+from dpacct_shuffle.lemmas import chained_ldp
+
+VR1 = VariationRatio.worst_case(1.0)
+VR2 = VariationRatio.worst_case(2.0)
+
+EVENTS = [
+    ShuffleEvent(VR1, 1000),
+    ShuffleEvent(VR2, 500, honest_fraction=0.5),
+    ParallelCompositionEvent([VR1, VR2], 100),
+    ParallelCompositionEvent((VR1, VR2), 100, probabilities=[0.25, 0.75]),
+    ParallelCompositionEvent([VR1, VR2], [30, 70], mode="disjoint"),
+    LDPCompositionEvent([1.0, 0.5]),
+    LDPCompositionEvent([1.0, 2.0], mode="chained"),
+    LDPCompositionEvent([1.0, 2.0], mode=LDPCompositionMode.SEQUENTIAL, deltas=[1e-6, 0.0]),
+]
+
+
+@pytest.mark.parametrize("event", EVENTS, ids=repr)
+def test_named_tuple_round_trip(event: dp_accounting.DpEvent) -> None:
+    named = event.to_named_tuple()
+    assert named.module_name == "dpacct_shuffle.events"
+    back = dp_accounting.DpEvent.from_named_tuple(named)
+    assert back == event and hash(back) == hash(event) and type(back) is type(event)
+
+
+def test_nested_round_trip_inside_dp_accounting_events() -> None:
+    nested = dp_accounting.ComposedDpEvent([
+        dp_accounting.SelfComposedDpEvent(ShuffleEvent(VR1, 100), 10),
+        dp_accounting.PoissonSampledDpEvent(0.1, ShuffleEvent(VR2, 1000)),
+        LDPCompositionEvent([1.0], mode="chained"),
+    ])
+    assert dp_accounting.DpEvent.from_named_tuple(nested.to_named_tuple()) == nested
+
+
+def test_events_are_dp_events_frozen_and_use_tuples() -> None:
+    event = ParallelCompositionEvent([VR1, VR2], 100, probabilities=[0.5, 0.5])
+    assert isinstance(event, dp_accounting.DpEvent)
+    assert isinstance(event.branches, tuple) and isinstance(event.probabilities, tuple)
+    assert event.mode is ParallelMode.RANDOM
+    with pytest.raises(AttributeError):
+        event.num_users = 3  # type: ignore[misc]
+    ldp = LDPCompositionEvent([1.0, 2.0], "chained", [0, 0])
+    assert ldp.epsilons == (1.0, 2.0) and ldp.deltas == (0.0, 0.0)
+    assert ldp.mode is LDPCompositionMode.CHAINED
+
+
+@pytest.mark.parametrize("factory,match,error", [
+    (lambda: ShuffleEvent(VR1, 0), "num_users", ValueError),
+    (lambda: ShuffleEvent(VR1, 10.5), "num_users", TypeError),
+    (lambda: ShuffleEvent(VR1, 10, honest_fraction=0.0), "honest_fraction", ValueError),
+    (lambda: ShuffleEvent(VR1, 10, honest_fraction=1.5), "honest_fraction", ValueError),
+    (lambda: ShuffleEvent("krr", 10), "randomizer", TypeError),
+    (lambda: ParallelCompositionEvent([], 10), "branches", ValueError),
+    (lambda: ParallelCompositionEvent([VR1, VR2], 10, probabilities=[0.5, 0.6]), "probabilities",
+     ValueError),
+    (lambda: ParallelCompositionEvent([VR1, VR2], 10, probabilities=[1.0]), "probabilities",
+     ValueError),
+    (lambda: ParallelCompositionEvent([VR1, VR2], [10], mode="disjoint"), "num_users", ValueError),
+    (lambda: ParallelCompositionEvent([VR1, VR2], [10, 20]), "num_users", TypeError),
+    (lambda: ParallelCompositionEvent([VR1], 10, mode="sideways"), "mode", ValueError),
+    (lambda: LDPCompositionEvent([]), "epsilons", TypeError),
+    (lambda: LDPCompositionEvent([-1.0]), "epsilons", ValueError),
+    (lambda: LDPCompositionEvent([math.inf]), "epsilons", ValueError),
+    (lambda: LDPCompositionEvent([1.0], deltas=[1e-6, 0.0]), "deltas", ValueError),
+    (lambda: LDPCompositionEvent([1.0], deltas=[2.0]), "deltas", ValueError),
+    (lambda: LDPCompositionEvent([1.0], mode="parallel"), "mode", ValueError),
+])
+def test_bad_input_raises_naming_the_parameter(factory, match, error) -> None:
+    with pytest.raises(error, match=match):
+        factory()
+
+
+def test_shuffle_event_profile_uses_floor_of_honest_users() -> None:
+    robust = ShuffleEvent(VR1, 1001, honest_fraction=0.5).profile()
+    assert robust.delta(0.2) == profiles.shuffle_profile(VR1, 500).delta(0.2)
+    assert robust.epsilon_cap == pytest.approx(1.0)
+
+
+def test_parallel_random_profile_is_the_composite_round() -> None:
+    event = ParallelCompositionEvent([VR1, VR2], 200, probabilities=[0.25, 0.75])
+    composite = event.composite_randomizer()
+    assert composite.beta == pytest.approx(0.25 * VR1.beta + 0.75 * VR2.beta)
+    assert composite.p == pytest.approx(VR2.p)
+    assert event.profile().delta(0.5) == profiles.shuffle_profile(composite, 200).delta(0.5)
+
+
+def test_parallel_disjoint_profile_is_the_pointwise_max() -> None:
+    event = ParallelCompositionEvent([VR1, VR2], [300, 50], mode="disjoint")
+    for eps in (0.1, 0.5, 0.9, 1.5):
+        expected = max(profiles.shuffle_profile(VR1, 300).delta(eps),
+                       profiles.shuffle_profile(VR2, 50).delta(eps))
+        assert event.profile().delta(eps) == expected
+    with pytest.raises(ValueError, match="random"):
+        event.composite_randomizer()
+
+
+def test_ldp_chained_profile() -> None:
+    event = LDPCompositionEvent([1.0, 2.0, 0.5], mode="chained")
+    assert event.chained_profile().epsilon_cap == chained_ldp(chained_ldp(1.0, 2.0), 0.5)
+    with pytest.raises(ValueError, match="chained"):
+        LDPCompositionEvent([1.0]).chained_profile()
