@@ -1,0 +1,61 @@
+"""Input validation shared by every layer: clear errors naming the parameter and its range."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+
+def check_real(name: str, value: object) -> float:
+    """Return ``value`` as a float, or raise TypeError/ValueError (bool and NaN rejected)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    result = float(value)
+    if math.isnan(result):
+        raise ValueError(f"{name} must not be NaN")
+    return result
+
+
+def check_range(
+    name: str,
+    value: object,
+    low: float = -math.inf,
+    high: float = math.inf,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """Validate a real number in [low, high] (or open ends); the message states the range."""
+    result = check_real(name, value)
+    too_low = result <= low if low_open else result < low
+    too_high = result >= high if high_open else result > high
+    if too_low or too_high:
+        left = "(" if low_open else "["
+        right = ")" if high_open else "]"
+        raise ValueError(f"{name} must be in {left}{low}, {high}{right}, got {result!r}")
+    return result
+
+
+def check_epsilon(value: object, name: str = "epsilon") -> float:
+    """ε ≥ 0 and finite."""
+    return check_range(name, value, 0.0, math.inf, high_open=True)
+
+
+def check_delta(value: object, name: str = "delta") -> float:
+    """0 < δ < 1."""
+    return check_range(name, value, 0.0, 1.0, low_open=True, high_open=True)
+
+
+def check_num_users(value: object, name: str = "n") -> int:
+    """A positive integer number of users (floats such as 1e6 accepted when integral)."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a positive integer, got bool")
+    if isinstance(value, numbers.Integral):
+        result = int(value)
+    elif isinstance(value, numbers.Real) and math.isfinite(float(value)) and float(value).is_integer():
+        result = int(value)
+    else:
+        raise TypeError(f"{name} must be a positive integer, got {value!r}")
+    if result < 1:
+        raise ValueError(f"{name} must be a positive integer (>= 1), got {result}")
+    return result
