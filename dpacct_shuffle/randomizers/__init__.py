@@ -1,0 +1,90 @@
+"""Local randomizers as users think of them, with certified shuffle bounds (upper and lower).
+
+>>> from dpacct_shuffle import randomizers
+>>> shuffled = randomizers.krr(epsilon0=2.0, domain_size=100).shuffled(1000)
+>>> lower, upper = shuffled.epsilon_interval(1e-6)
+
+* :mod:`~dpacct_shuffle.randomizers.catalog` — closed-form entries of the variation-ratio paper's
+  tables (seed 001), each with a proven neutral share;
+* :func:`from_matrix` — the parameter analyzer for any finite randomizer;
+* :mod:`~dpacct_shuffle.randomizers.exact` — exact profiles of explicit instances (lower bounds),
+  including the exact shuffled binary randomized response.
+"""
+
+from dpacct_shuffle.randomizers.base import (
+    LocalPairBound,
+    PairBound,
+    Randomizer,
+    ShuffledRandomizer,
+    VariationRatioBound,
+)
+from dpacct_shuffle.randomizers.catalog import (
+    CATALOG,
+    balcer_binary_summation,
+    balls_into_bins,
+    binary_rr,
+    cheu_binary_summation,
+    collision,
+    duchi,
+    hadamard_response,
+    harmony,
+    krr,
+    laplace,
+    local_hashing,
+    metric_laplace,
+    metric_ldp,
+    mix_dump,
+    optimized_unary_encoding,
+    oue,
+    pckv_grr,
+    piecewise,
+    rappor,
+    sampling_rappor,
+    subset_selection,
+    worst_case_ldp,
+)
+from dpacct_shuffle.randomizers.exact import (
+    BinaryRRProfile,
+    CountPair,
+    InstanceLowerBound,
+    binary_rr_exact_delta,
+    trinomial_projection,
+)
+from dpacct_shuffle.randomizers.matrix import from_matrix
+
+__all__ = [
+    "Randomizer",
+    "ShuffledRandomizer",
+    "PairBound",
+    "VariationRatioBound",
+    "LocalPairBound",
+    "from_matrix",
+    "CATALOG",
+    "worst_case_ldp",
+    "binary_rr",
+    "krr",
+    "rappor",
+    "optimized_unary_encoding",
+    "oue",
+    "subset_selection",
+    "local_hashing",
+    "hadamard_response",
+    "pckv_grr",
+    "collision",
+    "sampling_rappor",
+    "laplace",
+    "piecewise",
+    "duchi",
+    "harmony",
+    "metric_ldp",
+    "metric_laplace",
+    "balcer_binary_summation",
+    "cheu_binary_summation",
+    "balls_into_bins",
+    "mix_dump",
+    "BinaryRRProfile",
+    "CountPair",
+    "InstanceLowerBound",
+    "binary_rr_exact_delta",
+    "trinomial_projection",
+]

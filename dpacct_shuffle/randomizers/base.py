@@ -1,0 +1,242 @@
+"""The :class:`Randomizer` type: a named local randomizer with certified shuffle bounds.
+
+A randomizer's worst case may depend on the victim pair (x⁰, x¹) — e.g. Hadamard response with
+several blocks has two kinds of pairs with different (β, s). The core :class:`VariationRatio`
+describes one kind, so a Randomizer carries a *cover*: a tuple of :class:`PairBound` such that for
+every victim pair at least one of them is a valid bound for that pair. The shuffled δ(ε) is then
+the maximum over the cover (each pair's neighbouring datasets are bounded by its own entry).
+In addition, *fallbacks* — bounds valid for every pair at once, e.g. one summary VariationRatio
+with p = max p, β = max β, q = max q and the generic neutral share (valid for all pairs by the
+monotonicity of the bound in β, SPEC §3) — can only lower the reported value:
+
+    δ_upper(ε) = min( max_{cover} δ_k(ε), min_{fallbacks} δ_f(ε) ).
+
+Inverting: ε_upper(δ) = min( max_k ε_k(δ), min_f ε_f(δ) ), where each ε_k(δ) is a point at which
+that entry's certified δ is ≤ δ (the dominating pairs' divergences are non-increasing in ε).
+"""
+
+from __future__ import annotations
+
+import math
+import types
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from dpacct_shuffle.core.bound import VariationRatio
+from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users
+from dpacct_shuffle.randomizers.exact import InstanceLowerBound
+
+LowerBoundFactory = Callable[[int], "InstanceLowerBound | None"]
+
+
+class PairBound:
+    """Upper bound for a set of victim pairs. Subclasses implement delta/epsilon for n users."""
+
+    def delta(self, epsilon: float, n: int) -> float:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def epsilon(self, delta: float, n: int) -> float:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class VariationRatioBound(PairBound):
+    """Minimum over candidate VariationRatio objects, each valid for every pair of the set.
+
+    Several candidates arise from the trade-off between clone rates r and the neutral share s
+    (:mod:`dpacct_shuffle.randomizers.matrix`): which is tightest depends on (ε, n), and the
+    minimum of valid upper bounds is a valid upper bound.
+    """
+
+    def __init__(self, candidates: Sequence[VariationRatio]):
+        if not candidates:
+            raise ValueError("candidates must contain at least one VariationRatio")
+        self.candidates = tuple(candidates)
+
+    def delta(self, epsilon: float, n: int) -> float:
+        return min(vr.delta(epsilon, n) for vr in self.candidates)
+
+    def epsilon(self, delta: float, n: int) -> float:
+        return min(vr.epsilon(delta, n) for vr in self.candidates)
+
+    def __repr__(self) -> str:
+        return f"VariationRatioBound({list(self.candidates)!r})"
+
+
+class LocalPairBound(PairBound):
+    """Local hockey-stick divergence of finite victim laws: shuffled δ ≤ max over pairs of it.
+
+    The shuffled output is a post-processing of the victim's own message (the others' messages are
+    independent of it), so D_{e^ε} of the victim pair bounds the shuffled divergence for any n.
+    ``mu0``/``mu1`` are arrays of shape (pairs, outputs); the bound is the maximum over pairs.
+    """
+
+    def __init__(self, mu0: np.ndarray, mu1: np.ndarray):
+        self.mu0 = np.atleast_2d(np.asarray(mu0, dtype=float))
+        self.mu1 = np.atleast_2d(np.asarray(mu1, dtype=float))
+
+    def _delta(self, eps: float) -> float:
+        scale = math.exp(eps)
+        forward = np.maximum(self.mu0 - scale * self.mu1, 0.0).sum(axis=1)
+        backward = np.maximum(self.mu1 - scale * self.mu0, 0.0).sum(axis=1)
+        # round up: the sums of nonnegative terms carry relative error <= outputs * ulp
+        slack = 1.0 + 4.0 * self.mu0.shape[1] * np.finfo(float).eps
+        return float(max(forward.max(), backward.max()) * slack)
+
+    def delta(self, epsilon: float, n: int) -> float:
+        return self._delta(check_epsilon(epsilon))
+
+    def epsilon(self, delta: float, n: int) -> float:
+        target = check_delta(delta)
+        if self._delta(0.0) <= target:
+            return 0.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = np.concatenate([(self.mu0 / self.mu1).ravel(), (self.mu1 / self.mu0).ravel()])
+        finite = ratios[np.isfinite(ratios)]
+        hi = math.log(float(finite.max())) * (1.0 + 1e-12) + 1e-300 if finite.size else 1.0
+        while self._delta(hi) > target:
+            hi *= 2.0
+        lo = 0.0
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            if self._delta(mid) > target:
+                lo = mid
+            else:
+                hi = mid
+        return hi
+
+
+class Randomizer:
+    """A local randomizer with its variation-ratio parameters and shuffle bounds.
+
+    Attributes:
+      name: short identifier (e.g. ``"krr"``).
+      parameters: read-only mapping of its inputs (ε0, domain size, ...) and derived constants.
+      variation_ratio: a single :class:`VariationRatio` valid for *every* victim pair (may be
+        looser than the cover; ``None`` only when no finite ratio bound exists).
+      variation_ratios: all VariationRatio candidates of the cover (deduplicated).
+      matrix: rows = inputs, columns = outputs (finite randomizers small enough to materialise),
+        else ``None``. Read-only.
+      published: the (p, β, q, q1) of the variation-ratio paper's table, when the entry has one.
+      notes: validity statements specific to this randomizer.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        parameters: Mapping[str, object],
+        cover: Sequence[PairBound],
+        *,
+        variation_ratio: VariationRatio | None,
+        fallbacks: Sequence[PairBound] = (),
+        matrix: np.ndarray | None = None,
+        lower_bound: LowerBoundFactory | None = None,
+        published: tuple[float, float, float, float] | None = None,
+        notes: str = "",
+    ):
+        if not cover:
+            raise ValueError("cover must contain at least one PairBound")
+        self.name = name
+        self.parameters = types.MappingProxyType(dict(parameters))
+        self.cover = tuple(cover)
+        self.fallbacks = tuple(fallbacks)
+        self.variation_ratio = variation_ratio
+        if matrix is not None:
+            matrix = np.array(matrix, dtype=float)
+            matrix.setflags(write=False)
+        self.matrix = matrix
+        self._lower_bound = lower_bound
+        self.published = published
+        self.notes = notes
+
+    @property
+    def variation_ratios(self) -> tuple[VariationRatio, ...]:
+        seen: dict[VariationRatio, None] = {}
+        for bound in self.cover:
+            if isinstance(bound, VariationRatioBound):
+                for vr in bound.candidates:
+                    seen.setdefault(vr, None)
+        return tuple(seen)
+
+    def lower_bound(self, n: int) -> InstanceLowerBound | None:
+        """Certified lower-bound instance for n users, or None if the entry has none."""
+        users = check_num_users(n)
+        if self._lower_bound is None or users < 2:
+            return None
+        return self._lower_bound(users)
+
+    def shuffled(self, n: int) -> "ShuffledRandomizer":
+        """The shuffle protocol with n users, each applying this randomizer once."""
+        return ShuffledRandomizer(self, check_num_users(n))
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.parameters.items())
+        return f"Randomizer({self.name}: {params})"
+
+
+class ShuffledRandomizer:
+    """Shuffled protocol of n users: certified upper bounds and certified lower bounds."""
+
+    def __init__(self, randomizer: Randomizer, n: int):
+        self.randomizer = randomizer
+        self.n = check_num_users(n)
+        self._lower: InstanceLowerBound | None = None
+        self._lower_built = False
+
+    # -- upper bounds ---------------------------------------------------------------------
+    def delta(self, epsilon: float) -> float:
+        """Certified upper bound on δ(ε) of the shuffled protocol (worst neighbouring pair)."""
+        eps = check_epsilon(epsilon)
+        value = max(bound.delta(eps, self.n) for bound in self.randomizer.cover)
+        for bound in self.randomizer.fallbacks:
+            value = min(value, bound.delta(eps, self.n))
+        return value
+
+    def epsilon(self, delta: float) -> float:
+        """Certified upper bound on ε(δ): the protocol is (ε, δ)-DP at the returned ε."""
+        target = check_delta(delta)
+        value = max(bound.epsilon(target, self.n) for bound in self.randomizer.cover)
+        for bound in self.randomizer.fallbacks:
+            value = min(value, bound.epsilon(target, self.n))
+        return value
+
+    # -- lower bounds ---------------------------------------------------------------------
+    @property
+    def lower_bound(self) -> InstanceLowerBound | None:
+        """The explicit instance behind the lower bounds (None if the entry has none)."""
+        if not self._lower_built:
+            self._lower = self.randomizer.lower_bound(self.n)
+            self._lower_built = True
+        return self._lower
+
+    def delta_lower(self, epsilon: float) -> float:
+        """Certified lower bound on the worst-case δ(ε) (0.0 if the entry has no instance)."""
+        eps = check_epsilon(epsilon)
+        instance = self.lower_bound
+        return 0.0 if instance is None else instance.delta(eps)
+
+    def epsilon_lower(self, delta: float) -> float:
+        """Certified lower bound on the smallest valid ε(δ) (0.0 if the entry has no instance)."""
+        target = check_delta(delta)
+        instance = self.lower_bound
+        return 0.0 if instance is None else instance.epsilon(target)
+
+    def delta_interval(self, epsilon: float) -> tuple[float, float]:
+        """(certified lower, certified upper) bounds on δ(ε)."""
+        return self.delta_lower(epsilon), self.delta(epsilon)
+
+    def epsilon_interval(self, delta: float) -> tuple[float, float]:
+        """(certified lower, certified upper) bounds on ε(δ)."""
+        return self.epsilon_lower(delta), self.epsilon(delta)
+
+    def __repr__(self) -> str:
+        return f"ShuffledRandomizer({self.randomizer!r}, n={self.n})"
+
+
+__all__ = [
+    "PairBound",
+    "VariationRatioBound",
+    "LocalPairBound",
+    "Randomizer",
+    "ShuffledRandomizer",
+]

@@ -1,0 +1,646 @@
+"""Catalog of local randomizers with their variation-ratio parameters (seed 001, parameter tables).
+
+Every entry returns a :class:`Randomizer` whose (p, β, q) are those published in the
+variation-ratio paper ("Privacy Amplification via Shuffling: Unified, Simplified, and
+Tightened", seed 001), except where the published β is not the total variation of the randomizer
+as implemented here — each such case is stated in the entry's docstring and ``notes``. The
+published triple is kept in ``Randomizer.published``.
+
+Neutral share s (SPEC §2-3). The bound needs, for every other user's input x_i,
+R(x_i) ≥ r0·Q0 + r1·Q1 + s·N pointwise. The generic s = w/max(q0, q1) is always valid and is the
+core's default. Where a larger s is proven below, it is passed explicitly. Notation: e = e^ε0,
+α = β/(p − 1), w = 1 − (p + 1)α, Q0 = (μ0 − μ1)⁺/β, Q1 = (μ1 − μ0)⁺/β, w·N = min(μ0, μ1) − α(Q0 + Q1).
+
+Validity over victim pairs. When pairs differ (a smaller TV for some pairs), an entry with the
+generic s covers them all: the bound is non-decreasing in β for fixed p, q with the generic s
+(SPEC §3), and the decomposition stays valid for any p ≥ the pair's own ratio. Entries with a
+specific s state why it holds for every pair, or carry one VariationRatio per kind of pair.
+
+Lower bounds (``shuffled(n).epsilon_interval``): exact divergences of explicit instances after a
+post-processing (:mod:`dpacct_shuffle.randomizers.exact`); entries without a finite instance
+(general metric LDP, multi-message protocols) report 0.0 as their lower bound.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Sequence
+
+import numpy as np
+from scipy.linalg import hadamard
+
+from dpacct_shuffle.core.bound import VariationRatio
+from dpacct_shuffle.core.validation import check_range, check_real
+from dpacct_shuffle.randomizers.base import Randomizer, VariationRatioBound
+from dpacct_shuffle.randomizers.exact import BinaryRRProfile, InstanceLowerBound, trinomial_projection
+from dpacct_shuffle.randomizers.matrix import matrix_lower_bound
+
+MAX_MATRIX_CELLS = 4_000_000
+
+
+# -- validation helpers -------------------------------------------------------------------------
+def _epsilon0(value: object, name: str = "epsilon0") -> float:
+    return check_range(name, value, 0.0, math.inf, low_open=True, high_open=True)
+
+
+def _integer(name: str, value: object, low: int, high: float = math.inf) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        if not (isinstance(value, float) and value.is_integer()):
+            raise TypeError(f"{name} must be an integer, got {value!r}")
+    result = int(value)
+    if result < low or result > high:
+        upper = "inf" if high == math.inf else str(int(high))
+        raise ValueError(f"{name} must be an integer in [{low}, {upper}], got {result}")
+    return result
+
+
+def _single(
+    name: str,
+    parameters: dict[str, object],
+    vr: VariationRatio,
+    *,
+    matrix: np.ndarray | None = None,
+    lower=None,
+    published: tuple[float, float, float, float] | None = None,
+    notes: str = "",
+) -> Randomizer:
+    return Randomizer(name, parameters, [VariationRatioBound([vr])], variation_ratio=vr,
+                      matrix=matrix, lower_bound=lower, published=published, notes=notes)
+
+
+def _projection_lower(victim0, victim1, others: Sequence[tuple[float, float]], description: str):
+    """Factory n -> lower bound from the trinomial projection (exact.py), max over configurations."""
+
+    def factory(n: int) -> InstanceLowerBound:
+        return InstanceLowerBound(
+            [trinomial_projection(n, victim0, victim1, other, description) for other in others],
+            description)
+
+    return factory
+
+
+def _binary_rr_lower(eps0: float):
+    return lambda n: BinaryRRProfile(eps0, n)
+
+
+def _matrix_lower(matrix: np.ndarray | None):
+    if matrix is None:
+        return None
+    return lambda n: matrix_lower_bound(matrix, n)
+
+
+# -- ε0-LDP ---------------------------------------------------------------------------------------
+def worst_case_ldp(epsilon0: float) -> Randomizer:
+    """Any ε0-LDP randomizer: p = q = e^ε0, β = (e^ε0 − 1)/(e^ε0 + 1) (w = 0, s irrelevant).
+
+    Valid for every ε0-LDP randomizer: its TV is at most (e − 1)/(e + 1) and the bound is
+    non-decreasing in β (SPEC §3). Lower bound: binary randomized response is ε0-LDP, so its exact
+    shuffled profile (:class:`BinaryRRProfile`) is a lower bound for the class.
+    """
+    eps0 = _epsilon0(epsilon0)
+    vr = VariationRatio.worst_case(eps0)
+    return _single("worst_case_ldp", {"epsilon0": eps0}, vr, lower=_binary_rr_lower(eps0),
+                   published=(vr.p, vr.beta, vr.q0, vr.q1),
+                   notes="class of all eps0-LDP randomizers; lower bound from binary RR")
+
+
+def binary_rr(epsilon0: float) -> Randomizer:
+    """Binary randomized response: keep the bit w.p. e/(e + 1); p = q = e, β = (e − 1)/(e + 1).
+
+    Worst-case β, so w = 0. Lower bound: the exact shuffled profile over all configurations for
+    n ≤ ``exact.FULL_SEARCH_MAX_USERS``, else homogeneous and near-homogeneous configurations.
+    """
+    eps0 = _epsilon0(epsilon0)
+    e = math.exp(eps0)
+    vr = VariationRatio.worst_case(eps0)
+    matrix = np.array([[e, 1.0], [1.0, e]]) / (e + 1.0)
+    return _single("binary_rr", {"epsilon0": eps0}, vr, matrix=matrix,
+                   lower=_binary_rr_lower(eps0), published=(e, vr.beta, e, e))
+
+
+def krr(epsilon0: float, domain_size: int) -> Randomizer:
+    """k-ary randomized response on d options: report x w.p. e·g, any other value w.p. g.
+
+    g = 1/(e + d − 1); p = q = e, β = (e − 1)·g (published). Neutral share s = (d − 2)·g:
+
+    Proof. μ0 − μ1 = (e − 1)g·(δ_{x⁰} − δ_{x¹}), so Q0 = δ_{x⁰}, Q1 = δ_{x¹}, α = g and
+    w·N = g on each of the d − 2 other outputs (w = (d − 2)g, N uniform on them). Every input's
+    law puts at least g on every output, so R(x_i) ≥ g·1 = g·Q0 + g·Q1 + (d − 2)g·N pointwise:
+    r0 = r1 = g = pα/q and s = (d − 2)g = w. All pairs are equivalent under relabelling. □
+
+    The published pair (s = 1 − 2g) is NOT valid (SPEC §3); s = (d − 2)g leaves rest mass
+    (e − 1)g. Lower bound: trinomial projection onto (x⁰, x¹), others all holding x⁰ (lossless for
+    that configuration) or all holding a third value.
+    """
+    eps0 = _epsilon0(epsilon0)
+    d = _integer("domain_size", domain_size, 2)
+    if d == 2:
+        result = binary_rr(eps0)
+        return Randomizer("krr", {"epsilon0": eps0, "domain_size": 2}, result.cover,
+                          variation_ratio=result.variation_ratio, matrix=result.matrix,
+                          lower_bound=_binary_rr_lower(eps0), published=result.published)
+    e = math.exp(eps0)
+    g = 1.0 / (e + d - 1.0)
+    beta = (e - 1.0) * g
+    vr = VariationRatio(e, beta, e, neutral_share=(d - 2) * g)
+    matrix = None
+    if d * d <= MAX_MATRIX_CELLS:
+        matrix = np.full((d, d), g)
+        np.fill_diagonal(matrix, e * g)
+    others = [(e * g, g), (g, g)]
+    lower = _projection_lower((e * g, g), (g, e * g), others,
+                              f"k-RR d={d}: counts of x0 and x1, others all at x0 or at a third value")
+    return _single("krr", {"epsilon0": eps0, "domain_size": d}, vr, matrix=matrix, lower=lower,
+                   published=(e, beta, e, e), notes="neutral share (d-2)/(e^eps0+d-1), proven")
+
+
+# -- unary encodings ------------------------------------------------------------------------------
+def _unary_matrix(d: int, one_prob_true: float, one_prob_false: float,
+                  mix_zero: float = 0.0) -> np.ndarray | None:
+    """Rows: one-hot inputs; columns: the 2^d bit vectors. Optional mixture with the all-zero input."""
+    if d * 2**d > MAX_MATRIX_CELLS or d > 16:
+        return None
+    bits = ((np.arange(2**d)[:, None] >> np.arange(d)[None, :]) & 1).astype(bool)
+    zero_law = np.prod(np.where(bits, one_prob_false, 1.0 - one_prob_false), axis=1)
+    rows = []
+    for x in range(d):
+        probs = np.full(d, one_prob_false)
+        probs[x] = one_prob_true
+        law = np.prod(np.where(bits, probs[None, :], 1.0 - probs[None, :]), axis=1)
+        rows.append((1.0 - mix_zero) * law + mix_zero * zero_law)
+    return np.array(rows)
+
+
+def rappor(epsilon0: float, domain_size: int) -> Randomizer:
+    """RAPPOR / symmetric unary encoding: one-hot bits, each flipped w.p. b = 1/(e^{ε0/2} + 1).
+
+    p = q = e, β = (e^{ε0/2} − 1)/(e^{ε0/2} + 1) (published; exact TV of any pair: only the two
+    bits x⁰, x¹ differ, and their joint laws differ by a² − b² = a − b, a = 1 − b).
+    Neutral share: generic s = w/e = 2b³/a, and no larger s is valid for this decomposition: N puts
+    mass on bit patterns (1, 1) at (x⁰, x¹) with the remaining bits as under x⁰, where an input
+    x_i ∉ {x⁰, x¹} has probability b²·(b/a)·(that of x⁰) against w·N = a·b·(...) — ratio 2b³/a.
+    """
+    eps0 = _epsilon0(epsilon0)
+    d = _integer("domain_size", domain_size, 2)
+    h = math.exp(eps0 / 2.0)
+    a, b = h / (h + 1.0), 1.0 / (h + 1.0)
+    e = math.exp(eps0)
+    beta = (h - 1.0) / (h + 1.0)
+    vr = VariationRatio(e, beta, e)
+    matrix = _unary_matrix(d, a, b)
+    others = [(a * a, b * b)] + ([(a * b, a * b)] if d >= 3 else [])
+    lower = _projection_lower((a * a, b * b), (b * b, a * a), others,
+                              f"RAPPOR d={d}: bits (x0, x1) = (1, 0) / (0, 1)")
+    return _single("rappor", {"epsilon0": eps0, "domain_size": d}, vr, matrix=matrix, lower=lower,
+                   published=(e, beta, e, e))
+
+
+def optimized_unary_encoding(epsilon0: float, domain_size: int) -> Randomizer:
+    """OUE: bit x is 1 w.p. 1/2, every other bit is 1 w.p. c = 1/(e + 1).
+
+    Derivation. Only bits x⁰, x¹ differ. Under x⁰ their joint law is (1,0): (1 − c)/2,
+    (0,0): (1 − c)/2, (1,1): c/2, (0,1): c/2, and symmetrically under x¹. So
+    β = (1 − c)/2 − c/2 = (e − 1)/(2(e + 1)) and p = ((1 − c)/2)/(c/2) = e; q = e (an input
+    x_i ∉ {x⁰, x¹} changes bit x_i from Bern(c) to Bern(1/2): ratio ≤ (1/2)/c·… ≤ e overall).
+    α = c/2, w = 1/2. Neutral share: generic s = w/e = 1/(2e); it is also the largest valid one
+    here: on the pattern (1,1) w·N = c/2·(rest), while x_i ∉ {x⁰, x¹} gives c²·(1/2)/(1 − c)·(rest)
+    at the outputs whose bit x_i is 0, a ratio of c/(2(1 − c)) = 1/(2e).
+    """
+    eps0 = _epsilon0(epsilon0)
+    d = _integer("domain_size", domain_size, 2)
+    e = math.exp(eps0)
+    c = 1.0 / (e + 1.0)
+    beta = (e - 1.0) / (2.0 * (e + 1.0))
+    vr = VariationRatio(e, beta, e)
+    matrix = _unary_matrix(d, 0.5, c)
+    victim0, victim1 = (0.5 * (1.0 - c), 0.5 * c), (0.5 * c, 0.5 * (1.0 - c))
+    others = [victim0] + ([(c * (1.0 - c), c * (1.0 - c))] if d >= 3 else [])
+    lower = _projection_lower(victim0, victim1, others, f"OUE d={d}: bits (x0, x1) = (1,0)/(0,1)")
+    return _single("oue", {"epsilon0": eps0, "domain_size": d}, vr, matrix=matrix, lower=lower,
+                   published=(e, beta, e, e))
+
+
+oue = optimized_unary_encoding
+
+
+# -- subset selection ---------------------------------------------------------------------------
+def subset_selection(epsilon0: float, domain_size: int, subset_size: int) -> Randomizer:
+    """k-subset: output a k-subset S w.p. e/Z if x ∈ S else 1/Z, Z = e·C(d−1, k−1) + C(d−1, k).
+
+    β = (e − 1)(C(d−1,k−1) − C(d−2,k−2))/Z = (e − 1)·C(d−2, k−1)/Z (published), p = q = e: μ0 > μ1
+    exactly on the C(d−2, k−1) sets containing x⁰ but not x¹. Neutral share: k = 1 is k-RR
+    (s = w). For k ≥ 2 the generic s = w/e is the largest valid one: N charges a set containing both
+    x⁰ and x¹ with w·N = e/Z, while an input x_i outside that set gives it only 1/Z.
+    """
+    eps0 = _epsilon0(epsilon0)
+    d = _integer("domain_size", domain_size, 2)
+    k = _integer("subset_size", subset_size, 1, d - 1)
+    if k == 1:
+        base = krr(eps0, d)
+        return Randomizer("subset_selection", {"epsilon0": eps0, "domain_size": d, "subset_size": 1},
+                          base.cover, variation_ratio=base.variation_ratio, matrix=base.matrix,
+                          lower_bound=base._lower_bound, published=base.published, notes=base.notes)
+    e = math.exp(eps0)
+    z = e * math.comb(d - 1, k - 1) + math.comb(d - 1, k)
+    beta = (e - 1.0) * (math.comb(d - 1, k - 1) - math.comb(d - 2, k - 2)) / z
+    vr = VariationRatio(e, beta, e)
+    matrix = None
+    n_sets = math.comb(d, k)
+    if n_sets * d <= MAX_MATRIX_CELLS and n_sets <= 50_000:
+        sets = list(itertools.combinations(range(d), k))
+        matrix = np.array([[e / z if x in s else 1.0 / z for s in sets] for x in range(d)])
+    m01 = math.comb(d - 2, k - 1)
+    victim0, victim1 = (e * m01 / z, m01 / z), (m01 / z, e * m01 / z)
+    others = [victim0]
+    if d >= 3:
+        third = (e * math.comb(d - 3, k - 2) + math.comb(d - 3, k - 1)) / z
+        others.append((third, third))
+    lower = _projection_lower(victim0, victim1, others, f"k-subset d={d}, k={k}")
+    return _single("subset_selection", {"epsilon0": eps0, "domain_size": d, "subset_size": k}, vr,
+                   matrix=matrix, lower=lower, published=(e, beta, e, e))
+
+
+# -- set-boost family: local hashing, Hadamard response, PCKV-GRR, collision ---------------------
+def _set_boost_vr(e: float, outputs: int, set_size: int, difference: int) -> VariationRatio:
+    """Pairs whose boosted sets (size s among l outputs, prob e·g inside, g outside,
+    g = 1/(s·e + l − s)) differ in m = |C0 \\ C1| elements: β = m(e − 1)g, p = q = e.
+
+    Neutral share: if the sets are disjoint (m = s), N is uniform on the outputs outside
+    C0 ∪ C1 where every input puts at least g = w·N, so s = w is valid. Otherwise N also charges
+    C0 ∩ C1 with e·g, where an input whose set misses it puts g: generic s = w/e.
+    """
+    g = 1.0 / (set_size * e + outputs - set_size)
+    beta = difference * (e - 1.0) * g
+    if difference == set_size:
+        w = (outputs - 2 * set_size) * g
+        return VariationRatio(e, beta, e, neutral_share=max(0.0, w))
+    return VariationRatio(e, beta, e)
+
+
+def local_hashing(epsilon0: float, hash_range: int, domain_size: int | None = None, *,
+                  collision_probability: float | None = None) -> Randomizer:
+    """Local hashing: pick a hash h: [d] → [l] at random, report (h, GRR_l(h(x))).
+
+    Published: β = (e − 1)/(e + l − 1), p = q = e. With a hash family whose collision probability
+    Pr[h(x⁰) = h(x¹)] is at least c for every pair, colliding hashes give identical reports, so the
+    exact TV is (1 − Pr[collision])·(e − 1)/(e + l − 1) ≤ (1 − c)(e − 1)/(e + l − 1) — the β used.
+    Default c = 1/l: exact for a uniformly random function or a strongly universal family. A merely
+    universal family only guarantees Pr ≤ 1/l, i.e. no useful lower bound on collisions: pass
+    ``collision_probability=0`` (gives the published β, valid for every family).
+    Neutral share: generic w/e (N charges colliding hashes' boosted outputs with e·g per hash mass,
+    where an input hashed elsewhere puts g).
+    Matrix (small d, l): the family of all functions [d] → [l], uniform; outputs (h, y).
+    """
+    eps0 = _epsilon0(epsilon0)
+    l = _integer("hash_range", hash_range, 2)
+    d = None if domain_size is None else _integer("domain_size", domain_size, 2)
+    coll = 1.0 / l if collision_probability is None else check_range(
+        "collision_probability", collision_probability, 0.0, 1.0, high_open=True)
+    e = math.exp(eps0)
+    g = 1.0 / (e + l - 1.0)
+    published_beta = (e - 1.0) * g
+    beta = (1.0 - coll) * published_beta
+    vr = VariationRatio(e, beta, e)
+    matrix = None
+    uniform_family = collision_probability is None or coll == 1.0 / l
+    if d is not None and uniform_family and l**d * l * d <= MAX_MATRIX_CELLS:
+        hashes = np.array(list(itertools.product(range(l), repeat=d)))  # (l^d, d)
+        matrix = np.empty((d, hashes.shape[0] * l))
+        for x in range(d):
+            block = np.full((hashes.shape[0], l), g)
+            block[np.arange(hashes.shape[0]), hashes[:, x]] = e * g
+            matrix[x] = (block / hashes.shape[0]).ravel()
+    # projection: S0 = {(h, h(x0)) : h(x0) != h(x1)}, S1 = {(h, h(x1)) : h(x0) != h(x1)}
+    victim0, victim1 = ((1 - coll) * e * g, (1 - coll) * g), ((1 - coll) * g, (1 - coll) * e * g)
+    others = [victim0]
+    if uniform_family and (d is None or d >= 3):
+        third = (1 - 1.0 / l) * (e * g / l + (1 - 1.0 / l) * g)  # random function, x_i ∉ {x0, x1}
+        others.append((third, third))
+    lower = _projection_lower(victim0, victim1, others, f"local hashing l={l}")
+    params: dict[str, object] = {"epsilon0": eps0, "hash_range": l, "collision_probability": coll}
+    if d is not None:
+        params["domain_size"] = d
+    return _single("local_hashing", params, vr, matrix=matrix, lower=lower,
+                   published=(e, published_beta, e, e),
+                   notes="beta carries the collision factor (1 - collision_probability)")
+
+
+def hadamard_response(epsilon0: float, num_outputs: int, blocks: int = 1,
+                      domain_size: int | None = None) -> Randomizer:
+    """Hadamard response with K outputs in B blocks of b = K/B (a power of two), s = b/2.
+
+    Input x is assigned to a block and a non-constant row of the b×b Sylvester Hadamard matrix;
+    C_x = the s positions of that row equal to +1. Report y w.p. e·g if y ∈ C_x else g,
+    g = 1/(s·e + K − s). Two rows of one block share b/4 = s/2 positions, rows of different
+    blocks share none, so β = (s/2)(e − 1)g within a block (published for B = 1) and
+    β = s(e − 1)g across blocks (published for B > 1, "without the /2"). p = q = e.
+    Cover: same-block pairs with the generic s; cross-block pairs with s = w (disjoint sets,
+    see ``_set_boost_vr``). ``variation_ratio`` is the larger-β one with the generic s.
+    Up to B·(b − 1) inputs; ``domain_size`` defaults to that.
+    """
+    eps0 = _epsilon0(epsilon0)
+    k_out = _integer("num_outputs", num_outputs, 2)
+    n_blocks = _integer("blocks", blocks, 1, k_out // 2)
+    if k_out % n_blocks:
+        raise ValueError(f"num_outputs must be divisible by blocks, got {k_out} and {n_blocks}")
+    b = k_out // n_blocks
+    if b & (b - 1):
+        raise ValueError(f"num_outputs/blocks must be a power of two >= 2, got {b}")
+    capacity = n_blocks * (b - 1)
+    d = capacity if domain_size is None else _integer("domain_size", domain_size, 2, capacity)
+    s = b // 2
+    e = math.exp(eps0)
+    g = 1.0 / (s * e + k_out - s)
+    kinds = []
+    if b >= 4 and min(d, b - 1) >= 2:
+        kinds.append(("same", s // 2))
+    if d > b - 1:
+        kinds.append(("cross", s))
+    cover = [VariationRatioBound([_set_boost_vr(e, k_out, s, m)]) for _, m in kinds]
+    m_max = max(m for _, m in kinds)
+    beta_max = m_max * (e - 1.0) * g
+    summary = VariationRatio(e, beta_max, e)
+    published_m = s / 2.0 if n_blocks == 1 else float(s)
+    published = (e, published_m * (e - 1.0) * g, e, e)
+    h = hadamard(b)
+    sets = [(blk, row) for blk in range(n_blocks) for row in range(1, b)][:d]
+    matrix = None
+    if d * k_out <= MAX_MATRIX_CELLS:
+        matrix = np.full((d, k_out), g)
+        for x, (blk, row) in enumerate(sets):
+            matrix[x, blk * b + np.flatnonzero(h[row] > 0)] = e * g
+    victim0, victim1 = (m_max * e * g, m_max * g), (m_max * g, m_max * e * g)
+    lower = _projection_lower(victim0, victim1, [victim0],
+                              f"Hadamard response K={k_out}, B={n_blocks}: pair with |C0\\C1|={m_max}")
+    return Randomizer("hadamard_response",
+                      {"epsilon0": eps0, "num_outputs": k_out, "blocks": n_blocks, "domain_size": d,
+                       "set_size": s},
+                      cover, variation_ratio=summary, matrix=matrix, lower_bound=lower,
+                      published=published)
+
+
+def _set_response(name: str, eps0: float, outputs: int, set_size: int, difference: int,
+                  sets: list[np.ndarray] | None, params: dict[str, object]) -> Randomizer:
+    e = math.exp(eps0)
+    g = 1.0 / (set_size * e + outputs - set_size)
+    vr = _set_boost_vr(e, outputs, set_size, difference)
+    matrix = None
+    if sets is not None and len(sets) * outputs <= MAX_MATRIX_CELLS:
+        matrix = np.full((len(sets), outputs), g)
+        for x, members in enumerate(sets):
+            matrix[x, members] = e * g
+    victim0, victim1 = (difference * e * g, difference * g), (difference * g, difference * e * g)
+    lower = _projection_lower(victim0, victim1, [victim0], f"{name}: pair with |C0\\C1|={difference}")
+    return _single(name, params, vr, matrix=matrix, lower=lower,
+                   published=(e, vr.beta, e, e))
+
+
+def pckv_grr(epsilon0: float, domain_size: int, set_size: int) -> Randomizer:
+    """PCKV-GRR as parametrised in seed 001: β = s(e − 1)/(s·e + 2d − s), p = q = e.
+
+    This is the exact TV of a set-boost randomizer over the 2d key-value outputs in which each
+    input boosts (prob. e·g, g = 1/(s·e + 2d − s)) its own set of s outputs and the sets of the
+    two victim inputs are disjoint; the catalog implements that structure (inputs = the 2d/s
+    disjoint sets when s divides 2d) and, because the sets are disjoint, uses s_neutral = w.
+    """
+    eps0 = _epsilon0(epsilon0)
+    d = _integer("domain_size", domain_size, 1)
+    s = _integer("set_size", set_size, 1, d)
+    outputs = 2 * d
+    sets = [np.arange(i * s, (i + 1) * s) for i in range(outputs // s)] if outputs // s >= 2 else None
+    return _set_response("pckv_grr", eps0, outputs, s, s, sets,
+                         {"epsilon0": eps0, "domain_size": d, "set_size": s})
+
+
+def collision(epsilon0: float, domain_size: int, output_length: int, set_size: int) -> Randomizer:
+    """(d, s)-collision with output length l: input x boosts the cyclic window
+    C_x = {x·s, …, x·s + s − 1} mod l (prob. e·g, g = 1/(s·e + l − s)).
+
+    β = min(s, l − s)(e − 1)/(s·e + l − s) (published): |C0 \\ C1| ≤ min(s, l − s), attained by
+    x = 0, 1. p = q = e. Neutral share: s = w when 2s ≤ l (disjoint windows), else generic.
+    """
+    eps0 = _epsilon0(epsilon0)
+    d = _integer("domain_size", domain_size, 2)
+    l = _integer("output_length", output_length, 2)
+    s = _integer("set_size", set_size, 1, l - 1)
+    sets = [(x * s + np.arange(s)) % l for x in range(d)]
+    return _set_response("collision", eps0, l, s, min(s, l - s), sets,
+                         {"epsilon0": eps0, "domain_size": d, "output_length": l, "set_size": s})
+
+
+def sampling_rappor(epsilon0: float, domain_size: int, sample_size: int, *,
+                    sampled_bits: bool = False) -> Randomizer:
+    """Sampling RAPPOR, s of d. Two implementations, with different valid β.
+
+    Default (``sampled_bits=False``, the published parameters): the user's report depends on its
+    item only with probability s/d — R(x) = (s/d)·RAPPOR(x) + (1 − s/d)·RAPPOR(∅), RAPPOR at
+    ε0/2 per bit and ∅ the all-zero vector (the user samples s of d slots; only its own slot's
+    report carries its item). Then TV = (s/d)(h − 1)/(h + 1), h = e^{ε0/2} (published β),
+    p = q = e, generic neutral share.
+
+    ``sampled_bits=True``: the user reports s uniformly sampled bits of its RAPPOR vector. Then a
+    pair is distinguishable whenever x⁰ or x¹ is sampled, TV = (1 − C(d−2, s)/C(d, s))(h − 1)/(h + 1)
+    ≈ 2s/d·…: the published β is NOT a valid TV bound for this implementation and the larger
+    value is used; p = q = e for s ≥ 2 (both bits sampled), e^{ε0/2} for s = 1.
+    """
+    eps0 = _epsilon0(epsilon0)
+    d = _integer("domain_size", domain_size, 2)
+    s = _integer("sample_size", sample_size, 1, d)
+    h = math.exp(eps0 / 2.0)
+    a, b = h / (h + 1.0), 1.0 / (h + 1.0)
+    base_beta = (h - 1.0) / (h + 1.0)
+    e = math.exp(eps0)
+    published = (e, s * base_beta / d, e, e)
+    params: dict[str, object] = {"epsilon0": eps0, "domain_size": d, "sample_size": s,
+                                 "sampled_bits": sampled_bits}
+    if not sampled_bits:
+        lam = s / d
+        vr = VariationRatio(e, lam * base_beta, e)
+        matrix = _unary_matrix(d, a, b, mix_zero=1.0 - lam)
+        victim0 = (lam * a * a + (1 - lam) * a * b, lam * b * b + (1 - lam) * a * b)
+        victim1 = (victim0[1], victim0[0])
+        lower = _projection_lower(victim0, victim1, [victim0], f"sampling RAPPOR s={s}, d={d}")
+        return _single("sampling_rappor", params, vr, matrix=matrix, lower=lower, published=published)
+    hit = 1.0 - math.comb(d - 2, s) / math.comb(d, s)
+    p = e if s >= 2 else h
+    vr = VariationRatio(p, hit * base_beta, p)
+    matrix = None
+    subsets = math.comb(d, s)
+    if d * subsets * 2**s <= MAX_MATRIX_CELLS:
+        cols = []
+        for subset in itertools.combinations(range(d), s):
+            bits = ((np.arange(2**s)[:, None] >> np.arange(s)[None, :]) & 1).astype(bool)
+            for x_bits in bits:
+                cols.append((subset, x_bits))
+        matrix = np.array([[math.prod((a if (j == x) == bit else b) for j, bit in zip(sub, xb))
+                            / subsets for sub, xb in cols] for x in range(d)])
+    return _single("sampling_rappor", params, vr, matrix=matrix, lower=_matrix_lower(matrix),
+                   published=published,
+                   notes="sampled bits: published beta invalid; exact TV used")
+
+
+# -- continuous LDP randomizers -----------------------------------------------------------------
+def laplace(epsilon0: float) -> Randomizer:
+    """Laplace mechanism on [0, 1]: y = x + Lap(1/ε0). p = q = e, β = 1 − e^{−ε0/2} (published).
+
+    TV of two Laplace laws whose centres are Δ·scale apart is 1 − e^{−Δ/2}; the worst pair is
+    (0, 1). Generic neutral share. Lower bound: project y to {y < 1/2} (binary), others at 0.
+    """
+    eps0 = _epsilon0(epsilon0)
+    return _laplace("laplace", eps0, eps0, {"epsilon0": eps0})
+
+
+def metric_laplace(d01: float, d_max: float) -> Randomizer:
+    """Metric-LDP Laplace on R with d(x, x') = |x − x'|/scale: victim distance d01, the largest
+    distance from a victim input to any user's input d_max ≥ d01.
+
+    p = e^{d01}, β = 1 − e^{−d01/2}, q = e^{d_max} (published). Generic neutral share.
+    """
+    dist = check_range("d01", d01, 0.0, math.inf, low_open=True, high_open=True)
+    dmax = check_range("d_max", d_max, dist, math.inf, high_open=True)
+    return _laplace("metric_laplace", dist, dmax, {"d01": dist, "d_max": dmax})
+
+
+def _laplace(name: str, d01: float, dmax: float, params: dict[str, object]) -> Randomizer:
+    p, q = math.exp(d01), math.exp(dmax)
+    beta = -math.expm1(-d01 / 2.0)
+    vr = VariationRatio(p, beta, q)
+    half_tail = 0.5 * math.exp(-d01 / 2.0)
+    victim0, victim1 = (1.0 - half_tail, half_tail), (half_tail, 1.0 - half_tail)
+    lower = _projection_lower(victim0, victim1, [victim0], f"{name}: sign of y - midpoint")
+    return _single(name, params, vr, lower=lower, published=(p, beta, q, q))
+
+
+def piecewise(epsilon0: float) -> Randomizer:
+    """Piecewise mechanism on [−1, 1] (Wang et al. 2019): output in [−C, C], C = (h + 1)/(h − 1),
+    h = e^{ε0/2}; density p_hi = (e − h)/(2h + 2) on [l(x), l(x) + C − 1], l(x) = (C + 1)x/2 − (C − 1)/2,
+    and p_hi/e elsewhere.
+
+    For x = ±1 the high intervals [−C, −1] and [1, C] are disjoint, so
+    β = (p_hi − p_hi/e)(C − 1) = (e − 1)/(e + h) (published), p = q = e. Generic neutral share.
+    Lower bound: project onto ([−C, −1], [1, C], rest), others at −1.
+    """
+    eps0 = _epsilon0(epsilon0)
+    e, h = math.exp(eps0), math.exp(eps0 / 2.0)
+    beta = (e - 1.0) / (e + h)
+    vr = VariationRatio(e, beta, e)
+    big_c = (h + 1.0) / (h - 1.0)
+    p_hi = (e - h) / (2.0 * h + 2.0)
+    hi_mass, lo_mass = p_hi * (big_c - 1.0), p_hi / e * (big_c - 1.0)
+    victim0, victim1 = (hi_mass, lo_mass), (lo_mass, hi_mass)
+    lower = _projection_lower(victim0, victim1, [victim0], "piecewise: high intervals of -1 and 1")
+    return _single("piecewise", {"epsilon0": eps0}, vr, lower=lower, published=(e, beta, e, e))
+
+
+def duchi(epsilon0: float) -> Randomizer:
+    """Duchi et al. (1-D): output ±B with P(+B | x) = 1/2 + x(e − 1)/(2(e + 1)), x ∈ [−1, 1].
+
+    Worst-case β = (e − 1)/(e + 1), p = q = e. On inputs ±1 it is binary randomized response, so
+    the binary RR profile is a lower bound.
+    """
+    eps0 = _epsilon0(epsilon0)
+    vr = VariationRatio.worst_case(eps0)
+    return _single("duchi", {"epsilon0": eps0}, vr, lower=_binary_rr_lower(eps0),
+                   published=(vr.p, vr.beta, vr.q0, vr.q1))
+
+
+def harmony(epsilon0: float, dimension: int) -> Randomizer:
+    """Harmony (Nguyen et al. 2016): sample one of the `dimension` coordinates, report Duchi's ±
+    on it. Worst-case β, p = q = e (inputs (1, …, 1) vs (−1, …, −1) give binary RR on the sign,
+    which is also the lower-bound instance).
+    """
+    eps0 = _epsilon0(epsilon0)
+    dim = _integer("dimension", dimension, 1)
+    vr = VariationRatio.worst_case(eps0)
+    return _single("harmony", {"epsilon0": eps0, "dimension": dim}, vr,
+                   lower=_binary_rr_lower(eps0), published=(vr.p, vr.beta, vr.q0, vr.q1))
+
+
+# -- metric LDP ----------------------------------------------------------------------------------
+def metric_ldp(d01: float, d0_max: float, d1_max: float | None = None) -> Randomizer:
+    """General metric-LDP randomizer: R(a) ≤ e^{d(a,b)} R(b).
+
+    p = e^{d01}, β = (e^{d01} − 1)/(e^{d01} + 1), q0 = e^{d0_max}, q1 = e^{d1_max} where
+    dj_max = max over users' inputs c of d(x^j, c) (≥ d01, since x^{1−j} is a possible input).
+    Worst-case β for p, so w = 0. No finite instance: lower bound 0.
+    """
+    dist = check_range("d01", d01, 0.0, math.inf, low_open=True, high_open=True)
+    d0 = check_range("d0_max", d0_max, dist, math.inf, high_open=True)
+    d1 = d0 if d1_max is None else check_range("d1_max", d1_max, dist, math.inf, high_open=True)
+    p = math.exp(dist)
+    beta = math.tanh(dist / 2.0)
+    vr = VariationRatio(p, beta, math.exp(d0), q1=math.exp(d1))
+    return _single("metric_ldp", {"d01": dist, "d0_max": d0, "d1_max": d1}, vr,
+                   published=(p, beta, math.exp(d0), math.exp(d1)))
+
+
+# -- multi-message protocols (published parameters, upper bounds only) ---------------------------
+def balcer_binary_summation(coin_probability: float) -> Randomizer:
+    """Balcer et al. binary summation with coin probability c: p = ∞, β = 1, q = max(1/c, 1/(1−c))."""
+    c = check_range("coin_probability", coin_probability, 0.0, 1.0, low_open=True, high_open=True)
+    q = max(1.0 / c, 1.0 / (1.0 - c))
+    vr = VariationRatio(math.inf, 1.0, q)
+    return _single("balcer_binary_summation", {"coin_probability": c}, vr,
+                   published=(math.inf, 1.0, q, q), notes="multi-message; no lower-bound instance")
+
+
+def cheu_binary_summation(flip_probability: float) -> Randomizer:
+    """Cheu et al. binary summation with flip probability f ∈ (0, 1/2):
+    p = (1 − f)²/f², β = 1 − 2f, q = (1 − f)/f."""
+    f = check_range("flip_probability", flip_probability, 0.0, 0.5, low_open=True, high_open=True)
+    p, beta, q = (1.0 - f) ** 2 / f**2, 1.0 - 2.0 * f, (1.0 - f) / f
+    vr = VariationRatio(p, beta, q)
+    return _single("cheu_binary_summation", {"flip_probability": f}, vr, published=(p, beta, q, q),
+                   notes="multi-message; no lower-bound instance")
+
+
+def balls_into_bins(num_bins: int, num_special: int) -> Randomizer:
+    """Balls-into-bins with d bins, s special: p = ∞, β = 1, q = d/s (needs 2s ≤ d: r0 + r1 ≤ 1)."""
+    d = _integer("num_bins", num_bins, 2)
+    s = _integer("num_special", num_special, 1, d // 2)
+    q = d / s
+    vr = VariationRatio(math.inf, 1.0, q)
+    return _single("balls_into_bins", {"num_bins": d, "num_special": s}, vr,
+                   published=(math.inf, 1.0, q, q), notes="multi-message; no lower-bound instance")
+
+
+def mix_dump(flip_probability: float, num_bins: int) -> Randomizer:
+    """mixDUMP with flip probability f on d bins: p = (1 − f)(d − 1)/f,
+    β = ((1 − f)(d − 1) − f)/(d − 1), q = (1 − f)d; f ∈ (0, (d − 1)/d) so that p > 1."""
+    d = _integer("num_bins", num_bins, 2)
+    f = check_range("flip_probability", flip_probability, 0.0, (d - 1.0) / d,
+                    low_open=True, high_open=True)
+    p = (1.0 - f) * (d - 1.0) / f
+    beta = ((1.0 - f) * (d - 1.0) - f) / (d - 1.0)
+    q = (1.0 - f) * d
+    vr = VariationRatio(p, beta, q)
+    return _single("mix_dump", {"flip_probability": f, "num_bins": d}, vr,
+                   published=(p, beta, q, q), notes="multi-message; no lower-bound instance")
+
+
+CATALOG = {
+    "worst_case_ldp": worst_case_ldp,
+    "binary_rr": binary_rr,
+    "krr": krr,
+    "rappor": rappor,
+    "optimized_unary_encoding": optimized_unary_encoding,
+    "subset_selection": subset_selection,
+    "local_hashing": local_hashing,
+    "hadamard_response": hadamard_response,
+    "pckv_grr": pckv_grr,
+    "collision": collision,
+    "sampling_rappor": sampling_rappor,
+    "laplace": laplace,
+    "piecewise": piecewise,
+    "duchi": duchi,
+    "harmony": harmony,
+    "metric_ldp": metric_ldp,
+    "metric_laplace": metric_laplace,
+    "balcer_binary_summation": balcer_binary_summation,
+    "cheu_binary_summation": cheu_binary_summation,
+    "balls_into_bins": balls_into_bins,
+    "mix_dump": mix_dump,
+}
+
+__all__ = list(CATALOG) + ["oue", "CATALOG"]

@@ -1,0 +1,292 @@
+"""Parameter analyzer for any finite local randomizer given as a row-stochastic matrix.
+
+For every unordered victim pair (x⁰, x¹) (the core bound is the maximum of both directions, so the
+ordered pair (x¹, x⁰) gives the same value) with μ0 = R(x⁰), μ1 = R(x¹) this computes the exact
+decomposition of SPEC §2:
+
+* p = max_y max(μ0(y)/μ1(y), μ1(y)/μ0(y)) (both directions: the core's p bounds both ratios);
+* β = TV(μ0, μ1), Q0 = (μ0 − μ1)⁺/β, Q1 = (μ1 − μ0)⁺/β;
+* α = β/(p − 1), w = 1 − (p + 1)α, w·N = μ0 − pα·Q0 − α·Q1 (= μ1 − α·Q0 − pα·Q1).
+
+Valid rates for the other users. Every other user may hold any input, so the pointwise
+requirement R(x_i) ≥ r0·Q0 + r1·Q1 + s·N for all x_i is exactly
+
+    r0·Q0(y) + r1·Q1(y) + s·N(y) ≤ m(y) := min_x R(x)(y)   for every output y,
+
+a polytope in (r0, r1, s). Q0 and Q1 have disjoint supports S0, S1, so for a fixed s the largest
+rates are r_j(s) = min_{y ∈ S_j} (m(y) − s·N(y))/Q_j(y) (concave, non-increasing in s), and s is
+also capped by the outputs outside S0 ∪ S1. The trade-off is one-dimensional; which point gives
+the tightest bound depends on (ε, n), so the analyzer keeps up to four points of the frontier —
+the *knee* (largest s at the largest rates), two intermediate points and the largest feasible s,
+minus points dominated componentwise by another one — and
+the bound takes the minimum over them at evaluation time. r_j is also capped at pα (the core takes
+q_j = pα/r_j ≥ 1). Rates and shares are shrunk by a relative 1e-9 and the pointwise inequality is
+re-verified with the core's own (α, pα, r0, r1, s) before use.
+
+The shuffled bound of the matrix is the maximum over pairs of each pair's bound (pairs with equal
+parameters are merged: merged candidates use the smallest r0, r1, s of their members, valid for all
+of them). Pairs whose rates vanish (a zero in a column of the Q0/Q1 support, p = ∞) are bounded by
+their local hockey-stick divergence instead (the shuffled output is a post-processing of the
+victim's message). Two fallbacks valid for every pair lower the result further: the summary
+VariationRatio (max p, max β, q = max p, generic s: the decomposition stays valid for a larger p
+and the bound is non-decreasing in β with the generic s, SPEC §3) and the largest local
+hockey-stick divergence.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from dpacct_shuffle.core.bound import VariationRatio
+from dpacct_shuffle.randomizers.base import LocalPairBound, PairBound, Randomizer, VariationRatioBound
+from dpacct_shuffle.randomizers.exact import InstanceLowerBound, trinomial_projection
+
+ROW_SUM_TOLERANCE = 1e-9
+_SHRINK = 1.0 - 1e-9
+_CHUNK_CELLS = 4_000_000
+_KEY_DIGITS = 9
+
+
+def validate_matrix(matrix: object, name: str = "matrix") -> np.ndarray:
+    """Return ``matrix`` as a float array with rows renormalised, after checking it is stochastic."""
+    try:
+        arr = np.array(matrix, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a 2-D array of probabilities: {exc}") from None
+    if arr.ndim != 2 or arr.shape[0] < 2 or arr.shape[1] < 1:
+        raise ValueError(f"{name} must be 2-D with at least 2 rows (inputs), got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} entries must be finite")
+    if np.any(arr < 0.0):
+        raise ValueError(f"{name} entries must be >= 0")
+    sums = np.array([math.fsum(row) for row in arr.tolist()])
+    bad = np.abs(sums - 1.0) > ROW_SUM_TOLERANCE
+    if np.any(bad):
+        row = int(np.argmax(bad))
+        raise ValueError(f"{name} rows must sum to 1 (tolerance {ROW_SUM_TOLERANCE}); row {row} "
+                         f"sums to {sums[row]!r}")
+    return arr / sums[:, None]
+
+
+def _sorted_sum(values: np.ndarray) -> np.ndarray:
+    """Row sums of nonnegative values in sorted order: identical multisets give identical floats."""
+    return np.sort(values, axis=1).sum(axis=1)
+
+
+def _pair_decomposition(mu0: np.ndarray, mu1: np.ndarray) -> dict[str, np.ndarray]:
+    """Vectorised SPEC §2 decomposition for a batch of pairs (rows)."""
+    diff = mu0 - mu1
+    pos, neg = np.maximum(diff, 0.0), np.maximum(-diff, 0.0)
+    beta = np.maximum(_sorted_sum(pos), _sorted_sum(neg))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r01 = np.where(mu1 > 0, mu0 / mu1, np.where(mu0 > 0, np.inf, 1.0))
+        r10 = np.where(mu0 > 0, mu1 / mu0, np.where(mu1 > 0, np.inf, 1.0))
+    # a few ulps up: the decomposition stays valid for any p >= the exact ratio (SPEC §2)
+    p = np.maximum(r01.max(axis=1), r10.max(axis=1)) * (1.0 + 4.0 * np.finfo(float).eps)
+    return {"pos": pos, "neg": neg, "beta": beta, "p": p}
+
+
+def _frontier(
+    q0: np.ndarray, q1: np.ndarray, neutral: np.ndarray, col_min: np.ndarray, p_alpha: float
+) -> list[tuple[float, float, float]]:
+    """Up to three (r0, r1, s) points of the feasible frontier for one pair (module docstring)."""
+    in0, in1 = q0 > 0, q1 > 0
+    has_n = neutral > 0
+    outside = ~(in0 | in1) & has_n
+    s_cap = float(np.min(col_min[outside] / neutral[outside])) if np.any(outside) else math.inf
+
+    def rates(share: float) -> tuple[float, float]:
+        r0 = float(np.min((col_min[in0] - share * neutral[in0]) / q0[in0]))
+        r1 = float(np.min((col_min[in1] - share * neutral[in1]) / q1[in1]))
+        return min(r0, p_alpha), min(r1, p_alpha)
+
+    r0_max, r1_max = rates(0.0)
+    if r0_max <= 0.0 or r1_max <= 0.0:
+        return []
+    knee = s_cap
+    for mask, q, r in ((in0 & has_n, q0, r0_max), (in1 & has_n, q1, r1_max)):
+        if np.any(mask):
+            knee = min(knee, float(np.min((col_min[mask] - r * q[mask]) / neutral[mask])))
+    top = s_cap
+    both = (in0 | in1) & has_n
+    if np.any(both):
+        top = min(top, float(np.min(col_min[both] / neutral[both])))
+    if not math.isfinite(knee):  # no neutral mass at all
+        knee = top = 0.0
+    knee = max(knee, 0.0)
+    shares = [knee]
+    if math.isfinite(top) and top > knee * (1.0 + 1e-6) + 1e-15:
+        shares += [knee + (top - knee) / 3.0, knee + 2.0 * (top - knee) / 3.0, top]
+    points = []
+    for share in shares:
+        r0, r1 = rates(share) if share > knee else (r0_max, r1_max)
+        if r0 > 0.0 and r1 > 0.0:
+            share = max(0.0, min(share, 1.0 - r0 - r1))
+            points.append((r0 * _SHRINK, r1 * _SHRINK, share * _SHRINK))
+    # drop points dominated by another one (up to 1e-9 relative): dropping a candidate of a
+    # minimum of valid bounds never affects validity, only (negligibly) tightness
+    kept = []
+    for i, pt in enumerate(points):
+        dominated = any(
+            j != i and all(o >= v * (1.0 - 1e-9) for o, v in zip(other, pt))
+            and (j < i or any(o > v for o, v in zip(other, pt)))
+            for j, other in enumerate(points))
+        if not dominated:
+            kept.append(pt)
+    return kept
+
+
+def _q_for_rate(p_alpha: float, rate: float) -> float:
+    """Smallest float q ≥ 1 with p_alpha / q ≤ rate (the core computes r = pα/q)."""
+    q = max(1.0, p_alpha / rate)
+    while p_alpha / q > rate:
+        q = math.nextafter(q, math.inf)
+    return q
+
+
+def _build_vr(p: float, beta: float, r0: float, r1: float, share: float) -> VariationRatio:
+    probe = VariationRatio(p, beta, p)  # for the core's own pα
+    p_alpha = probe.p_alpha
+    q0, q1 = _q_for_rate(p_alpha, r0), _q_for_rate(p_alpha, r1)
+    share = min(share, max(0.0, 1.0 - p_alpha / q0 - p_alpha / q1))
+    return VariationRatio(p, beta, q0, q1=q1, neutral_share=share)
+
+
+def _verify(vr: VariationRatio, mu0: np.ndarray, mu1: np.ndarray, col_min: np.ndarray) -> None:
+    """Re-check R(x_i) ≥ r0 Q0 + r1 Q1 + s N pointwise with the core's own numbers."""
+    diff = mu0 - mu1
+    q0, q1 = np.maximum(diff, 0.0) / vr.beta, np.maximum(-diff, 0.0) / vr.beta
+    wn = np.maximum(np.maximum(mu0 - vr.p_alpha * q0 - vr.alpha * q1,
+                               mu1 - vr.alpha * q0 - vr.p_alpha * q1), 0.0)
+    neutral = wn / vr.neutral_mass if vr.neutral_mass > 0 else np.zeros_like(wn)
+    need = vr.r0 * q0 + vr.r1 * q1 + vr.neutral_share * neutral
+    if np.any(need > col_min * (1.0 + 1e-12) + 1e-300):
+        raise RuntimeError("internal error: analyzer rates violate the pointwise inequality")
+
+
+def _key(value: float) -> float:
+    return float(f"{value:.{_KEY_DIGITS}g}")
+
+
+def analyze_pairs(matrix: np.ndarray) -> tuple[list[PairBound], dict[str, float], np.ndarray]:
+    """Cover of all victim pairs of a validated matrix; also (p_max, beta_max) and all pair indices."""
+    d = matrix.shape[0]
+    col_min = matrix.min(axis=0)
+    rows, cols = np.triu_indices(d, k=1)
+    groups: dict[tuple, dict] = {}
+    local_pairs: list[tuple[int, int]] = []
+    p_max, beta_max = 1.0, 0.0
+    chunk = max(1, _CHUNK_CELLS // matrix.shape[1])
+    for start in range(0, rows.size, chunk):
+        i_idx, j_idx = rows[start:start + chunk], cols[start:start + chunk]
+        mu0, mu1 = matrix[i_idx], matrix[j_idx]
+        dec = _pair_decomposition(mu0, mu1)
+        for k in range(i_idx.size):
+            beta, p = float(dec["beta"][k]), float(dec["p"][k])
+            if beta == 0.0:
+                continue  # identical laws: the neighbouring datasets are indistinguishable
+            p_max, beta_max = max(p_max, p), max(beta_max, beta)
+            if not math.isfinite(p):
+                local_pairs.append((int(i_idx[k]), int(j_idx[k])))
+                continue
+            probe = VariationRatio(p, beta, p)
+            q0, q1 = dec["pos"][k] / probe.beta, dec["neg"][k] / probe.beta
+            wn = np.maximum(np.maximum(mu0[k] - probe.p_alpha * q0 - probe.alpha * q1,
+                                       mu1[k] - probe.alpha * q0 - probe.p_alpha * q1), 0.0)
+            w = probe.neutral_mass
+            # w·N at rounding level (e.g. where μ0 = p·μ1 exactly) is treated as 0 for the search;
+            # the 1e-9 shrink of rates and column minima covers it and _verify re-checks the raw N
+            wn = np.where(wn <= 1e-12 * np.maximum(mu0[k], mu1[k]), 0.0, wn)
+            neutral = wn / w if w > 0 else np.zeros_like(wn)
+            points = _frontier(q0, q1, neutral, col_min * _SHRINK, probe.p_alpha)
+            if not points:
+                local_pairs.append((int(i_idx[k]), int(j_idx[k])))
+                continue
+            key = (p, probe.beta, tuple(tuple(_key(v) for v in pt) for pt in points))
+            group = groups.setdefault(key, {"points": [list(pt) for pt in points], "members": []})
+            for stored, pt in zip(group["points"], points):
+                for t in range(3):
+                    stored[t] = min(stored[t], pt[t])
+            group["members"].append((int(i_idx[k]), int(j_idx[k])))
+    cover: list[PairBound] = []
+    for (p, beta, _), group in groups.items():
+        candidates = []
+        for r0, r1, share in group["points"]:
+            vr = _build_vr(p, beta, r0, r1, share)
+            for i, j in group["members"]:
+                _verify(vr, matrix[i], matrix[j], col_min)
+            candidates.append(vr)
+        cover.append(VariationRatioBound(list(dict.fromkeys(candidates))))
+    if local_pairs:
+        idx = np.array(local_pairs)
+        cover.append(LocalPairBound(matrix[idx[:, 0]], matrix[idx[:, 1]]))
+    return cover, {"p_max": p_max, "beta_max": beta_max}, np.stack([rows, cols], axis=1)
+
+
+def matrix_lower_bound(matrix: np.ndarray, n: int, max_configurations: int = 4) -> InstanceLowerBound:
+    """Certified lower bound: trinomial projection of the pair with the largest β (exact.py).
+
+    Configurations: all others holding the same input, for every input if the matrix has at most
+    ``max_configurations`` rows, else for x⁰, x¹ and the inputs putting the least mass on S0 ∪ S1
+    and on S0.
+    """
+    d = matrix.shape[0]
+    best, best_pair = -1.0, (0, 1)
+    for i in range(d):
+        tv = 0.5 * np.abs(matrix[i] - matrix).sum(axis=1)
+        j = int(np.argmax(tv))
+        if tv[j] > best:
+            best, best_pair = float(tv[j]), (i, j)
+    i, j = best_pair
+    s0, s1 = matrix[i] > matrix[j], matrix[j] > matrix[i]
+    mass0, mass1 = matrix[:, s0].sum(axis=1), matrix[:, s1].sum(axis=1)
+    if d <= max_configurations:
+        configs = list(range(d))
+    else:
+        configs = [i, j, int(np.argmin(mass0 + mass1)), int(np.argmin(mass0))]
+    configs = list(dict.fromkeys(configs))
+    pairs = [
+        trinomial_projection(n, (mass0[i], mass1[i]), (mass0[j], mass1[j]), (mass0[c], mass1[c]),
+                             f"pair ({i}, {j}), others all holding input {c}")
+        for c in configs
+    ]
+    return InstanceLowerBound(pairs, "finite matrix: trinomial projection of explicit configurations")
+
+
+def from_matrix(matrix: Sequence[Sequence[float]] | np.ndarray, name: str = "matrix") -> Randomizer:
+    """Analyze a finite local randomizer (rows = inputs, columns = outputs, rows sum to 1).
+
+    Returns a :class:`Randomizer` whose shuffled bound is the maximum over victim pairs of each
+    pair's own variation-ratio bound (module docstring), with a certified lower bound from the
+    trinomial projection of the pair with the largest total variation.
+    """
+    mat = validate_matrix(matrix)
+    cover, extremes, pairs = analyze_pairs(mat)
+    p_max, beta_max = extremes["p_max"], extremes["beta_max"]
+    fallbacks: list[PairBound] = []
+    summary = None
+    if beta_max == 0.0:
+        summary = None
+    elif math.isfinite(p_max):
+        summary = VariationRatio(p_max, beta_max, p_max)
+        fallbacks.append(VariationRatioBound([summary]))
+    if pairs.size and pairs.shape[0] * mat.shape[1] <= 4 * _CHUNK_CELLS:
+        fallbacks.append(LocalPairBound(mat[pairs[:, 0]], mat[pairs[:, 1]]))
+    if not cover:  # every pair identical: nothing to protect
+        cover = [LocalPairBound(mat[:1], mat[:1])]
+    return Randomizer(
+        name,
+        {"inputs": mat.shape[0], "outputs": mat.shape[1], "p_max": p_max, "beta_max": beta_max},
+        cover,
+        variation_ratio=summary,
+        fallbacks=fallbacks,
+        matrix=mat,
+        lower_bound=(lambda n: matrix_lower_bound(mat, n)) if beta_max > 0 else None,
+        notes="analyzed matrix: per-pair exact decomposition, rates from column minima",
+    )
+
+
+__all__ = ["from_matrix", "validate_matrix", "analyze_pairs", "matrix_lower_bound"]
