@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from dpacct_shuffle.core.closed_forms import fmt_epsilon, fmt_validity_limit
 from dpacct_shuffle.core.validation import (
     check_epsilon,
     check_num_users,
@@ -549,23 +550,21 @@ def fmt_shuffle_bound(eps0: float, n: int, delta: float) -> float:
 
         ε = ln(1 + 4(e^{ε0} − 1)(sqrt(2 ln(4/δ)/((e^{ε0} + 1) n)) + 1/n)),
 
-    valid only when ε0 ≤ ln(n/(8 ln(2/δ)) − 1) (raises ValueError otherwise) and δ ∈ (0, 1).
-    Why it holds for *every* ε0-LDP randomizer despite the FMT22 erratum: see SPEC §3 ("General
-    ε0-LDP randomizers"). Rounded up.
+    valid only when ε0 ≤ ln(n/(8 ln(2/δ)) − 1) (raises ValueError naming ``eps0`` otherwise) and
+    δ ∈ (0, 1). Delegates to :func:`dpacct_shuffle.core.closed_forms.fmt_epsilon` (which rounds up
+    and explains why the bound holds for *every* ε0-LDP randomizer despite the FMT22 erratum).
     """
     epsilon0 = check_epsilon(eps0, "eps0")
     users = check_num_users(n, "n")
     delta_value = check_range("delta", delta, 0.0, 1.0, low_open=True, high_open=True)
-    clones = users / (8.0 * math.log(2.0 / delta_value)) - 1.0
-    if clones <= 0.0 or epsilon0 > math.log(clones):
-        limit = "no eps0 (n too small for this delta)" if clones <= 0.0 else f"eps0 <= {math.log(clones)!r}"
+    limit = fmt_validity_limit(users, delta_value)
+    if epsilon0 > limit:
+        allowed = f"eps0 <= {limit!r}" if math.isfinite(limit) else "no eps0 (n too small for this delta)"
         raise ValueError(
             f"fmt_shuffle_bound is valid only when eps0 <= ln(n/(8 ln(2/delta)) - 1); for n={users}, "
-            f"delta={delta_value!r} this allows {limit}, got eps0={epsilon0!r}"
+            f"delta={delta_value!r} this allows {allowed}, got eps0={epsilon0!r}"
         )
-    root = math.sqrt(2.0 * math.log(4.0 / delta_value) / ((math.exp(epsilon0) + 1.0) * users))
-    value = math.log1p(4.0 * math.expm1(epsilon0) * (root + 1.0 / users))
-    return _round_up(value, zero_is_exact=epsilon0 == 0.0)
+    return fmt_epsilon(epsilon0, users, delta_value)
 
 
 def robust_fmt_shuffle_bound(eps0: float, n: int, delta: float, honest_fraction: float) -> float:
