@@ -350,3 +350,32 @@ def test_bad_types_raise_type_error() -> None:
         rz.krr(1.0, 2.5)
     with pytest.raises(TypeError, match="epsilon0"):
         rz.krr("1", 3)
+
+
+def test_trinomial_projection_matches_oracle_when_lossless() -> None:
+    from tests.oracle import exact_shuffled_delta, krr_matrix
+
+    e = math.exp(1.5)
+    g = 1 / (e + 3)
+    mat = krr_matrix(1.5, 4)
+    for n, eps in ((8, 0.2), (25, 0.6), (40, 1.2)):
+        pair = trinomial_projection(n, (e * g, g), (g, e * g), (e * g, g))
+        exact = exact_shuffled_delta(mat, 0, 1, [0] * (n - 1), eps)
+        assert pair.delta(eps) == pytest.approx(exact, rel=1e-8)
+        assert pair.delta(eps) <= exact
+    # three outputs: the projection onto (S0, S1, rest) is the identity, hence exact
+    general = np.array([[0.5, 0.2, 0.3], [0.25, 0.45, 0.3], [0.3, 0.3, 0.4]])
+    for n, eps in ((12, 0.1), (30, 0.5)):
+        pair = trinomial_projection(n, (0.5, 0.2), (0.25, 0.45), (0.3, 0.3))
+        exact = exact_shuffled_delta(general, 0, 1, [2] * (n - 1), eps)
+        assert pair.delta(eps) == pytest.approx(exact, rel=1e-8)
+        assert pair.delta(eps) <= exact
+
+
+def test_krr_lower_bound_fast_at_a_million_users() -> None:
+    shuffled = rz.krr(2.0, 100).shuffled(10**6)
+    start = time.perf_counter()
+    eps_low = shuffled.epsilon_lower(1e-8)
+    assert time.perf_counter() - start < 20.0
+    assert 0.002 < eps_low < 0.006
+    assert shuffled.delta_lower(eps_low) > 1e-8

@@ -45,14 +45,14 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy.special import gammaln, xlog1py, xlogy
+from scipy.special import bdtr, bdtrc, gammaln, xlog1py, xlogy
 
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users, check_range
 
 FULL_SEARCH_MAX_USERS = 3000
 NEAR_END_CONFIGURATIONS = 24
 WINDOW_SIGMAS = 12.0
-_BISECTION_STEPS = 48
+_BISECTION_STEPS = 80
 
 
 @functools.lru_cache(maxsize=4)
@@ -126,37 +126,74 @@ class CountPair:
         return float(np.max(diff)) if diff.size else 0.0
 
 
-def _epsilon_lower(delta_fn, delta: float, eps_cap: float) -> float:
-    """Largest ε (bracket lower end) with delta_fn(ε) > delta; 0 if delta_fn(0) <= delta.
+def _epsilon_lower(delta_fn, delta: float, eps_cap: float, rtol: float = 1e-6) -> float:
+    """Largest found ε (bracket lower end) with delta_fn(ε) > delta; 0 if delta_fn(0) <= delta.
 
     delta_fn is a lower bound of a non-increasing profile, so the exact ε(δ) of the instance —
-    and hence the protocol's ε(δ) — is at least the returned value.
+    and hence the protocol's ε(δ) — is at least the returned value. The bracket [lo, hi] with
+    delta_fn(lo) > δ ≥ delta_fn(hi) is narrowed by regula falsi on log δ (Illinois variant,
+    safeguarded by bisection) to relative width ``rtol``.
     """
     target = check_delta(delta)
-    if delta_fn(0.0) <= target:
+    d_lo = delta_fn(0.0)
+    if d_lo <= target:
         return 0.0
-    lo, hi = 0.0, max(eps_cap, 1e-12)
-    if not math.isfinite(hi):
-        hi = 1.0
-        while delta_fn(hi) > target:
-            lo, hi = hi, 2.0 * hi
+    # geometric search for a bracket, starting from a small ε (targets are usually far below ln p)
+    cap = eps_cap if math.isfinite(eps_cap) and eps_cap > 0.0 else math.inf
+    lo = 0.0
+    hi = min(0.01, 0.5 * cap)
+    d_hi = delta_fn(hi)
+    if d_hi > target:
+        while d_hi > target:
+            lo, d_lo = hi, d_hi
+            if hi >= cap:
+                return lo
+            hi = min(4.0 * hi, cap)
+            d_hi = delta_fn(hi)
             if hi > 1e4:
                 return lo
+    else:
+        while True:
+            trial = hi / 4.0
+            d_trial = delta_fn(trial)
+            if d_trial > target:
+                lo, d_lo = trial, d_trial
+                break
+            hi, d_hi = trial, d_trial
+            if hi < 1e-12:
+                return 0.0
+    log_t = math.log(target)
+    f_lo = math.log(d_lo) - log_t
+    f_hi = math.log(d_hi) - log_t if d_hi > 0.0 else -math.inf
+    last = 0
     for _ in range(_BISECTION_STEPS):
-        mid = 0.5 * (lo + hi)
-        if delta_fn(mid) > target:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-10 * hi:
+        width = hi - lo
+        if width <= rtol * hi:
             break
+        if math.isfinite(f_hi):
+            trial = hi - f_hi * width / (f_hi - f_lo)
+            trial = min(max(trial, lo + 1e-3 * width), hi - 1e-3 * width)
+        else:
+            trial = lo + 0.5 * width
+        d_trial = delta_fn(trial)
+        if d_trial > target:
+            lo, f_lo = trial, math.log(d_trial) - log_t
+            if last == 1 and math.isfinite(f_hi):
+                f_hi *= 0.5  # Illinois: the retained end's value is halved
+            last = 1
+        else:
+            hi, f_hi = trial, (math.log(d_trial) - log_t) if d_trial > 0.0 else -math.inf
+            if last == -1:
+                f_lo *= 0.5
+            last = -1
     return lo
 
 
 class InstanceLowerBound:
     """Certified lower bound: the maximum over explicit instances (each a :class:`CountPair`)."""
 
-    def __init__(self, pairs: Sequence[CountPair], description: str, *, is_exact: bool = False):
+    def __init__(self, pairs: Sequence["CountPair | TrinomialInstance"], description: str, *,
+                 is_exact: bool = False):
         if not pairs:
             raise ValueError("pairs must contain at least one instance")
         self.pairs = tuple(pairs)
@@ -174,13 +211,139 @@ class InstanceLowerBound:
         return _epsilon_lower(self.delta, delta, cap)
 
 
+def _binomial_tail(t: np.ndarray, n: np.ndarray, p: float, upper: bool) -> np.ndarray:
+    """P[Bin(n, p) >= t] (upper) or P[Bin(n, p) <= t] (lower), elementwise, n >= 0."""
+    t = np.asarray(t, dtype=np.int64)
+    n = np.asarray(n, dtype=np.int64)
+    if upper:
+        inside = (t >= 1) & (t <= n)
+        val = bdtrc(np.where(inside, t - 1, 0), np.where(inside, n, 1), p)
+        return np.where(t <= 0, 1.0, np.where(t > n, 0.0, val))
+    inside = (t >= 0) & (t < n)
+    val = bdtr(np.where(inside, t, 0), np.where(inside, n, 1), p)
+    return np.where(t < 0, 0.0, np.where(t >= n, 1.0, val))
+
+
+class TrinomialInstance:
+    """Exact hockey-stick divergence of the trinomial projection (module docstring).
+
+    Coordinates: C = H0 + H1 (total count in S0 ∪ S1) and H0. For a fixed C the likelihood ratio
+    P0/P1 is monotone in H0 (each law is a mixture of the three shifted multinomials, and
+    O(C−1, h−1)/O(C, h) ∝ h, O(C−1, h)/O(C, h) ∝ C − h, so the ratio is linear-fractional in h;
+    when the others never fall outside S0 ∪ S1 it is a monotone function of h(1 − θ)/((C − h + 1)θ)).
+    So the positive part of P0 − e^ε·P1 on the row C is a tail {H0 ≥ t_C} (or {H0 ≤ t_C}), whose
+    masses are binomial tails: δ = Σ_C [A0(C) − e^ε·A1(C)] with
+
+        A_j(C) = u_j0·w(C−1)·P[Bin(C−1, θ) ≥ t−1] + u_j1·w(C−1)·P[Bin(C−1, θ) ≥ t]
+                 + u_j2·w(C)·P[Bin(C, θ) ≥ t],   w(C) = P[Bin(n − 1, π0 + π1) = C],  θ = π0/(π0 + π1).
+
+    t_C is located by a vectorised bisection on the sign of the log-likelihood ratio. Any choice of
+    the sets {H0 ≥ t_C} gives a valid lower bound (the hockey-stick divergence is the supremum over
+    sets), so an inexact t_C or monotonicity direction only costs tightness, never validity. Each row
+    contributes max(0, A0 − e^ε·A1 − η·(A0 + e^ε·A1)) with η = ``TAIL_REL_ERROR`` covering the
+    relative error of the special functions plus that of the log-factorial table (for w).
+    """
+
+    TAIL_REL_ERROR = 1e-10
+
+    def __init__(self, n: int, victim0: tuple[float, float], victim1: tuple[float, float],
+                 other: tuple[float, float], description: str = ""):
+        users = check_num_users(n)
+        for name, pair in (("victim0", victim0), ("victim1", victim1), ("other", other)):
+            a = check_range(f"{name}[0]", pair[0], 0.0, 1.0)
+            b = check_range(f"{name}[1]", pair[1], 0.0, 1.0)
+            if a + b > 1.0 + 1e-12:
+                raise ValueError(f"{name} masses must sum to at most 1, got {a + b!r}")
+        self.description = description
+        self.others = users - 1
+        self.u = np.array([victim0[0], victim0[1], max(0.0, 1.0 - victim0[0] - victim0[1])])
+        self.v = np.array([victim1[0], victim1[1], max(0.0, 1.0 - victim1[0] - victim1[1])])
+        pi_c = min(1.0, float(other[0]) + float(other[1]))
+        self.theta = min(1.0, float(other[0]) / pi_c) if pi_c > 0.0 else 0.5
+        c_lo, c_hi = _window(self.others, pi_c)
+        self.c = np.arange(c_lo, c_hi + 2)
+        self.log_w = binomial_logpmf(self.c, self.others, pi_c)
+        self.log_w_prev = binomial_logpmf(self.c - 1, self.others, pi_c)
+        # does P0/P1 increase with H0? (victim 0 favours S0 relative to victim 1)
+        self.increasing = bool(self.u[0] * self.v[1] >= self.u[1] * self.v[0])
+        self._rel_error = self.TAIL_REL_ERROR + 2.0 * _log_rel_error(self.others)
+
+    def _log_law(self, weights: np.ndarray, h: np.ndarray) -> np.ndarray:
+        c, theta = self.c, self.theta
+        parts = []
+        if weights[0] > 0:
+            parts.append(math.log(weights[0]) + self.log_w_prev
+                         + binomial_logpmf(h - 1, np.maximum(c - 1, 0), theta))
+        if weights[1] > 0:
+            parts.append(math.log(weights[1]) + self.log_w_prev
+                         + binomial_logpmf(h, np.maximum(c - 1, 0), theta))
+        if weights[2] > 0:
+            parts.append(math.log(weights[2]) + self.log_w + binomial_logpmf(h, c, theta))
+        return functools.reduce(np.logaddexp, parts)
+
+    def _threshold(self, num: np.ndarray, den: np.ndarray, eps: float, increasing: bool) -> np.ndarray:
+        """Per row C: first h with loss > eps (increasing) or last such h (decreasing)."""
+        lo = np.full(self.c.shape, -1, dtype=np.int64)
+        hi = self.c + 1
+        for _ in range(int(math.ceil(math.log2(float(self.c.max()) + 3.0))) + 1):
+            mid = (lo + hi) // 2
+            with np.errstate(invalid="ignore"):
+                positive = self._log_law(num, mid) - self._log_law(den, mid) > eps
+            if increasing:  # find smallest positive h in (lo, hi]
+                hi = np.where(positive & (mid > lo), mid, hi)
+                lo = np.where(~positive & (mid > lo), mid, lo)
+            else:  # find largest positive h: invariant loss(lo) > eps or lo = -1, hi not positive
+                lo = np.where(positive & (mid > lo), mid, lo)
+                hi = np.where(~positive & (mid > lo), mid, hi)
+            if np.all(hi - lo <= 1):
+                break
+        return hi if increasing else lo
+
+    def _mass(self, weights: np.ndarray, t: np.ndarray, increasing: bool) -> np.ndarray:
+        c, theta = self.c, self.theta
+        prev_n = np.maximum(c - 1, 0)
+        w_prev = np.exp(self.log_w_prev)
+        w_cur = np.exp(self.log_w)
+        if increasing:
+            t0 = _binomial_tail(t - 1, prev_n, theta, True)
+            t1 = _binomial_tail(t, prev_n, theta, True)
+            t2 = _binomial_tail(t, c, theta, True)
+        else:
+            t0 = _binomial_tail(t - 1, prev_n, theta, False)
+            t1 = _binomial_tail(t, prev_n, theta, False)
+            t2 = _binomial_tail(t, c, theta, False)
+        return weights[0] * w_prev * t0 + weights[1] * w_prev * t1 + weights[2] * w_cur * t2
+
+    def _direction(self, num: np.ndarray, den: np.ndarray, eps: float, increasing: bool) -> float:
+        t = self._threshold(num, den, eps, increasing)
+        a = self._mass(num, t, increasing)
+        b = self._mass(den, t, increasing)
+        scale = math.exp(eps)
+        rows = a - scale * b - self._rel_error * (a + scale * b)
+        return float(np.sum(np.maximum(rows, 0.0)) * (1.0 - 1e-12))
+
+    def delta(self, epsilon: float) -> float:
+        """max(D_{e^ε}(P0‖P1), D_{e^ε}(P1‖P0)) of the projected counts, rounded down."""
+        eps = check_epsilon(epsilon)
+        return max(self._direction(self.u, self.v, eps, self.increasing),
+                   self._direction(self.v, self.u, eps, not self.increasing))
+
+    def max_loss(self) -> float:
+        """An upper bound on |ln P0/P1| (ratio of mixtures ≤ largest component ratio)."""
+        ratios = []
+        for a, b in zip(self.u, self.v):
+            if a > 0 or b > 0:
+                ratios.append(math.inf if min(a, b) == 0 else abs(math.log(a / b)))
+        return max(ratios) if ratios else 0.0
+
+
 def trinomial_projection(
     n: int,
     victim0: tuple[float, float],
     victim1: tuple[float, float],
     other: tuple[float, float],
     description: str = "",
-) -> CountPair:
+) -> TrinomialInstance:
     """Laws of (H0, H1), the numbers of shuffled messages in S0 and S1 (module docstring).
 
     Args:
@@ -188,50 +351,7 @@ def trinomial_projection(
       victim0, victim1: (R(x^j)(S0), R(x^j)(S1)) for the victim's two inputs.
       other: (π0, π1) = (R(x_i)(S0), R(x_i)(S1)), the same input x_i for all n − 1 others.
     """
-    users = check_num_users(n)
-    for name, pair in (("victim0", victim0), ("victim1", victim1), ("other", other)):
-        a = check_range(f"{name}[0]", pair[0], 0.0, 1.0)
-        b = check_range(f"{name}[1]", pair[1], 0.0, 1.0)
-        if a + b > 1.0 + 1e-12:
-            raise ValueError(f"{name} masses must sum to at most 1, got {a + b!r}")
-    others = users - 1
-    pi0, pi1 = float(other[0]), float(other[1])
-    pi_c = min(1.0, pi0 + pi1)
-    theta = pi0 / pi_c if pi_c > 0.0 else 0.0
-    c_lo, c_hi = _window(others, pi_c)
-    c_vals = np.arange(c_lo, c_hi + 2)  # C of the others plus the victim's possible message
-    sd_h = math.sqrt(max(c_hi, 1) * theta * (1.0 - theta))
-    half = int(math.ceil(WINDOW_SIGMAS * sd_h + 2.0 * WINDOW_SIGMAS + 2.0))
-    centers = np.floor(theta * c_vals).astype(np.int64)
-    offsets = np.arange(-half, half + 2)
-    h0 = centers[:, None] + offsets[None, :]
-    c = c_vals[:, None]
-
-    def log_others(c_arr: np.ndarray, h0_arr: np.ndarray) -> np.ndarray:
-        lc = binomial_logpmf(c_arr, others, pi_c)
-        lh = binomial_logpmf(h0_arr, np.maximum(c_arr, 0), theta)
-        out = lc + lh
-        return np.where((c_arr >= 0) & (h0_arr >= 0) & (h0_arr <= c_arr), out, -np.inf)
-
-    cb = np.broadcast_to(c, h0.shape)
-    base = log_others(cb, h0)          # victim's message outside S0 ∪ S1
-    from_s0 = log_others(cb - 1, h0 - 1)  # victim's message in S0
-    from_s1 = log_others(cb - 1, h0)      # victim's message in S1
-
-    def mix(u: tuple[float, float]) -> np.ndarray:
-        u0, u1 = float(u[0]), float(u[1])
-        u2 = max(0.0, 1.0 - u0 - u1)
-        parts = []
-        for weight, arr in ((u0, from_s0), (u1, from_s1), (u2, base)):
-            if weight > 0.0:
-                parts.append(math.log(weight) + arr)
-        return functools.reduce(np.logaddexp, parts)
-
-    log_p = mix(victim0).ravel()
-    log_q = mix(victim1).ravel()
-    keep = np.isfinite(log_p) | np.isfinite(log_q)
-    # each probability is a sum of <= 3 terms, each accurate to the table's relative error
-    return CountPair(log_p[keep], log_q[keep], 2.0 * _log_rel_error(others) + 1e-14, description)
+    return TrinomialInstance(n, victim0, victim1, other, description)
 
 
 # -- binary randomized response -----------------------------------------------------------------
@@ -374,5 +494,6 @@ __all__ = [
     "BinaryRRProfile",
     "binary_rr_exact_delta",
     "binomial_logpmf",
+    "TrinomialInstance",
     "trinomial_projection",
 ]
