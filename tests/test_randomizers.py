@@ -178,10 +178,17 @@ def test_analyzer_equals_or_beats_closed_forms(name: str) -> None:
     for vr in closed.variation_ratios:
         matches = [a for a in analyzed.variation_ratios
                    if a.p == pytest.approx(vr.p, rel=1e-12) and a.beta == pytest.approx(vr.beta, rel=1e-12)]
-        if matches:
-            best = max(matches, key=lambda a: (min(a.r0, a.r1), a.neutral_share))
-            assert min(best.r0, best.r1) >= min(vr.r0, vr.r1) * (1 - 1e-8)
-            assert best.neutral_share >= vr.neutral_share * (1 - 1e-8)
+        if name == "sampling_rappor":
+            # the mixture with the input-independent report has a smaller ratio than e^eps0:
+            # the analyzer finds it (p = e^{eps0/2} here), the closed form keeps the published p
+            assert not matches
+            assert all(a.p < vr.p and a.beta == pytest.approx(vr.beta, rel=1e-12)
+                       for a in analyzed.variation_ratios)
+            continue
+        assert matches, (name, vr)
+        best = max(matches, key=lambda a: (min(a.r0, a.r1), a.neutral_share))
+        assert min(best.r0, best.r1) >= min(vr.r0, vr.r1) * (1 - 1e-8)
+        assert best.neutral_share >= vr.neutral_share * (1 - 1e-8)
     # and the analyzed bound is never above the closed-form bound, up to the analyzer's deliberate
     # safety margins (rates and shares shrunk by 1e-9 relative, p rounded up by 4 ulps)
     for eps in (0.2, 0.6):
