@@ -1,0 +1,299 @@
+"""Figures of shuffle-model bounds: ε vs n and ε vs ε0 (matplotlib is optional, imported lazily).
+
+Data and drawing are separate: :func:`epsilon_vs_users` and :func:`epsilon_vs_epsilon0` compute
+:class:`Curve` objects with numpy/scipy only (through the library), :func:`draw_curves` draws them
+with matplotlib (the ``plot`` extra: ``pip install dpacct-shuffle[plot]``) and raises
+:class:`ImportError` with an installation hint when it is missing.
+
+Curve kinds (one figure can hold all of them for several randomizers):
+
+* ``upper`` — the certified upper bound ``Randomizer.shuffled(n).epsilon(δ)`` (neutral-aware
+  variation-ratio bound, SPEC §3);
+* ``lower`` — the certified lower bound ``shuffled(n).epsilon_lower(δ)`` of an explicit instance
+  (:mod:`dpacct_shuffle.randomizers.exact`); the true ε(δ) lies between ``lower`` and ``upper``;
+* ``fmt`` — the Feldman–McMillan–Talwar closed form (seed 000 Thm 5.2,
+  :func:`dpacct_shuffle.lemmas.fmt_shuffle_bound`), valid for any ε0-LDP randomizer; points outside
+  its validity condition ε0 ≤ ln(n/(8 ln(2/δ)) − 1) are NaN (a gap in the line), never extrapolated;
+* ``published`` — the published variation-ratio pair (seed 001), labelled "not a guarantee"
+  (SPEC §3); only drawn when requested.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dpacct_shuffle.core.validation import check_delta, check_num_users, check_range
+from dpacct_shuffle.lemmas import fmt_shuffle_bound
+
+ProgressCallback = Callable[[int, int], None]
+
+KIND_LABELS = {
+    "upper": "upper bound (ours, certified)",
+    "lower": "lower bound (explicit instance)",
+    "fmt": "FMT closed form",
+    "published": "published pair (NOT a guarantee)",
+}
+_LINESTYLES = {"upper": "-", "lower": "--", "fmt": ":", "published": "-."}
+_MARKERS = {"upper": "o", "lower": "v", "fmt": "", "published": "x"}
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One line of a figure: ``y[i]`` = ε at ``x[i]`` (NaN where the bound does not apply).
+
+    Attributes:
+      label: the randomizer (or, for ``fmt``, the ε0) the curve belongs to.
+      kind: ``"upper"``, ``"lower"``, ``"fmt"`` or ``"published"`` (module docstring).
+      x_name: ``"users"`` or ``"epsilon0"``.
+      x, y: the points; ``seconds`` the computing time of each point.
+    """
+
+    label: str
+    kind: str
+    x_name: str
+    x: tuple[float, ...]
+    y: tuple[float, ...]
+    seconds: tuple[float, ...] = field(default=())
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-friendly form (NaN becomes None)."""
+        return {"label": self.label, "kind": self.kind, "x_name": self.x_name, "x": list(self.x),
+                "y": [None if math.isnan(v) else v for v in self.y], "seconds": list(self.seconds)}
+
+
+def require_matplotlib() -> Any:
+    """Import matplotlib (Agg backend when no display backend was chosen) or raise ImportError
+    with an installation hint."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise ImportError("plotting needs matplotlib, an optional dependency: "
+                          "pip install 'dpacct-shuffle[plot]' (or pip install matplotlib)") from None
+    return matplotlib
+
+
+def _fmt_or_nan(epsilon0: float, users: int, delta: float) -> float:
+    try:
+        return fmt_shuffle_bound(epsilon0, users, delta)
+    except ValueError:  # outside the closed form's validity condition: no value, not a guess
+        return math.nan
+
+
+class _Counter:
+    def __init__(self, total: int, progress: ProgressCallback | None) -> None:
+        self.total, self.done, self.progress = total, 0, progress
+
+    def tick(self) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+
+def _timed(function: Callable[[], float]) -> tuple[float, float]:
+    import time
+
+    start = time.perf_counter()
+    value = function()
+    return value, time.perf_counter() - start
+
+
+def _epsilon0_of(randomizer: Any) -> float | None:
+    value = getattr(randomizer, "parameters", {}).get("epsilon0")
+    return None if value is None else float(value)
+
+
+def epsilon_vs_users(
+    randomizers: Mapping[str, Any],
+    users: Sequence[int],
+    delta: float,
+    *,
+    lower: bool = True,
+    fmt: bool = True,
+    published: bool = False,
+    progress: ProgressCallback | None = None,
+) -> list[Curve]:
+    """ε(δ) against the number of users for each randomizer (catalog ``Randomizer`` objects).
+
+    Returns, per randomizer, an ``upper`` curve, a ``lower`` curve (if the entry has a lower-bound
+    instance and ``lower``), a ``published`` curve (if requested and the entry carries published
+    parameters) and, per distinct ε0 among the entries, one ``fmt`` curve.
+    """
+    target = check_delta(delta)
+    ns = [check_num_users(n, f"users[{i}]") for i, n in enumerate(users)]
+    if not ns:
+        raise ValueError("users must contain at least one number of users")
+    if not randomizers:
+        raise ValueError("randomizers must contain at least one entry")
+    curves: list[Curve] = []
+    counter = _Counter(len(randomizers) * len(ns) * (1 + int(lower) + int(published)), progress)
+    for label, randomizer in randomizers.items():
+        ups, up_t, lows, low_t, pubs, pub_t = [], [], [], [], [], []
+        for n in ns:
+            shuffled = randomizer.shuffled(n)
+            value, seconds = _timed(lambda: shuffled.epsilon(target))
+            ups.append(value)
+            up_t.append(seconds)
+            counter.tick()
+            if lower:
+                if shuffled.lower_bound is not None:
+                    value, seconds = _timed(lambda: shuffled.epsilon_lower(target))
+                    lows.append(value)
+                    low_t.append(seconds)
+                counter.tick()
+            if published:
+                if randomizer.published is not None:
+                    value, seconds = _timed(lambda: _published_epsilon(randomizer, target, n))
+                    pubs.append(value)
+                    pub_t.append(seconds)
+                counter.tick()
+        xs = tuple(float(n) for n in ns)
+        curves.append(Curve(label, "upper", "users", xs, tuple(ups), tuple(up_t)))
+        if lows:
+            curves.append(Curve(label, "lower", "users", xs, tuple(lows), tuple(low_t)))
+        if pubs:
+            curves.append(Curve(label, "published", "users", xs, tuple(pubs), tuple(pub_t)))
+    if fmt:
+        seen: set[float] = set()
+        for randomizer in randomizers.values():
+            eps0 = _epsilon0_of(randomizer)
+            if eps0 is None or eps0 in seen:
+                continue
+            seen.add(eps0)
+            curves.append(Curve(f"eps0={eps0:g}", "fmt", "users", tuple(float(n) for n in ns),
+                                tuple(_fmt_or_nan(eps0, n, target) for n in ns)))
+    return curves
+
+
+def epsilon_vs_epsilon0(
+    factories: Mapping[str, Callable[[float], Any]],
+    epsilon0s: Sequence[float],
+    users: int,
+    delta: float,
+    *,
+    lower: bool = True,
+    fmt: bool = True,
+    published: bool = False,
+    progress: ProgressCallback | None = None,
+) -> list[Curve]:
+    """ε(δ) against ε0 for n users; ``factories[label](ε0)`` builds the randomizer.
+
+    Returns per factory an ``upper`` curve (and ``lower``/``published`` as in
+    :func:`epsilon_vs_users`) and one ``fmt`` curve.
+    """
+    target = check_delta(delta)
+    n = check_num_users(users, "users")
+    eps0s = [check_range(f"epsilon0s[{i}]", e, 0.0, math.inf, low_open=True, high_open=True)
+             for i, e in enumerate(epsilon0s)]
+    if not eps0s:
+        raise ValueError("epsilon0s must contain at least one value")
+    if not factories:
+        raise ValueError("factories must contain at least one entry")
+    curves: list[Curve] = []
+    counter = _Counter(len(factories) * len(eps0s) * (1 + int(lower) + int(published)), progress)
+    for label, make in factories.items():
+        ups, up_t, lows, low_t, pubs, pub_t = [], [], [], [], [], []
+        low_x, pub_x = [], []
+        for eps0 in eps0s:
+            randomizer = make(eps0)
+            shuffled = randomizer.shuffled(n)
+            value, seconds = _timed(lambda: shuffled.epsilon(target))
+            ups.append(value)
+            up_t.append(seconds)
+            counter.tick()
+            if lower:
+                if shuffled.lower_bound is not None:
+                    value, seconds = _timed(lambda: shuffled.epsilon_lower(target))
+                    lows.append(value)
+                    low_t.append(seconds)
+                    low_x.append(eps0)
+                counter.tick()
+            if published:
+                if randomizer.published is not None:
+                    value, seconds = _timed(lambda: _published_epsilon(randomizer, target, n))
+                    pubs.append(value)
+                    pub_t.append(seconds)
+                    pub_x.append(eps0)
+                counter.tick()
+        curves.append(Curve(label, "upper", "epsilon0", tuple(eps0s), tuple(ups), tuple(up_t)))
+        if lows:
+            curves.append(Curve(label, "lower", "epsilon0", tuple(low_x), tuple(lows), tuple(low_t)))
+        if pubs:
+            curves.append(Curve(label, "published", "epsilon0", tuple(pub_x), tuple(pubs), tuple(pub_t)))
+    if fmt:
+        curves.append(Curve("any eps0-LDP", "fmt", "epsilon0", tuple(eps0s),
+                            tuple(_fmt_or_nan(e, n, target) for e in eps0s)))
+    return curves
+
+
+def _published_epsilon(randomizer: Any, delta: float, n: int) -> float:
+    """ε of the published pair (seed 001) — for reproduction only, not a guarantee (SPEC §3)."""
+    from dpacct_shuffle.core.bound import published_pair
+
+    p, beta, q, q1 = randomizer.published
+    return published_pair(p, beta, q, q1).epsilon(delta, n)
+
+
+def draw_curves(
+    curves: Sequence[Curve],
+    path: str | Path,
+    *,
+    title: str = "",
+    logx: bool | None = None,
+    logy: bool = True,
+    ax: Any = None,
+) -> Path:
+    """Draw ``curves`` on one axes and save to ``path`` (format from the suffix: png, svg, pdf).
+
+    One colour per label, one line style per kind (solid upper, dashed lower, dotted FMT,
+    dash-dot published). ``logx`` defaults to True for ε vs n. With ``ax`` given, draws into it
+    and saves its figure. Returns the path written.
+    """
+    if not curves:
+        raise ValueError("curves must not be empty")
+    require_matplotlib()
+    import matplotlib
+
+    if ax is None and matplotlib.get_backend().lower() not in ("agg", "svg", "pdf", "cairo"):
+        matplotlib.use("Agg")  # file output only: never needs a display
+    import matplotlib.pyplot as plt
+
+    out = Path(path)
+    own_figure = ax is None
+    if own_figure:
+        fig, ax = plt.subplots(figsize=(7.5, 5.0), dpi=120)
+    else:
+        fig = ax.figure
+    labels = list(dict.fromkeys(c.label for c in curves if c.kind != "fmt"))
+    palette = plt.rcParams["axes.prop_cycle"].by_key().get("color", ["C0", "C1", "C2", "C3"])
+    colours = {label: palette[i % len(palette)] for i, label in enumerate(labels)}
+    for curve in curves:
+        colour = "black" if curve.kind == "fmt" else colours[curve.label]
+        name = (f"{KIND_LABELS['fmt']} ({curve.label})" if curve.kind == "fmt"
+                else f"{curve.label}: {KIND_LABELS[curve.kind]}")
+        ax.plot(curve.x, curve.y, linestyle=_LINESTYLES[curve.kind], marker=_MARKERS[curve.kind],
+                markersize=4, color=colour, label=name)
+    x_name = curves[0].x_name
+    if logx if logx is not None else x_name == "users":
+        ax.set_xscale("log")
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel("number of users n" if x_name == "users" else "local epsilon0")
+    ax.set_ylabel("shuffled epsilon at delta")
+    if title:
+        ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    if own_figure:
+        plt.close(fig)
+    return out
+
+
+__all__ = ["Curve", "KIND_LABELS", "draw_curves", "epsilon_vs_epsilon0", "epsilon_vs_users",
+           "require_matplotlib"]

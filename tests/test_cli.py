@@ -1,0 +1,257 @@
+"""Tests of the ``dpacct-shuffle`` command line (in-process via ``main(argv)`` and once as a
+subprocess through the installed console script). Printed numbers are checked against the library
+and against closed forms."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from dp_accounting import dp_event
+from dp_accounting.pld import pld_privacy_accountant
+from dp_accounting import privacy_accountant
+from hypothesis import given, strategies as st
+
+from dpacct_shuffle import randomizers
+from dpacct_shuffle.accountants import ShufflePLDAccountant
+from dpacct_shuffle.cli import format_lower, format_upper, main
+from dpacct_shuffle.events import ShuffleEvent
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def run_json(*argv: str) -> dict:
+    code, out, err = run(*argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+KRR = ("--randomizer", "krr", "--epsilon0", "2", "--domain", "100")
+
+
+# -- epsilon / delta ------------------------------------------------------------------------------
+def test_epsilon_json_equals_library() -> None:
+    result = run_json("epsilon", *KRR, "--users", "1e4", "--delta", "1e-8")
+    shuffled = randomizers.krr(2.0, 100).shuffled(10_000)
+    assert result["epsilon_upper"] == shuffled.epsilon(1e-8)
+    assert result["epsilon_lower"] == shuffled.epsilon_lower(1e-8)
+    assert result["users"] == 10_000 and result["delta"] == 1e-8
+    assert 0.0 < result["epsilon_lower"] <= result["epsilon_upper"]
+
+
+def test_epsilon_text_rounds_upper_up_and_lower_down() -> None:
+    code, out, err = run("epsilon", *KRR, "--users", "1e4", "--delta", "1e-8")
+    assert code == 0 and err == ""
+    shuffled = randomizers.krr(2.0, 100).shuffled(10_000)
+    upper_line = next(line for line in out.splitlines() if line.startswith("epsilon upper bound:"))
+    lower_line = next(line for line in out.splitlines() if line.startswith("epsilon lower bound:"))
+    printed_upper = float(upper_line.split()[3])
+    printed_lower = float(lower_line.split()[3])
+    upper, lower = shuffled.epsilon(1e-8), shuffled.epsilon_lower(1e-8)
+    assert upper <= printed_upper <= upper * (1 + 1e-5)
+    assert lower * (1 - 1e-5) <= printed_lower <= lower
+
+
+def test_epsilon_compare_prints_labelled_references() -> None:
+    result = run_json("epsilon", *KRR, "--users", "1e4", "--delta", "1e-8", "--compare", "--no-lower")
+    from dpacct_shuffle.core.bound import published_pair
+    from dpacct_shuffle.lemmas import fmt_shuffle_bound
+
+    entry = randomizers.krr(2.0, 100)
+    assert result["fmt_closed_form"] == fmt_shuffle_bound(2.0, 10_000, 1e-8)
+    assert result["published_pair_not_a_guarantee"] == published_pair(*entry.published).epsilon(1e-8, 10_000)
+    assert "epsilon_lower" not in result
+    code, out, _ = run("epsilon", *KRR, "--users", "1e4", "--delta", "1e-8", "--compare", "--no-lower")
+    assert "NOT a guarantee" in out
+
+
+def test_delta_json_equals_library() -> None:
+    result = run_json("delta", "--randomizer", "worst_case_ldp", "--epsilon0", "1", "--users", "2000",
+                      "--epsilon", "0.3")
+    shuffled = randomizers.worst_case_ldp(1.0).shuffled(2000)
+    assert result["delta_upper"] == shuffled.delta(0.3)
+    assert result["delta_lower"] == shuffled.delta_lower(0.3)
+    assert 0.0 < result["delta_lower"] <= result["delta_upper"]
+
+
+def test_entry_without_lower_bound_reports_none() -> None:
+    result = run_json("epsilon", "--randomizer", "balls_into_bins", "--param", "num_bins=10",
+                      "--param", "num_special=2", "--users", "1e3", "--delta", "1e-6")
+    assert result["epsilon_lower"] is None
+    assert result["epsilon_upper"] == randomizers.balls_into_bins(10, 2).shuffled(1000).epsilon(1e-6)
+
+
+# -- matrices and params --------------------------------------------------------------------------
+RR3 = [[0.6, 0.2, 0.2], [0.2, 0.6, 0.2], [0.2, 0.2, 0.6]]
+
+
+@pytest.fixture()
+def rr3_csv(tmp_path: Path) -> Path:
+    path = tmp_path / "rr3.csv"
+    path.write_text("# 3-ary randomized response, eps0 = ln 3\n"
+                    + "\n".join(",".join(str(v) for v in row) for row in RR3) + "\n")
+    return path
+
+
+def test_params_of_catalog_entry() -> None:
+    result = run_json("params", *KRR)
+    vr = randomizers.krr(2.0, 100).variation_ratio
+    params = result["variation_ratio"]
+    for key in ("p", "beta", "q0", "q1", "alpha", "r0", "r1", "neutral_share", "rest_share"):
+        assert params[key] == getattr(vr, key)
+    # k-RR closed forms: alpha = 1/(e^eps0 + d - 1), s = (d - 2) alpha
+    alpha = 1.0 / (math.exp(2.0) + 99.0)
+    assert params["alpha"] == pytest.approx(alpha, rel=1e-12)
+    assert params["neutral_share"] == pytest.approx(98 * alpha, rel=1e-12)
+
+
+def test_params_and_epsilon_of_matrix_files(rr3_csv: Path, tmp_path: Path) -> None:
+    json_path = tmp_path / "rr3.json"
+    json_path.write_text(json.dumps({"matrix": RR3}))
+    from_csv = run_json("params", "--matrix", str(rr3_csv))
+    from_json = run_json("params", "--matrix", str(json_path))
+    assert from_csv["variation_ratio"] == from_json["variation_ratio"]
+    # 3-ary RR with e^eps0 = 3: p = 3 and TV = 0.4 (up to the analyzer's few-ulp rounding up)
+    assert from_csv["variation_ratio"]["p"] == pytest.approx(3.0, rel=1e-12)
+    assert from_csv["variation_ratio"]["beta"] == pytest.approx(0.4, rel=1e-12)
+    result = run_json("epsilon", "--matrix", str(rr3_csv), "--users", "3000", "--delta", "1e-6")
+    assert result["epsilon_upper"] == randomizers.from_matrix(RR3).shuffled(3000).epsilon(1e-6)
+
+
+def test_params_list_names_the_catalog() -> None:
+    result = run_json("params", "--list")
+    assert set(result["catalog"]) == set(randomizers.CATALOG)
+    assert any("domain_size" in p for p in result["catalog"]["krr"]["parameters"])
+
+
+# -- calibrate ------------------------------------------------------------------------------------
+def test_calibrate_largest_epsilon0_brackets_the_target() -> None:
+    result = run_json("calibrate", "--randomizer", "krr", "--domain", "20", "--users", "2000",
+                      "--target-epsilon", "0.3", "--delta", "1e-6", "--rtol", "1e-3", "--quiet")
+    eps0 = result["largest_epsilon0"]
+    assert randomizers.krr(eps0, 20).shuffled(2000).delta(0.3) <= 1e-6
+    assert randomizers.krr(eps0 * 1.003, 20).shuffled(2000).delta(0.3) > 1e-6
+    assert result["epsilon_upper_at_result"] <= 0.3 * (1 + 1e-3)
+
+
+def test_calibrate_smallest_users_is_minimal() -> None:
+    result = run_json("calibrate", "--randomizer", "worst_case_ldp", "--epsilon0", "1",
+                      "--target-epsilon", "0.5", "--delta", "1e-6", "--quiet")
+    n = result["smallest_users"]
+    entry = randomizers.worst_case_ldp(1.0)
+    assert entry.shuffled(n).delta(0.5) <= 1e-6 < entry.shuffled(n - 1).delta(0.5)
+
+
+# -- account --------------------------------------------------------------------------------------
+def test_account_shuffle_pipeline_equals_direct_accountant(tmp_path: Path) -> None:
+    pipeline = {"delta": 1e-6, "steps": [
+        {"type": "shuffle", "randomizer": {"name": "krr", "epsilon0": 2, "domain_size": 20},
+         "users": 5000, "count": 3}]}
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(pipeline))
+    result = run_json("account", str(path))
+    accountant = ShufflePLDAccountant()
+    accountant.compose(dp_event.SelfComposedDpEvent(ShuffleEvent(randomizers.krr(2.0, 20), 5000), 3))
+    assert result["epsilon"] == accountant.get_epsilon(1e-6)
+    # three rounds cost more than one and less than three times one (composition, not a stub)
+    one = randomizers.krr(2.0, 20).shuffled(5000).epsilon(1e-6)
+    assert one < result["epsilon"] < 3 * one * 1.01
+
+
+def test_account_single_ldp_report_matches_randomized_response(tmp_path: Path) -> None:
+    # one 1-LDP report: eps(delta) = ln(e - delta (e + 1)) (binary RR profile, seed 000 Cor 3.1)
+    path = tmp_path / "p.toml"
+    path.write_text('delta = 1e-3\n[[steps]]\ntype = "ldp"\nepsilons = [1.0]\n')
+    result = run_json("account", str(path))
+    exact = math.log(math.e - 1e-3 * (math.e + 1.0))  # itself rounded: compare to ~1e-12 relative
+    assert exact * (1 - 1e-12) <= result["epsilon"] <= exact + 2e-4
+
+
+def test_account_dpsgd_step_matches_dp_accounting(tmp_path: Path) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"delta": 1e-5, "steps": [
+        {"type": "dpsgd", "noise_multiplier": 2.0, "sampling_probability": 0.01, "steps": 50}]}))
+    result = run_json("account", str(path))
+    reference = pld_privacy_accountant.PLDAccountant(privacy_accountant.NeighboringRelation.REPLACE_ONE)
+    reference.compose(dp_event.SelfComposedDpEvent(
+        dp_event.PoissonSampledDpEvent(0.01, dp_event.GaussianDpEvent(2.0)), 50))
+    assert result["epsilon"] == pytest.approx(reference.get_epsilon(1e-5), rel=1e-9)
+
+
+# -- bad input ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("argv", [
+    ("epsilon", "--randomizer", "krr", "--epsilon0", "-1", "--domain", "10", "--users", "100", "--delta", "1e-6"),
+    ("epsilon", *KRR, "--users", "100", "--delta", "2"),
+    ("epsilon", "--randomizer", "no_such_entry", "--users", "100", "--delta", "1e-6"),
+    ("epsilon", *KRR, "--users", "1.5", "--delta", "1e-6"),
+    ("epsilon", *KRR, "--users", "100"),
+    ("epsilon", "--randomizer", "krr", "--epsilon0", "1", "--users", "100", "--delta", "1e-6"),
+    ("epsilon", *KRR, "--param", "nonsense=3", "--users", "100", "--delta", "1e-6"),
+    ("delta", *KRR, "--users", "100", "--epsilon", "nan"),
+    ("calibrate", "--randomizer", "krr", "--domain", "10", "--target-epsilon", "0.5", "--delta", "1e-6"),
+    ("no-such-command",),
+])
+def test_bad_input_exits_2_with_one_line(argv: tuple[str, ...]) -> None:
+    code, out, err = run(*argv)
+    assert code == 2
+    assert out == ""
+    assert err.startswith("dpacct-shuffle: error: ")
+    assert err.endswith("\n") and err.count("\n") == 1
+
+
+def test_bad_files_exit_2(tmp_path: Path) -> None:
+    bad_matrix = tmp_path / "bad.csv"
+    bad_matrix.write_text("0.5,0.6\n0.5,0.5\n")  # first row sums to 1.1
+    code, _, err = run("params", "--matrix", str(bad_matrix))
+    assert code == 2 and "rows must sum to 1" in err and err.count("\n") == 1
+    bad_pipeline = tmp_path / "p.json"
+    bad_pipeline.write_text(json.dumps({"delta": 1e-6, "steps": [{"type": "teleport"}]}))
+    code, _, err = run("account", str(bad_pipeline))
+    assert code == 2 and "teleport" in err and err.count("\n") == 1
+
+
+def test_missing_file_exits_1() -> None:
+    code, _, err = run("params", "--matrix", "/nonexistent/matrix.csv")
+    assert code == 1 and err.startswith("dpacct-shuffle: error: ") and err.count("\n") == 1
+
+
+def test_help_has_examples() -> None:
+    code, out, _ = run("--help")
+    assert code == 0 and "examples:" in out and "exit codes" in out
+    for command in ("epsilon", "delta", "calibrate", "params", "account", "plot"):
+        code, out, _ = run(command, "--help")
+        assert code == 0 and "examples:" in out and "dpacct-shuffle " + command in out
+
+
+# -- rounding of printed bounds -------------------------------------------------------------------
+@given(st.floats(min_value=1e-300, max_value=1e300, allow_nan=False, allow_infinity=False))
+def test_printed_bounds_are_rounded_outward(value: float) -> None:
+    up, down = float(format_upper(value)), float(format_lower(value))
+    assert down <= value <= up
+    assert up <= value * (1 + 1e-5) and down >= value * (1 - 1e-5)
+
+
+# -- the installed console script -----------------------------------------------------------------
+def test_console_script_subprocess() -> None:
+    script = shutil.which("dpacct-shuffle")
+    argv = [script] if script else [sys.executable, "-m", "dpacct_shuffle.cli"]
+    completed = subprocess.run(
+        [*argv, "epsilon", *KRR, "--users", "1e3", "--delta", "1e-6", "--json", "--no-lower"],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert completed.returncode == 0, completed.stderr
+    result = json.loads(completed.stdout)
+    assert result["epsilon_upper"] == randomizers.krr(2.0, 100).shuffled(1000).epsilon(1e-6)
+    completed = subprocess.run([*argv, "epsilon", *KRR, "--users", "0", "--delta", "1e-6"],
+                               capture_output=True, text=True, timeout=300, check=False)
+    assert completed.returncode == 2
+    assert completed.stderr.startswith("dpacct-shuffle: error: ") and completed.stderr.count("\n") == 1

@@ -1,0 +1,94 @@
+"""Tests of :mod:`dpacct_shuffle.plots` (data against the library, files written with Agg)."""
+
+from __future__ import annotations
+
+import io
+import math
+import sys
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+from dpacct_shuffle import plots, randomizers  # noqa: E402
+from dpacct_shuffle.cli import main  # noqa: E402
+from dpacct_shuffle.lemmas import fmt_shuffle_bound  # noqa: E402
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def test_epsilon_vs_users_values_equal_library() -> None:
+    entries = {"krr": randomizers.krr(1.0, 10), "wc": randomizers.worst_case_ldp(1.0)}
+    users = [300, 5000]
+    calls: list[tuple[int, int]] = []
+    curves = plots.epsilon_vs_users(entries, users, 1e-6, progress=lambda d, t: calls.append((d, t)))
+    by_key = {(c.label, c.kind): c for c in curves}
+    for label, entry in entries.items():
+        upper, lower = by_key[(label, "upper")], by_key[(label, "lower")]
+        assert upper.x == (300.0, 5000.0)
+        assert upper.y == tuple(entry.shuffled(n).epsilon(1e-6) for n in users)
+        assert lower.y == tuple(entry.shuffled(n).epsilon_lower(1e-6) for n in users)
+        assert all(lo <= up for lo, up in zip(lower.y, upper.y))
+    fmt = [c for c in curves if c.kind == "fmt"]
+    assert len(fmt) == 1  # one FMT curve per distinct eps0
+    # n = 300 is outside the closed form's validity at delta = 1e-6: ln(n/(8 ln(2/delta)) - 1) < 1
+    assert math.isnan(fmt[0].y[0])
+    assert fmt[0].y[1] == fmt_shuffle_bound(1.0, 5000, 1e-6)
+    assert calls[-1][0] == calls[-1][1] == 8
+
+
+def test_epsilon_vs_epsilon0_values_equal_library() -> None:
+    curves = plots.epsilon_vs_epsilon0({"krr": lambda e: randomizers.krr(e, 10)}, [0.5, 1.0], 2000,
+                                       1e-6, lower=False, published=True)
+    kinds = {c.kind: c for c in curves}
+    assert set(kinds) == {"upper", "published", "fmt"}
+    assert kinds["upper"].y == tuple(randomizers.krr(e, 10).shuffled(2000).epsilon(1e-6)
+                                     for e in (0.5, 1.0))
+    # the published pair uses a larger neutral share, so it can only be below our valid bound
+    assert all(p <= u for p, u in zip(kinds["published"].y, kinds["upper"].y))
+
+
+def test_bad_arguments_raise_value_error() -> None:
+    with pytest.raises(ValueError, match="users"):
+        plots.epsilon_vs_users({"wc": randomizers.worst_case_ldp(1.0)}, [], 1e-6)
+    with pytest.raises(ValueError, match="delta"):
+        plots.epsilon_vs_users({"wc": randomizers.worst_case_ldp(1.0)}, [100], 1.5)
+    with pytest.raises(ValueError, match="epsilon0s"):
+        plots.epsilon_vs_epsilon0({"wc": randomizers.worst_case_ldp}, [-1.0], 100, 1e-6)
+    with pytest.raises(ValueError, match="curves"):
+        plots.draw_curves([], "x.png")
+
+
+@pytest.mark.parametrize("suffix", [".png", ".svg"])
+def test_draw_curves_writes_file(tmp_path: Path, suffix: str) -> None:
+    curves = plots.epsilon_vs_users({"wc": randomizers.worst_case_ldp(2.0)}, [1000, 3000], 1e-6)
+    path = plots.draw_curves(curves, tmp_path / f"fig{suffix}", title="test")
+    data = path.read_bytes()
+    assert len(data) > 1000
+    if suffix == ".png":
+        assert data.startswith(PNG_SIGNATURE)
+    else:
+        assert b"<svg" in data[:2000]
+
+
+def test_cli_plot_writes_png(tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    target = tmp_path / "eps.png"
+    code = main(["plot", "--randomizer", "krr", "--randomizer", "worst_case_ldp", "--domain", "10",
+                 "--epsilon0", "1", "--users-list", "1e3,3e3", "--delta", "1e-6", "--output",
+                 str(target), "--quiet"], stdout=out, stderr=err)
+    assert code == 0, err.getvalue()
+    assert target.read_bytes().startswith(PNG_SIGNATURE) and target.stat().st_size > 1000
+    assert str(target) in out.getvalue()
+
+
+def test_cli_plot_without_matplotlib_exits_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
+    err = io.StringIO()
+    code = main(["plot", "--randomizer", "worst_case_ldp", "--epsilon0", "1", "--output",
+                 str(tmp_path / "x.png")], stdout=io.StringIO(), stderr=err)
+    assert code == 1
+    assert "pip install" in err.getvalue() and err.getvalue().count("\n") == 1
+    assert not (tmp_path / "x.png").exists()
