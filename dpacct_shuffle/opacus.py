@@ -1,0 +1,378 @@
+"""Opacus integration: shuffle-aware privacy accounting for DP-SGD with one changed line.
+
+>>> from opacus import PrivacyEngine
+>>> import dpacct_shuffle.opacus  # registers the accountant under the name "shuffle"
+>>> engine = PrivacyEngine(accountant="shuffle")
+
+:class:`ShuffleAccountant` is an ``opacus.accountants.IAccountant``. Opacus reports every optimizer
+step through :meth:`~ShuffleAccountant.step` (kept in Opacus's ``history`` format, a list of
+``(noise_multiplier, sample_rate, num_steps)``); shuffle rounds and any other event of
+:class:`dpacct_shuffle.accountants.ShufflePLDAccountant` are added with
+:meth:`~ShuffleAccountant.step_shuffle` / :meth:`~ShuffleAccountant.compose`. ``get_epsilon``
+composes all of them with the PLD accountant: every optimizer step is
+``PoissonSampledDpEvent(sample_rate, GaussianDpEvent(noise_multiplier))`` (Opacus's DP-SGD step:
+Poisson sampling, per-sample clipping to norm C, Gaussian noise of standard deviation σ·C), and the
+composition of dominating pairs is adaptive, so the order of events does not matter.
+
+Neighbouring relation (a constructor option, stated with every number):
+
+* ``"replace_one"`` (default): one record replaced by another. The shuffle bounds hold only for
+  this relation (SPEC §1). A Gaussian step then has sensitivity 2 (a replaced record moves the
+  clipped sum by up to 2C), exactly as dp-accounting's ``PLDAccountant`` treats it.
+* ``"add_or_remove_one"``: one record added or removed, the relation Opacus's own accountants use
+  (sensitivity 1). Shuffle and local-report events have no guarantee under it, so adding one raises
+  ValueError.
+
+:func:`noise_multiplier_for_epsilon` calibrates σ for a target ε counting the planned shuffle
+rounds (Opacus's ``make_private_with_epsilon`` cannot: it calibrates a fresh accountant holding only
+the planned DP-SGD steps).
+
+Importing this module requires Opacus (``pip install 'dpacct-shuffle[opacus]'``).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Optional, Union
+
+try:
+    from opacus.accountants import IAccountant, create_accountant, register_accountant
+except ImportError as error:  # pragma: no cover - exercised only without opacus installed
+    raise ImportError(
+        "dpacct_shuffle.opacus needs Opacus: install a CPU torch wheel, then "
+        "`pip install 'dpacct-shuffle[opacus]'` (opacus==1.6.0). The rest of dpacct_shuffle "
+        "works without it."
+    ) from error
+
+from dp_accounting import dp_event
+from dp_accounting import mechanism_calibration
+from dp_accounting import privacy_accountant
+
+from dpacct_shuffle.accountants import ShufflePLDAccountant
+from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_range
+from dpacct_shuffle.events import ShuffleEvent
+from dpacct_shuffle.profiles import DEFAULT_VALUE_DISCRETIZATION
+
+NeighborRel = privacy_accountant.NeighboringRelation
+
+MECHANISM = "shuffle"
+
+_RELATION_NAMES = {
+    "replace_one": NeighborRel.REPLACE_ONE,
+    "add_or_remove_one": NeighborRel.ADD_OR_REMOVE_ONE,
+}
+
+RelationLike = Union[str, NeighborRel]
+HistoryEntry = tuple[float, float, int]
+
+
+def _relation(value: object) -> NeighborRel:
+    """``"replace_one"`` / ``"add_or_remove_one"`` (or the dp-accounting enum members)."""
+    if isinstance(value, NeighborRel) and value.name.lower() in _RELATION_NAMES:
+        return value
+    if isinstance(value, str) and value.lower() in _RELATION_NAMES:
+        return _RELATION_NAMES[value.lower()]
+    raise ValueError("neighboring_relation must be one of 'replace_one', 'add_or_remove_one' "
+                     f"(or the NeighboringRelation members), got {value!r}")
+
+
+def _count(value: object, name: str = "count") -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a positive integer, got {value!r}")
+    if int(value) < 1:
+        raise ValueError(f"{name} must be a positive integer (>= 1), got {value!r}")
+    return int(value)
+
+
+def dp_sgd_event(noise_multiplier: float, sample_rate: float) -> dp_event.DpEvent:
+    """One Opacus DP-SGD step as a dp-accounting event: Poisson-sampled Gaussian.
+
+    Args:
+      noise_multiplier: σ ≥ 0 (noise standard deviation over the clipping norm; 0 = no privacy).
+      sample_rate: Poisson sampling probability in [0, 1].
+    """
+    sigma = check_range("noise_multiplier", noise_multiplier, 0.0, math.inf, high_open=True)
+    rate = check_range("sample_rate", sample_rate, 0.0, 1.0)
+    return dp_event.PoissonSampledDpEvent(rate, dp_event.GaussianDpEvent(sigma))
+
+
+def _history_entry(entry: object, index: int) -> HistoryEntry:
+    if not isinstance(entry, Sequence) or len(entry) != 3:
+        raise ValueError(f"history[{index}] must be (noise_multiplier, sample_rate, num_steps), "
+                         f"got {entry!r}")
+    sigma, rate, steps = entry
+    dp_sgd_event(sigma, rate)  # validates both
+    return float(sigma), float(rate), _count(steps, f"history[{index}] num_steps")
+
+
+class ShuffleAccountant(IAccountant):
+    """Opacus accountant composing DP-SGD steps, shuffle rounds and local reports as PLDs.
+
+    Args:
+      neighboring_relation: ``"replace_one"`` (default; the relation of the shuffle bounds, under
+        which a Gaussian step has sensitivity 2) or ``"add_or_remove_one"`` (Opacus's relation,
+        sensitivity 1; shuffle and local-report events are then refused with ValueError).
+      value_discretization_interval: PLD grid of every composed event (dp-accounting's default
+        1e-4).
+
+    Attributes:
+      history: Opacus's list of ``(noise_multiplier, sample_rate, num_steps)``; consecutive equal
+        steps are merged, as in Opacus's RDP/PRV accountants. Opacus's ``get_noise_multiplier``
+        assigns it directly; it is the only record of the DP-SGD steps.
+      events: list of ``(DpEvent, count)`` of everything added by :meth:`compose` and
+        :meth:`step_shuffle`, consecutive equal events merged. DpEvents are immutable, so the list
+        holds them by reference.
+    """
+
+    def __init__(self, neighboring_relation: RelationLike = NeighborRel.REPLACE_ONE,
+                 value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION) -> None:
+        super().__init__()
+        self._neighboring_relation = _relation(neighboring_relation)
+        self._value_discretization_interval = check_range(
+            "value_discretization_interval", value_discretization_interval, 0.0, 1.0,
+            low_open=True)
+        self.events: list[tuple[dp_event.DpEvent, int]] = []
+        self._cache: Optional[tuple[tuple[Any, ...], ShufflePLDAccountant]] = None
+
+    # -- configuration ---------------------------------------------------------------------------
+    @property
+    def neighboring_relation(self) -> NeighborRel:
+        """The relation every reported ε refers to (fixed at construction)."""
+        return self._neighboring_relation
+
+    @property
+    def value_discretization_interval(self) -> float:
+        return self._value_discretization_interval
+
+    @classmethod
+    def mechanism(cls) -> str:
+        return MECHANISM
+
+    # -- adding events ---------------------------------------------------------------------------
+    def step(self, *, noise_multiplier: float, sample_rate: float) -> None:
+        """One DP-SGD step (called by Opacus's optimizer hook); merged into ``history``."""
+        dp_sgd_event(noise_multiplier, sample_rate)
+        sigma, rate = float(noise_multiplier), float(sample_rate)
+        if self.history and self.history[-1][0] == sigma and self.history[-1][1] == rate:
+            last_sigma, last_rate, steps = self.history.pop()
+            self.history.append((last_sigma, last_rate, steps + 1))
+        else:
+            self.history.append((sigma, rate, 1))
+
+    def step_shuffle(self, randomizer: object, num_users: int, count: int = 1,
+                     honest_fraction: float = 1.0) -> None:
+        """``count`` shuffle rounds, in each of which the focal user sends one report.
+
+        ``ShuffleEvent(randomizer, num_users, honest_fraction)`` (see
+        :class:`dpacct_shuffle.events.ShuffleEvent`): ``randomizer`` is a catalog Randomizer, a
+        VariationRatio or a ``delta(ε, n)`` profile, ``num_users`` the number of reports shuffled
+        together. Replace-one only: ValueError under add/remove.
+        """
+        self.compose(ShuffleEvent(randomizer, num_users, honest_fraction), count)
+
+    def compose(self, event: dp_event.DpEvent, count: int = 1) -> None:
+        """Add ``count`` copies of any event :class:`ShufflePLDAccountant` supports.
+
+        Raises:
+          TypeError: ``event`` is not a DpEvent.
+          ValueError: the event is unsupported under this accountant's neighbouring relation (for
+            a shuffle or local-report event under add/remove: it only has a replace-one
+            guarantee).
+        """
+        if not isinstance(event, dp_event.DpEvent):
+            raise TypeError(f"event must be a dp_accounting DpEvent, got {type(event).__name__}")
+        times = _count(count)
+        self._check_supported(event)
+        if self.events and self.events[-1][0] == event:
+            self.events[-1] = (event, self.events[-1][1] + times)
+        else:
+            self.events.append((event, times))
+
+    def _check_supported(self, event: dp_event.DpEvent) -> None:
+        if self._fresh_pld_accountant().supports(event):
+            return
+        if (self._neighboring_relation is not NeighborRel.REPLACE_ONE
+                and ShufflePLDAccountant(NeighborRel.REPLACE_ONE).supports(event)):
+            raise ValueError(
+                f"{type(event).__name__} has a guarantee only for replace-one neighbours, but this "
+                f"ShuffleAccountant uses neighboring_relation={self._neighboring_relation.name}; "
+                "construct ShuffleAccountant(neighboring_relation='replace_one') to account it")
+        raise ValueError(f"event {event!r} is not supported by ShufflePLDAccountant under "
+                         f"neighboring_relation={self._neighboring_relation.name}")
+
+    # -- results ---------------------------------------------------------------------------------
+    def _fresh_pld_accountant(self) -> ShufflePLDAccountant:
+        return ShufflePLDAccountant(self._neighboring_relation, self._value_discretization_interval)
+
+    def ledger_events(self) -> list[tuple[dp_event.DpEvent, int]]:
+        """Everything accounted, as ``(DpEvent, count)``: the DP-SGD steps first, then the rest."""
+        steps = [(dp_sgd_event(sigma, rate), steps)
+                 for sigma, rate, steps in (_history_entry(e, i) for i, e in enumerate(self.history))]
+        return steps + list(self.events)
+
+    def pld_accountant(self) -> ShufflePLDAccountant:
+        """A :class:`ShufflePLDAccountant` holding every accounted event (cached until a change)."""
+        key = (tuple(tuple(entry) for entry in self.history), tuple(self.events))
+        if self._cache is not None and self._cache[0] == key:
+            return self._cache[1]
+        accountant = self._fresh_pld_accountant()
+        for event, count in self.ledger_events():
+            accountant.compose(event, count)
+        self._cache = (key, accountant)
+        return accountant
+
+    def get_epsilon(self, delta: float) -> float:
+        """ε of everything accounted so far at ``delta``, for the accountant's neighbouring relation.
+
+        The number is an (ε, δ)-DP guarantee for ``self.neighboring_relation``: under
+        ``REPLACE_ONE`` (default) for datasets differing in one replaced record (Gaussian steps at
+        sensitivity 2); under ``ADD_OR_REMOVE_ONE`` for one record added or removed (Opacus's
+        relation, sensitivity 1). It is dp-accounting's pessimistic PLD composition
+        (``PLDAccountant.get_epsilon``) of all DP-SGD steps and all added events: ``inf`` if an
+        event gives no privacy (σ = 0), 0.0 if nothing was accounted.
+
+        Args:
+          delta: target δ in (0, 1).
+        """
+        return float(self.pld_accountant().get_epsilon(check_delta(delta)))
+
+    def get_delta(self, epsilon: float) -> float:
+        """δ of everything accounted so far at ``epsilon`` (same relation as :meth:`get_epsilon`)."""
+        return float(self.pld_accountant().get_delta(check_epsilon(epsilon)))
+
+    def __len__(self) -> int:
+        """Steps taken: optimizer steps plus the counts of all composed events."""
+        return (sum(int(steps) for _, _, steps in self.history)
+                + sum(count for _, count in self.events))
+
+    # -- checkpoints -----------------------------------------------------------------------------
+    def state_dict(self, destination: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+        """Opacus's ``history``/``mechanism`` plus ``events``, ``neighboring_relation`` and
+        ``value_discretization_interval``. Events are stored as the (immutable) DpEvent objects;
+        ``torch.save`` of the dict needs them to be picklable."""
+        result = super().state_dict(OrderedDict() if destination is None else destination)
+        result["events"] = list(self.events)
+        result["neighboring_relation"] = self._neighboring_relation.name
+        result["value_discretization_interval"] = self._value_discretization_interval
+        return result
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Restore a :meth:`state_dict` (validated; the relation and grid are restored too).
+
+        Nothing is changed unless the whole state is valid.
+
+        Raises:
+          ValueError: Opacus's checks (missing keys, other mechanism), missing or invalid
+            shuffle keys, or an event unsupported under the stored relation.
+        """
+        IAccountant.load_state_dict(ShuffleAccountant(), state_dict)  # Opacus's checks, on a scratch
+        missing = [key for key in ("events", "neighboring_relation", "value_discretization_interval")
+                   if key not in state_dict]
+        if missing:
+            raise ValueError(f"state_dict lacks the keys {missing} of a ShuffleAccountant")
+        history = [_history_entry(entry, i) for i, entry in enumerate(state_dict["history"])]
+        restored = ShuffleAccountant(state_dict["neighboring_relation"],
+                                     state_dict["value_discretization_interval"])
+        for i, item in enumerate(state_dict["events"]):
+            if not isinstance(item, Sequence) or len(item) != 2:
+                raise ValueError(f"events[{i}] must be (DpEvent, count), got {item!r}")
+            restored.compose(item[0], item[1])
+        self.history = history
+        self.events = restored.events
+        self._neighboring_relation = restored._neighboring_relation
+        self._value_discretization_interval = restored._value_discretization_interval
+        self._cache = None
+
+
+def noise_multiplier_for_epsilon(
+    *,
+    target_epsilon: float,
+    target_delta: float,
+    sample_rate: float,
+    steps: int,
+    planned_events: Iterable[tuple[dp_event.DpEvent, int]] = (),
+    accountant: Optional[ShuffleAccountant] = None,
+    neighboring_relation: RelationLike = NeighborRel.REPLACE_ONE,
+    tolerance: float = 1e-3,
+) -> float:
+    """Smallest σ (within ``tolerance``) for which everything planned meets (ε, δ).
+
+    Counts, besides ``steps`` DP-SGD steps ``PoissonSampledDpEvent(sample_rate, GaussianDpEvent(σ))``,
+    the ``planned_events`` (``(DpEvent, count)`` pairs, e.g. ``(ShuffleEvent(R, n), rounds)``) and,
+    if ``accountant`` is given, everything it has already accounted (its relation and grid are used
+    then). Opacus's ``make_private_with_epsilon`` counts only the DP-SGD steps.
+
+    The search is dp-accounting's ``mechanism_calibration.calibrate_dp_mechanism`` on a
+    :class:`ShufflePLDAccountant` composing exactly what :meth:`ShuffleAccountant.get_epsilon` would,
+    so at the returned σ ``get_epsilon(target_delta) ≤ target_epsilon`` (dp-accounting guarantees a
+    non-positive gap at the returned value).
+
+    Raises:
+      ValueError: bad inputs, or the fixed events alone already exceed ``target_epsilon`` (no σ
+        helps).
+    """
+    eps = check_range("target_epsilon", target_epsilon, 0.0, math.inf, low_open=True,
+                      high_open=True)
+    delta = check_delta(target_delta, "target_delta")
+    rate = check_range("sample_rate", sample_rate, 0.0, 1.0, low_open=True)
+    num_steps = _count(steps, "steps")
+    tol = check_range("tolerance", tolerance, 0.0, 1.0, low_open=True)
+    base = accountant if accountant is not None else ShuffleAccountant(neighboring_relation)
+    fixed = base.ledger_events()
+    for i, item in enumerate(planned_events):
+        if not isinstance(item, Sequence) or len(item) != 2:
+            raise ValueError(f"planned_events[{i}] must be (DpEvent, count), got {item!r}")
+        base._check_supported(item[0])
+        fixed.append((item[0], _count(item[1], f"planned_events[{i}] count")))
+    fixed_event = dp_event.ComposedDpEvent(
+        [dp_event.SelfComposedDpEvent(event, count) for event, count in fixed])
+
+    def make_accountant() -> ShufflePLDAccountant:
+        return base._fresh_pld_accountant()
+
+    floor = make_accountant().compose(fixed_event).get_epsilon(delta)
+    if floor >= eps:
+        raise ValueError(f"target_epsilon={eps!r} is already used up by the events besides the "
+                         f"DP-SGD steps (their epsilon is {floor!r} at delta={delta!r})")
+
+    def make_event(sigma: float) -> dp_event.DpEvent:
+        return dp_event.ComposedDpEvent([
+            fixed_event,
+            dp_event.SelfComposedDpEvent(dp_sgd_event(sigma, rate), num_steps)])
+
+    return float(mechanism_calibration.calibrate_dp_mechanism(
+        make_accountant, make_event, eps, delta,
+        mechanism_calibration.LowerEndpointAndGuess(0.0, 1.0), tol=tol))
+
+
+def _register() -> None:
+    """Register :class:`ShuffleAccountant` as "shuffle" in Opacus's registry (idempotent)."""
+    try:
+        register_accountant(MECHANISM, ShuffleAccountant)
+        return
+    except ValueError:
+        pass
+    existing = type(create_accountant(MECHANISM))
+    if existing is ShuffleAccountant:
+        return
+    if existing.__module__ == __name__ and existing.__qualname__ == ShuffleAccountant.__qualname__:
+        register_accountant(MECHANISM, ShuffleAccountant, force=True)  # module reloaded
+        return
+    warnings.warn(f"Opacus accountant name {MECHANISM!r} is taken by {existing.__module__}."
+                  f"{existing.__qualname__}; PrivacyEngine(accountant={MECHANISM!r}) will not use "
+                  "dpacct_shuffle's ShuffleAccountant (assign an instance to engine.accountant)",
+                  RuntimeWarning, stacklevel=2)
+
+
+_register()
+
+__all__ = [
+    "MECHANISM",
+    "ShuffleAccountant",
+    "dp_sgd_event",
+    "noise_multiplier_for_epsilon",
+]
