@@ -1,0 +1,129 @@
+"""Local-side calibration: the largest ε0, or the smallest number of users, for a shuffled target.
+
+Both searches test the certified shuffled bound at the *target* point: a candidate passes when the
+upper bound δ_upper(ε_target) of one shuffle round is ≤ δ_target (SPEC §3; for a catalog
+Randomizer the maximum over its cover, see :mod:`dpacct_shuffle.randomizers.base`). Every value
+returned has passed that test, so the shuffled protocol is (ε_target, δ_target)-DP (replace-one
+neighbours) whatever the shape of the bound; "largest"/"smallest" hold up to the tolerance if the
+bound is monotone in ε0 (resp. non-increasing in n).
+
+Only the core and the randomizers are used, so the searches need neither dp-accounting nor Opacus.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from dpacct_shuffle.core.bound import MAX_EVALUATED_USERS, VariationRatio
+from dpacct_shuffle.core.validation import check_delta, check_num_users, check_range
+from dpacct_shuffle.randomizers.base import Randomizer
+
+
+
+def shuffled_delta(randomizer: Randomizer | VariationRatio, epsilon: float, n: int) -> float:
+    """Certified upper bound on δ(ε) of one shuffle round of ``n`` users.
+
+    Args:
+      randomizer: a catalog :class:`~dpacct_shuffle.randomizers.Randomizer` (its
+        ``shuffled(n).delta``) or a :class:`~dpacct_shuffle.VariationRatio` (its ``delta``).
+    """
+    if isinstance(randomizer, Randomizer):
+        return randomizer.shuffled(n).delta(epsilon)
+    if isinstance(randomizer, VariationRatio):
+        return randomizer.delta(epsilon, n)
+    raise TypeError("randomizer must be a dpacct_shuffle Randomizer or VariationRatio, got "
+                    f"{type(randomizer).__name__}")
+
+
+def _meets(randomizer: Randomizer | VariationRatio, epsilon: float, delta: float, n: int) -> bool:
+    return shuffled_delta(randomizer, epsilon, n) <= delta
+
+
+def largest_epsilon0(family: Callable[..., Randomizer | VariationRatio], target_epsilon: float,
+                     delta: float, n: int, *, max_epsilon0: float = 20.0, rtol: float = 1e-3,
+                     **family_kwargs: object) -> float:
+    """Largest local ε0 such that ``family(ε0, **family_kwargs)`` shuffled among ``n`` users is
+    (target_epsilon, delta)-DP.
+
+    Bisection on ε0 ∈ [target_epsilon, max_epsilon0]. The lower end always passes: the shuffled
+    output is a post-processing of the victim's ε0-LDP report, so δ(ε) = 0 for ε ≥ ε0 (the core's
+    cap). The returned ε0 passes the certified test; ε0·(1 + rtol) fails it (unless ``max_epsilon0``
+    is returned, which means every ε0 up to it passes).
+
+    Args:
+      family: ``epsilon0, **family_kwargs -> Randomizer | VariationRatio``, e.g.
+        ``randomizers.krr`` (with ``domain_size=…``) or ``VariationRatio.worst_case``.
+      target_epsilon: ε of the shuffled round, > 0.
+      delta: δ of the shuffled round, in (0, 1).
+      n: number of users shuffled together, ≥ 1.
+      max_epsilon0: search ceiling (> target_epsilon).
+      rtol: relative width of the final bracket, in (0, 1).
+    """
+    eps = check_range("target_epsilon", target_epsilon, 0.0, math.inf, low_open=True,
+                      high_open=True)
+    target = check_delta(delta)
+    users = check_num_users(n, "n")
+    ceiling = check_range("max_epsilon0", max_epsilon0, eps, math.inf, low_open=True,
+                          high_open=True)
+    tolerance = check_range("rtol", rtol, 0.0, 1.0, low_open=True, high_open=True)
+    if not callable(family):
+        raise TypeError(f"family must be callable (epsilon0, **kwargs) -> randomizer, got "
+                        f"{type(family).__name__}")
+
+    def passes(epsilon0: float) -> bool:
+        return _meets(family(epsilon0, **family_kwargs), eps, target, users)
+
+    if not passes(eps):
+        raise ValueError(f"epsilon0 = target_epsilon = {eps!r} fails its own cap for this family "
+                         "(its bound does not vanish at epsilon >= epsilon0)")
+    low = eps
+    high = min(2.0 * eps, ceiling)
+    while passes(high):
+        if high >= ceiling:
+            return ceiling
+        low, high = high, min(2.0 * high, ceiling)
+    while high - low > tolerance * low:
+        middle = 0.5 * (low + high)
+        if passes(middle):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def smallest_num_users(randomizer: Randomizer | VariationRatio, target_epsilon: float,
+                       delta: float, *, max_users: int = MAX_EVALUATED_USERS) -> int:
+    """Smallest n such that one shuffle round of ``n`` users of ``randomizer`` is
+    (target_epsilon, delta)-DP.
+
+    Doubling, then integer bisection (the bound is non-increasing in n). The returned n passes the
+    certified test and n − 1 fails it; 1 if the randomizer alone already meets the target
+    (ε0 ≤ target_epsilon).
+
+    Raises:
+      ValueError: no n ≤ ``max_users`` meets the target.
+    """
+    eps = check_range("target_epsilon", target_epsilon, 0.0, math.inf, low_open=True,
+                      high_open=True)
+    target = check_delta(delta)
+    ceiling = check_num_users(max_users, "max_users")
+    shuffled_delta(randomizer, eps, 1)  # type check before the search
+    if _meets(randomizer, eps, target, 1):
+        return 1
+    low, high = 1, 2
+    while not _meets(randomizer, eps, target, high):
+        if high >= ceiling:
+            raise ValueError(f"no number of users up to max_users={ceiling} makes {randomizer!r} "
+                             f"({eps!r}, {target!r})-DP")
+        low, high = high, min(2 * high, ceiling)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if _meets(randomizer, eps, target, middle):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+__all__ = ["largest_epsilon0", "shuffled_delta", "smallest_num_users"]

@@ -1,0 +1,84 @@
+"""Local-side calibration: certified at the returned value, failing just beyond it, and consistent
+with the FMT closed form and the exact shuffled binary randomized response."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy import optimize
+
+from dpacct_shuffle import VariationRatio, randomizers
+from dpacct_shuffle.calibration import largest_epsilon0, shuffled_delta, smallest_num_users
+from dpacct_shuffle.core.closed_forms import fmt_epsilon
+from dpacct_shuffle.randomizers.exact import binary_rr_exact_delta
+
+RTOL = 1e-3
+
+
+def test_largest_epsilon0_krr_is_certified_and_maximal() -> None:
+    target, delta, n = 0.5, 1e-6, 1000
+    epsilon0 = largest_epsilon0(randomizers.krr, target, delta, n, domain_size=4, rtol=RTOL)
+    assert shuffled_delta(randomizers.krr(epsilon0, 4), target, n) <= delta
+    assert shuffled_delta(randomizers.krr(epsilon0 * (1 + 2 * RTOL), 4), target, n) > delta
+    # the core's own epsilon search agrees (its bracket is rtol=1e-4 wide)
+    assert randomizers.krr(epsilon0, 4).shuffled(n).epsilon(delta) <= target * (1 + 1e-4)
+    # a larger domain has a larger neutral share, hence more amplification
+    assert largest_epsilon0(randomizers.krr, target, delta, n, domain_size=16) > epsilon0
+
+
+def test_largest_epsilon0_beats_fmt_closed_form() -> None:
+    target, delta, n = 0.5, 1e-6, 1000
+    # epsilon0 at which the FMT closed form (seed 000 Thm 5.2) reaches the target
+    fmt_epsilon0 = optimize.brentq(lambda e0: fmt_epsilon(e0, n, delta) - target, 1e-3, 2.0)
+    ours = largest_epsilon0(VariationRatio.worst_case, target, delta, n, rtol=RTOL)
+    assert shuffled_delta(VariationRatio.worst_case(ours), target, n) <= delta
+    assert ours > fmt_epsilon0 * 1.5  # the numerical bound is much tighter than the closed form
+
+
+def test_largest_epsilon0_is_sound_against_exact_binary_rr() -> None:
+    target, delta, n = 1.0, 1e-4, 40
+    epsilon0 = largest_epsilon0(randomizers.binary_rr, target, delta, n, rtol=RTOL)
+    assert epsilon0 > target
+    assert binary_rr_exact_delta(epsilon0, n, target) <= delta
+
+
+def test_largest_epsilon0_ceiling() -> None:
+    assert largest_epsilon0(VariationRatio.worst_case, 2.0, 1e-6, 10**6, max_epsilon0=3.0) == 3.0
+
+
+def test_smallest_num_users_is_certified_and_minimal() -> None:
+    randomizer = randomizers.krr(2.0, 4)
+    target, delta = 0.5, 1e-6
+    n = smallest_num_users(randomizer, target, delta)
+    assert shuffled_delta(randomizer, target, n) <= delta < shuffled_delta(randomizer, target, n - 1)
+    # consistency with the other search: at n users, epsilon0 = 2 is feasible
+    assert largest_epsilon0(randomizers.krr, target, delta, n, domain_size=4,
+                            rtol=RTOL) >= 2.0 / (1 + RTOL)
+    # a VariationRatio works as well (krr's own parameters give the same answer)
+    assert smallest_num_users(randomizer.variation_ratio, target, delta) == n
+
+
+def test_smallest_num_users_trivial_and_unreachable() -> None:
+    assert smallest_num_users(randomizers.krr(0.5, 4), 0.5, 1e-6) == 1
+    with pytest.raises(ValueError, match="max_users"):
+        smallest_num_users(randomizers.krr(3.0, 4), 0.1, 1e-9, max_users=100)
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda: largest_epsilon0(randomizers.krr, 0.0, 1e-6, 100, domain_size=4), ValueError),
+    (lambda: largest_epsilon0(randomizers.krr, 0.5, 1.0, 100, domain_size=4), ValueError),
+    (lambda: largest_epsilon0(randomizers.krr, 0.5, 1e-6, 0, domain_size=4), ValueError),
+    (lambda: largest_epsilon0(randomizers.krr, 0.5, 1e-6, 100, max_epsilon0=0.4,
+                              domain_size=4), ValueError),
+    (lambda: largest_epsilon0(randomizers.krr, 0.5, 1e-6, 100, rtol=0.0, domain_size=4),
+     ValueError),
+    (lambda: largest_epsilon0("krr", 0.5, 1e-6, 100), TypeError),
+    (lambda: smallest_num_users("krr", 0.5, 1e-6), TypeError),
+    (lambda: smallest_num_users(randomizers.krr(1.0, 4), math.nan, 1e-6), ValueError),
+    (lambda: smallest_num_users(randomizers.krr(1.0, 4), 0.5, 0.0), ValueError),
+    (lambda: smallest_num_users(randomizers.krr(1.0, 4), 0.5, 1e-6, max_users=0), ValueError),
+])
+def test_bad_input(call, error) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(error):
+        call()
