@@ -522,70 +522,6 @@ def cmd_delta(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _calibration_module() -> Any | None:
-    try:
-        from dpacct_shuffle import calibration  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return calibration
-
-
-def _largest_epsilon0(make: Callable[[float], Any], users: int, epsilon: float, delta: float,
-                      *, high: float, rtol: float, progress: Progress | None) -> float:
-    """Largest ε0 in (0, high] with certified δ(ε) ≤ δ for ``make(ε0).shuffled(users)`` (bisection).
-
-    Assumes the certified δ(ε) is non-decreasing in ε0 (true for the catalog's ε0-LDP families:
-    p = e^ε0 and β grow with ε0). Returns the lower end of the final bracket, at which the
-    condition was checked. ε0 ≤ ε always qualifies (δ(ε) = 0 for ε ≥ ε0), so the search starts
-    there.
-    """
-    def ok(eps0: float) -> bool:
-        result = make(eps0).shuffled(users).delta(epsilon) <= delta
-        if progress is not None:
-            progress.advance()
-        return result
-
-    lo = min(epsilon, high)
-    if ok(high):
-        return high
-    hi = high
-    while hi - lo > rtol * hi:
-        mid = 0.5 * (lo + hi)
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def _smallest_users(randomizer: Any, epsilon: float, delta: float, *, max_users: int,
-                    progress: Progress | None) -> int:
-    """Smallest n ≤ max_users with certified δ(ε) ≤ δ (the bound is non-increasing in n, see
-    :mod:`dpacct_shuffle.core.bound`); ValueError if even ``max_users`` does not suffice."""
-    def ok(n: int) -> bool:
-        result = randomizer.shuffled(n).delta(epsilon) <= delta
-        if progress is not None:
-            progress.advance()
-        return result
-
-    if ok(1):
-        return 1
-    lo, hi = 1, 2
-    while not ok(hi):
-        lo = hi
-        if hi >= max_users:
-            raise ValueError(f"no n <= max_users = {max_users} reaches epsilon={epsilon!r} at "
-                             f"delta={delta!r}; raise --max-users")
-        hi = min(2 * hi, max_users)
-    while hi - lo > 1:  # invariant: not ok(lo), ok(hi)
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
-
-
 def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     """``calibrate``: largest ε0 for n users (``--users``), or smallest n for ε0 (``--epsilon0``)."""
     if (args.users is None) == (args.epsilon0 is None):
@@ -594,7 +530,9 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
     if args.matrix is not None and args.users is not None:
         raise UsageError("calibrate --users searches eps0 of a catalog entry and cannot be used "
                          "with --matrix (a matrix has a fixed eps0: omit --users to search n)")
-    progress = Progress("calibrate", 40, enabled=not args.quiet)
+    from dpacct_shuffle import calibration
+
+    progress = Progress("calibrate", 30, enabled=not args.quiet)
     start = time.perf_counter()
     payload: dict[str, object] = {"command": "calibrate", "target_epsilon": args.target_epsilon,
                                   "delta": args.delta}
@@ -603,8 +541,13 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
             if args.randomizer is None:
                 raise UsageError("calibrate --users needs --randomizer NAME")
             make = randomizer_factory(args.randomizer, randomizer_params(args, without_epsilon0=True))
-            value = _largest_epsilon0(make, args.users, args.target_epsilon, args.delta,
-                                      high=args.max_epsilon0, rtol=args.rtol, progress=progress)
+
+            def family(epsilon0: float) -> Any:
+                progress.advance()
+                return make(epsilon0)
+
+            value = calibration.largest_epsilon0(family, args.target_epsilon, args.delta, args.users,
+                                                 max_epsilon0=args.max_epsilon0, rtol=args.rtol)
             check = make(value).shuffled(args.users).epsilon(args.delta)
             payload.update({"randomizer": args.randomizer, "users": args.users,
                             "largest_epsilon0": value, "epsilon_upper_at_result": check})
@@ -613,8 +556,9 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
                     f"{format_upper(check)})")
         else:
             randomizer = randomizer_from_args(args)
-            users = _smallest_users(randomizer, args.target_epsilon, args.delta,
-                                    max_users=args.max_users, progress=progress)
+            kwargs = {} if args.max_users is None else {"max_users": args.max_users}
+            users = calibration.smallest_num_users(randomizer, args.target_epsilon, args.delta,
+                                                   **kwargs)
             payload.update({"randomizer": randomizer.name, "parameters": dict(randomizer.parameters),
                             "smallest_users": users})
             text = (f"smallest number of users: {users}  (certified delta({args.target_epsilon:g}) "
@@ -1015,8 +959,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--users", "-n", type=parse_users, metavar="N", help="fix n and search eps0")
     p.add_argument("--target-epsilon", type=parse_real, required=True)
     p.add_argument("--delta", type=parse_real, required=True)
-    p.add_argument("--max-epsilon0", type=parse_real, default=10.0, help="search eps0 in (0, this] (default 10)")
-    p.add_argument("--max-users", type=parse_users, default=10**9, help="search n up to this (default 1e9)")
+    p.add_argument("--max-epsilon0", type=parse_real, default=20.0,
+                   help="search eps0 in [target, this] (default 20)")
+    p.add_argument("--max-users", type=parse_users, help="search n up to this (default 1e10)")
     p.add_argument("--rtol", type=parse_real, default=1e-3, help="relative tolerance of the eps0 search")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_common(p)

@@ -140,7 +140,7 @@ def test_calibrate_largest_epsilon0_brackets_the_target() -> None:
                       "--target-epsilon", "0.3", "--delta", "1e-6", "--rtol", "1e-3", "--quiet")
     eps0 = result["largest_epsilon0"]
     assert randomizers.krr(eps0, 20).shuffled(2000).delta(0.3) <= 1e-6
-    assert randomizers.krr(eps0 * 1.003, 20).shuffled(2000).delta(0.3) > 1e-6
+    assert randomizers.krr(eps0 * (1 + 1e-3), 20).shuffled(2000).delta(0.3) > 1e-6
     assert result["epsilon_upper_at_result"] <= 0.3 * (1 + 1e-3)
 
 
