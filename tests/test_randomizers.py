@@ -386,3 +386,24 @@ def test_krr_lower_bound_fast_at_a_million_users() -> None:
     assert time.perf_counter() - start < 20.0
     assert 0.002 < eps_low < 0.006
     assert shuffled.delta_lower(eps_low) > 1e-8
+
+
+def test_many_kinds_of_pairs_are_binned_soundly(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dpacct_shuffle.randomizers import matrix as matrix_module
+
+    monkeypatch.setattr(matrix_module, "MAX_PAIR_KINDS", 2)
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        mat = rng.dirichlet(np.ones(3) * 3.0, size=4)
+        randomizer = rz.from_matrix(mat)
+        assert len(randomizer.cover) <= 3  # two generic bins (+ possibly a local-bound group)
+        for eps in (0.05, 0.3):
+            brute = brute_force_worst_delta(mat, 4, eps)
+            assert brute <= randomizer.shuffled(4).delta(eps) * (1 + 1e-12)
+
+
+def test_identical_rows_have_no_privacy_loss() -> None:
+    randomizer = rz.from_matrix([[0.3, 0.7], [0.3, 0.7]])
+    assert randomizer.variation_ratio is None
+    assert randomizer.shuffled(10).delta(0.0) == 0.0
+    assert randomizer.shuffled(10).epsilon_interval(1e-6) == (0.0, 0.0)

@@ -25,7 +25,10 @@ re-verified with the core's own (α, pα, r0, r1, s) before use.
 
 The shuffled bound of the matrix is the maximum over pairs of each pair's bound (pairs with equal
 parameters are merged: merged candidates use the smallest r0, r1, s of their members, valid for all
-of them). Pairs whose rates vanish (a zero in a column of the Q0/Q1 support, p = ∞) are bounded by
+of them). If more than ``MAX_PAIR_KINDS`` kinds of pairs remain, evaluation cost is capped instead:
+the pairs are binned by β and each bin gets one VariationRatio with the generic neutral share
+(max p, max β, and the largest pair-specific q_k = max_y max(μ0, μ1)(y)/min_x R(x)(y); see
+``_generic_bins`` for the validity argument). Pairs whose rates vanish (a zero in a column of the Q0/Q1 support, p = ∞) are bounded by
 their local hockey-stick divergence instead (the shuffled output is a post-processing of the
 victim's message). Two fallbacks valid for every pair lower the result further: the summary
 VariationRatio (max p, max β, q = max p, generic s: the decomposition stays valid for a larger p
@@ -48,6 +51,7 @@ ROW_SUM_TOLERANCE = 1e-9
 _SHRINK = 1.0 - 1e-9
 _CHUNK_CELLS = 4_000_000
 _KEY_DIGITS = 9
+MAX_PAIR_KINDS = 12
 
 
 def validate_matrix(matrix: object, name: str = "matrix") -> np.ndarray:
@@ -177,6 +181,7 @@ def analyze_pairs(matrix: np.ndarray) -> tuple[list[PairBound], dict[str, float]
     col_min = matrix.min(axis=0)
     rows, cols = np.triu_indices(d, k=1)
     groups: dict[tuple, dict] = {}
+    generic: list[tuple[int, int, float, float, float]] = []  # (i, j, p, beta, q_pair)
     local_pairs: list[tuple[int, int]] = []
     p_max, beta_max = 1.0, 0.0
     chunk = max(1, _CHUNK_CELLS // matrix.shape[1])
@@ -184,6 +189,10 @@ def analyze_pairs(matrix: np.ndarray) -> tuple[list[PairBound], dict[str, float]
         i_idx, j_idx = rows[start:start + chunk], cols[start:start + chunk]
         mu0, mu1 = matrix[i_idx], matrix[j_idx]
         dec = _pair_decomposition(mu0, mu1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            top = np.maximum(mu0, mu1)
+            ratio = np.where(top > 0, top / col_min[None, :], 1.0)
+        q_pair = ratio.max(axis=1) * (1.0 + 4.0 * np.finfo(float).eps)
         for k in range(i_idx.size):
             beta, p = float(dec["beta"][k]), float(dec["p"][k])
             if beta == 0.0:
@@ -205,6 +214,7 @@ def analyze_pairs(matrix: np.ndarray) -> tuple[list[PairBound], dict[str, float]
             if not points:
                 local_pairs.append((int(i_idx[k]), int(j_idx[k])))
                 continue
+            generic.append((int(i_idx[k]), int(j_idx[k]), p, probe.beta, float(q_pair[k])))
             key = (p, probe.beta, tuple(tuple(_key(v) for v in pt) for pt in points))
             group = groups.setdefault(key, {"points": [list(pt) for pt in points], "members": []})
             for stored, pt in zip(group["points"], points):
@@ -212,18 +222,52 @@ def analyze_pairs(matrix: np.ndarray) -> tuple[list[PairBound], dict[str, float]
                     stored[t] = min(stored[t], pt[t])
             group["members"].append((int(i_idx[k]), int(j_idx[k])))
     cover: list[PairBound] = []
-    for (p, beta, _), group in groups.items():
-        candidates = []
-        for r0, r1, share in group["points"]:
-            vr = _build_vr(p, beta, r0, r1, share)
-            for i, j in group["members"]:
-                _verify(vr, matrix[i], matrix[j], col_min)
-            candidates.append(vr)
-        cover.append(VariationRatioBound(list(dict.fromkeys(candidates))))
+    if len(groups) <= MAX_PAIR_KINDS:
+        for (p, beta, _), group in groups.items():
+            candidates = []
+            for r0, r1, share in group["points"]:
+                vr = _build_vr(p, beta, r0, r1, share)
+                for i, j in group["members"]:
+                    _verify(vr, matrix[i], matrix[j], col_min)
+                candidates.append(vr)
+            cover.append(VariationRatioBound(list(dict.fromkeys(candidates))))
+    else:
+        cover_bins, more_local = _generic_bins(generic)
+        cover.extend(cover_bins)
+        local_pairs.extend(more_local)
     if local_pairs:
         idx = np.array(local_pairs)
         cover.append(LocalPairBound(matrix[idx[:, 0]], matrix[idx[:, 1]]))
     return cover, {"p_max": p_max, "beta_max": beta_max}, np.stack([rows, cols], axis=1)
+
+
+def _generic_bins(
+    pairs: list[tuple[int, int, float, float, float]],
+) -> tuple[list[PairBound], list[tuple[int, int]]]:
+    """Too many kinds of pairs: MAX_PAIR_KINDS bins of consecutive β, each one generic VR.
+
+    For a pair with its own (p_k, β_k) and q_k = max_y max(μ0, μ1)(y)/min_x R(x)(y), the generic
+    share is valid: R(x_i) ≥ max(μ0, μ1)/q_k = pα(Q0 + Q1)/q_k + w·N/q_k (SPEC §2). The
+    decomposition stays valid for any p ≥ p_k and q ≥ q_k, and with the generic share the bound is
+    non-decreasing in β (SPEC §3), so (max p, max β, max q) over a bin covers every pair in it.
+    """
+    cover: list[PairBound] = []
+    local: list[tuple[int, int]] = []
+    ordered = sorted(pairs, key=lambda item: item[3])
+    for chunk in np.array_split(np.arange(len(ordered)), MAX_PAIR_KINDS):
+        if chunk.size == 0:
+            continue
+        members = [ordered[int(c)] for c in chunk]
+        p = max(m[2] for m in members)
+        beta = max(m[3] for m in members)
+        q = max(m[4] for m in members)
+        try:
+            if not math.isfinite(q):
+                raise ValueError("q_pair is infinite")
+            cover.append(VariationRatioBound([VariationRatio(p, beta, q)]))
+        except ValueError:
+            local.extend((m[0], m[1]) for m in members)
+    return cover, local
 
 
 def matrix_lower_bound(matrix: np.ndarray, n: int, max_configurations: int = 4) -> InstanceLowerBound:
