@@ -341,44 +341,57 @@ def _describe(randomizer: Any) -> str:
 class Progress:
     """Plain-text progress bar on stderr, shown only once a sweep has run for ``after`` seconds.
 
-    On a terminal the bar is redrawn in place (``\\r``); otherwise one line is written per tenth of
-    the work. ``enabled=False`` (``--quiet``) silences it.
+    On a terminal the line is redrawn in place (``\\r``); otherwise a new line is written at most
+    every ``interval`` seconds. ``total=None`` (unknown amount of work, e.g. a bisection) shows a
+    count instead of a bar. ``enabled=False`` (``--quiet``) silences it.
     """
 
-    def __init__(self, label: str, total: int, *, stream: TextIO | None = None,
-                 enabled: bool = True, after: float = 1.0, width: int = 30) -> None:
+    def __init__(self, label: str, total: int | None, *, stream: TextIO | None = None,
+                 enabled: bool = True, after: float = 1.0, interval: float = 5.0,
+                 width: int = 30) -> None:
         self.label = label
-        self.total = max(int(total), 1)
+        self.total = None if total is None else max(int(total), 1)
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = enabled
         self.after = after
+        self.interval = interval
         self.width = width
         self.start = time.monotonic()
         self.done = 0
         self._shown = False
-        self._last_decile = -1
+        self._last_write = -math.inf
 
     def _tty(self) -> bool:
         isatty = getattr(self.stream, "isatty", None)
         return bool(isatty and isatty())
 
+    def line(self) -> str:
+        """The current progress text."""
+        elapsed = time.monotonic() - self.start
+        if self.total is None:
+            return f"{self.label}: {self.done} evaluations, {elapsed:.0f}s"
+        filled = int(round(self.width * self.done / self.total))
+        return (f"{self.label} [{'#' * filled}{'.' * (self.width - filled)}] "
+                f"{self.done}/{self.total} {elapsed:.0f}s")
+
     def advance(self, steps: int = 1) -> None:
         """Record ``steps`` finished items and redraw if due."""
-        self.done = min(self.total, self.done + steps)
-        elapsed = time.monotonic() - self.start
-        if not self.enabled or elapsed < self.after:
+        self.done += steps
+        if self.total is not None:
+            self.done = min(self.done, self.total)
+        now = time.monotonic()
+        if not self.enabled or now - self.start < self.after:
             return
-        fraction = self.done / self.total
-        filled = int(round(self.width * fraction))
-        bar = f"{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total} {elapsed:.0f}s"
-        if self._tty():
-            self.stream.write("\r" + bar)
+        tty = self._tty()
+        finished = self.total is not None and self.done == self.total
+        if now - self._last_write < (0.1 if tty else self.interval) and not finished:
+            return
+        self._last_write = now
+        if tty:
+            self.stream.write("\r" + self.line())
             self._shown = True
         else:
-            decile = int(10 * fraction)
-            if decile != self._last_decile:
-                self.stream.write(bar + "\n")
-                self._last_decile = decile
+            self.stream.write(self.line() + "\n")
         self.stream.flush()
 
     def close(self) -> None:
@@ -532,7 +545,7 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
                          "with --matrix (a matrix has a fixed eps0: omit --users to search n)")
     from dpacct_shuffle import calibration
 
-    progress = Progress("calibrate", 30, enabled=not args.quiet)
+    progress = Progress("calibrate", None, enabled=not args.quiet)
     start = time.perf_counter()
     payload: dict[str, object] = {"command": "calibrate", "target_epsilon": args.target_epsilon,
                                   "delta": args.delta}

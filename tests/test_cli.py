@@ -255,3 +255,25 @@ def test_console_script_subprocess() -> None:
                                capture_output=True, text=True, timeout=300, check=False)
     assert completed.returncode == 2
     assert completed.stderr.startswith("dpacct-shuffle: error: ") and completed.stderr.count("\n") == 1
+
+
+# -- progress bar ---------------------------------------------------------------------------------
+def test_progress_writes_to_its_stream_only_when_enabled() -> None:
+    from dpacct_shuffle.cli import Progress
+
+    stream = io.StringIO()
+    progress = Progress("sweep", 4, stream=stream, after=0.0, interval=0.0)
+    for _ in range(4):
+        progress.advance()
+    progress.close()
+    lines = stream.getvalue().splitlines()
+    assert lines[-1].startswith("sweep [" + "#" * 30 + "] 4/4")
+    counting = io.StringIO()
+    spinner = Progress("search", None, stream=counting, after=0.0, interval=0.0)
+    spinner.advance()
+    spinner.advance()
+    assert counting.getvalue().splitlines()[-1].startswith("search: 2 evaluations")
+    silent = io.StringIO()
+    quiet = Progress("sweep", 4, stream=silent, enabled=False, after=0.0)
+    quiet.advance(4)
+    assert silent.getvalue() == ""
