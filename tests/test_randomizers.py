@@ -11,7 +11,6 @@ import itertools
 import math
 import time
 from collections import defaultdict
-from functools import lru_cache
 
 import numpy as np
 import pytest

@@ -31,7 +31,7 @@ import numpy as np
 from scipy.linalg import hadamard
 
 from dpacct_shuffle.core.bound import VariationRatio
-from dpacct_shuffle.core.validation import check_range, check_real
+from dpacct_shuffle.core.validation import check_range
 from dpacct_shuffle.randomizers.base import Randomizer, VariationRatioBound
 from dpacct_shuffle.randomizers.exact import BinaryRRProfile, InstanceLowerBound, trinomial_projection
 from dpacct_shuffle.randomizers.matrix import matrix_lower_bound
@@ -201,8 +201,9 @@ def optimized_unary_encoding(epsilon0: float, domain_size: int) -> Randomizer:
 
     Derivation. Only bits x⁰, x¹ differ. Under x⁰ their joint law is (1,0): (1 − c)/2,
     (0,0): (1 − c)/2, (1,1): c/2, (0,1): c/2, and symmetrically under x¹. So
-    β = (1 − c)/2 − c/2 = (e − 1)/(2(e + 1)) and p = ((1 − c)/2)/(c/2) = e; q = e (an input
-    x_i ∉ {x⁰, x¹} changes bit x_i from Bern(c) to Bern(1/2): ratio ≤ (1/2)/c·… ≤ e overall).
+    β = (1 − c)/2 − c/2 = (e − 1)/(2(e + 1)) and p = ((1 − c)/2)/(c/2) = e; q = e: two inputs
+    x, x' differ on bits x and x' only, and R(x)(y)/R(x')(y) = [(1/2)/P_c(y_x)]·[P_c(y_x')/(1/2)]
+    with P_c(1) = c, P_c(0) = 1 − c, at most (1 − c)/c = e.
     α = c/2, w = 1/2. Neutral share: generic s = w/e = 1/(2e); it is also the largest valid one
     here: on the pattern (1,1) w·N = c/2·(rest), while x_i ∉ {x⁰, x¹} gives c²·(1/2)/(1 − c)·(rest)
     at the outputs whose bit x_i is 0, a ratio of c/(2(1 − c)) = 1/(2e).
