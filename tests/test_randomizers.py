@@ -328,6 +328,7 @@ def test_entries_without_instance_report_zero_lower() -> None:
         (lambda: rz.hadamard_response(1.0, 12), "num_outputs"),
         (lambda: rz.hadamard_response(1.0, 8, blocks=3), "num_outputs"),
         (lambda: rz.hadamard_response(1.0, 8, domain_size=8), "domain_size"),
+        (lambda: rz.hadamard_response(1.0, 2), "num_outputs"),
         (lambda: rz.sampling_rappor(1.0, 4, 5), "sample_size"),
         (lambda: rz.cheu_binary_summation(0.5), "flip_probability"),
         (lambda: rz.cheu_binary_summation(0.0), "flip_probability"),

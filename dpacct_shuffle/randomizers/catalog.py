@@ -349,6 +349,10 @@ def hadamard_response(epsilon0: float, num_outputs: int, blocks: int = 1,
     if b & (b - 1):
         raise ValueError(f"num_outputs/blocks must be a power of two >= 2, got {b}")
     capacity = n_blocks * (b - 1)
+    if capacity < 2:
+        raise ValueError(f"num_outputs and blocks must leave room for at least 2 inputs "
+                         f"(blocks*(num_outputs/blocks - 1) >= 2), got num_outputs={k_out}, "
+                         f"blocks={n_blocks}")
     d = capacity if domain_size is None else _integer("domain_size", domain_size, 2, capacity)
     s = b // 2
     e = math.exp(eps0)
