@@ -66,6 +66,7 @@ from dpacct_shuffle.events import (
 from dpacct_shuffle.profiles import (
     DEFAULT_VALUE_DISCRETIZATION,
     PrivacyProfile,
+    ProfileGrid,
     ldp_pld,
     max_profile,
     pld_from_grid,
@@ -130,18 +131,27 @@ def _cached(function):  # type: ignore[no-untyped-def]
 
 
 @_cached
+def shuffle_event_grid(event: dp_event.DpEvent,
+                       value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION
+                       ) -> tuple[ProfileGrid, float]:
+    """Profile grid and ε cap of one (possibly Poisson-sampled) shuffle event (cached per event,
+    shared by the PLD and the RDP conversions)."""
+    profile = event_profile(event)
+    return profile_grid(profile, value_discretization_interval), profile.epsilon_cap
+
+
+@_cached
 def shuffle_event_pld(event: dp_event.DpEvent,
                       value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION
                       ) -> pld_lib.PrivacyLossDistribution:
     """Pessimistic PLD of one (possibly Poisson-sampled) shuffle event (cached per event)."""
-    return pld_from_grid(profile_grid(event_profile(event), value_discretization_interval))
+    return pld_from_grid(shuffle_event_grid(event, value_discretization_interval)[0])
 
 
-@_cached
-def shuffle_event_rdp(event: dp_event.DpEvent, orders: tuple[float, ...]) -> NDArray[np.float64]:
+def shuffle_event_rdp(event: dp_event.DpEvent, orders: Sequence[float]) -> NDArray[np.float64]:
     """RDP upper bound (both directions) of one (possibly Poisson-sampled) shuffle event."""
-    profile = event_profile(event)
-    return rdp_from_grid(profile_grid(profile), orders, profile.epsilon_cap)
+    grid, epsilon_cap = shuffle_event_grid(event)
+    return rdp_from_grid(grid, orders, epsilon_cap)
 
 
 def ldp_event_pld(event: LDPCompositionEvent,
@@ -261,7 +271,7 @@ class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):
                         error_message="RDP of an (epsilon, delta>0)-LDP report is unbounded; "
                                       "use ShufflePLDAccountant.")
             elif do_compose:
-                rdp = shuffle_event_rdp(event, tuple(float(a) for a in self._orders))
+                rdp = shuffle_event_rdp(event, self._orders)
             if do_compose:
                 self._rdp = self._rdp + count * rdp
             return None
@@ -281,6 +291,7 @@ __all__ = [
     "event_profile",
     "ldp_event_pld",
     "ldp_event_rdp",
+    "shuffle_event_grid",
     "shuffle_event_pld",
     "shuffle_event_rdp",
 ]
