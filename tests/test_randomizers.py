@@ -165,6 +165,7 @@ FINITE_ENTRIES = {
     "pckv_grr": lambda: rz.pckv_grr(1.0, 4, 2),
     "collision_disjoint": lambda: rz.collision(1.0, 3, 6, 2),
     "collision_overlap": lambda: rz.collision(1.0, 3, 5, 3),
+    "collision_wrapping": lambda: rz.collision(1.0, 3, 5, 2),
     "sampling_rappor": lambda: rz.sampling_rappor(1.0, 3, 1),
     "sampling_rappor_bits": lambda: rz.sampling_rappor(1.0, 3, 2, sampled_bits=True),
 }

@@ -385,20 +385,36 @@ def hadamard_response(epsilon0: float, num_outputs: int, blocks: int = 1,
                       published=published)
 
 
-def _set_response(name: str, eps0: float, outputs: int, set_size: int, difference: int,
-                  sets: list[np.ndarray] | None, params: dict[str, object]) -> Randomizer:
+def _set_response(name: str, eps0: float, outputs: int, set_size: int, differences: set[int],
+                  sets: list[np.ndarray] | None, params: dict[str, object],
+                  published_difference: int) -> Randomizer:
+    """Set-boost randomizer whose victim pairs have |C0 \\ C1| in ``differences``.
+
+    Cover: pairs with disjoint sets (m = s) use s_neutral = w; partially overlapping pairs use one
+    generic-share VariationRatio at their largest m (valid for smaller m by monotonicity in β).
+    """
     e = math.exp(eps0)
     g = 1.0 / (set_size * e + outputs - set_size)
-    vr = _set_boost_vr(e, outputs, set_size, difference)
+    positive = sorted(m for m in differences if m > 0)
+    kinds = []
+    if set_size in positive:
+        kinds.append(set_size)
+    partial = [m for m in positive if m < set_size]
+    if partial:
+        kinds.append(max(partial))
+    cover = [VariationRatioBound([_set_boost_vr(e, outputs, set_size, m)]) for m in kinds]
+    m_max = max(positive)
+    summary = VariationRatio(e, m_max * (e - 1.0) * g, e)
     matrix = None
     if sets is not None and len(sets) * outputs <= MAX_MATRIX_CELLS:
         matrix = np.full((len(sets), outputs), g)
         for x, members in enumerate(sets):
             matrix[x, members] = e * g
-    victim0, victim1 = (difference * e * g, difference * g), (difference * g, difference * e * g)
-    lower = _projection_lower(victim0, victim1, [victim0], f"{name}: pair with |C0\\C1|={difference}")
-    return _single(name, params, vr, matrix=matrix, lower=lower,
-                   published=(e, vr.beta, e, e))
+    victim0, victim1 = (m_max * e * g, m_max * g), (m_max * g, m_max * e * g)
+    lower = _projection_lower(victim0, victim1, [victim0], f"{name}: pair with |C0\\C1|={m_max}")
+    return Randomizer(name, params, cover, variation_ratio=summary, matrix=matrix,
+                      lower_bound=lower,
+                      published=(e, published_difference * (e - 1.0) * g, e, e))
 
 
 def pckv_grr(epsilon0: float, domain_size: int, set_size: int) -> Randomizer:
@@ -414,8 +430,8 @@ def pckv_grr(epsilon0: float, domain_size: int, set_size: int) -> Randomizer:
     s = _integer("set_size", set_size, 1, d)
     outputs = 2 * d
     sets = [np.arange(i * s, (i + 1) * s) for i in range(outputs // s)] if outputs // s >= 2 else None
-    return _set_response("pckv_grr", eps0, outputs, s, s, sets,
-                         {"epsilon0": eps0, "domain_size": d, "set_size": s})
+    return _set_response("pckv_grr", eps0, outputs, s, {s}, sets,
+                         {"epsilon0": eps0, "domain_size": d, "set_size": s}, s)
 
 
 def collision(epsilon0: float, domain_size: int, output_length: int, set_size: int) -> Randomizer:
@@ -423,15 +439,24 @@ def collision(epsilon0: float, domain_size: int, output_length: int, set_size: i
     C_x = {x·s, …, x·s + s − 1} mod l (prob. e·g, g = 1/(s·e + l − s)).
 
     β = min(s, l − s)(e − 1)/(s·e + l − s) (published): |C0 \\ C1| ≤ min(s, l − s), attained by
-    x = 0, 1. p = q = e. Neutral share: s = w when 2s ≤ l (disjoint windows), else generic.
+    x = 0, 1. p = q = e. Neutral share: pairs with disjoint windows use s = w; when windows wrap
+    around the cycle some pairs overlap partially, and those get a generic-share VariationRatio
+    (cover of two kinds; ``variation_ratio`` is the generic one at the largest β).
     """
     eps0 = _epsilon0(epsilon0)
     d = _integer("domain_size", domain_size, 2)
     l = _integer("output_length", output_length, 2)
     s = _integer("set_size", set_size, 1, l - 1)
-    sets = [(x * s + np.arange(s)) % l for x in range(d)]
-    return _set_response("collision", eps0, l, s, min(s, l - s), sets,
-                         {"epsilon0": eps0, "domain_size": d, "output_length": l, "set_size": s})
+    sets = [(x * s + np.arange(s)) % l for x in range(d)] if d * l <= MAX_MATRIX_CELLS else None
+    # windows of inputs x < x' start (x' − x)·s apart on the cycle of length l
+    differences = set()
+    for k in range(1, min(d, l + 1)):
+        shift = (k * s) % l
+        overlap = max(0, s - shift) + max(0, s - (l - shift))
+        differences.add(s - min(s, overlap))
+    return _set_response("collision", eps0, l, s, differences, sets,
+                         {"epsilon0": eps0, "domain_size": d, "output_length": l, "set_size": s},
+                         min(s, l - s))
 
 
 def sampling_rappor(epsilon0: float, domain_size: int, sample_size: int, *,
