@@ -34,6 +34,7 @@ from dpacct_shuffle.profiles import (
     max_profile,
     parallel_composite,
     shuffle_profile,
+    variation_ratios_of,
 )
 
 
@@ -175,6 +176,8 @@ class ParallelCompositionEvent(dp_event.DpEvent):
             if not isinstance(self.num_users, int):
                 raise TypeError("num_users must be one integer (all users) when mode='random'")
             check_probabilities(self.probabilities, len(self.branches))
+            for j, branch in enumerate(self.branches):  # the composite needs (p, β, q) per branch
+                variation_ratios_of(branch, f"branches[{j}]")
         else:
             if not isinstance(self.num_users, tuple) or len(self.num_users) != len(self.branches):
                 raise ValueError("num_users must give one group size per branch when "

@@ -7,7 +7,7 @@ import math
 import dp_accounting
 import pytest
 
-from dpacct_shuffle import VariationRatio
+from dpacct_shuffle import VariationRatio, randomizers
 from dpacct_shuffle import profiles
 from dpacct_shuffle.events import (
     LDPCompositionEvent,
@@ -86,6 +86,30 @@ def test_events_are_dp_events_frozen_and_use_tuples() -> None:
 def test_bad_input_raises_naming_the_parameter(factory, match, error) -> None:
     with pytest.raises(error, match=match):
         factory()
+
+
+def test_catalog_randomizers_are_accepted() -> None:
+    krr = randomizers.krr(epsilon0=2.0, domain_size=10)
+    event = ShuffleEvent(krr, 500)
+    assert dp_accounting.DpEvent.from_named_tuple(event.to_named_tuple()) == event
+    assert event.profile().epsilon_cap == pytest.approx(2.0)
+    assert event.profile().delta(0.3) == pytest.approx(krr.shuffled(500).delta(0.3), rel=1e-2)
+    parallel = ParallelCompositionEvent([krr, randomizers.binary_rr(epsilon0=1.0)], 500)
+    assert parallel.composite_randomizer().beta == pytest.approx(
+        0.5 * krr.variation_ratio.beta + 0.5 * randomizers.binary_rr(epsilon0=1.0).variation_ratio.beta)
+
+
+def test_parallel_branch_without_variation_ratio_is_rejected_early() -> None:
+    class DeltaOnly:
+        epsilon0 = 1.0
+
+        def delta(self, epsilon: float, n: int) -> float:
+            return VR1.delta(epsilon, n)
+
+    ShuffleEvent(DeltaOnly(), 10)  # fine for a single round
+    with pytest.raises(TypeError, match=r"branches\[1\]"):
+        ParallelCompositionEvent([VR1, DeltaOnly()], 10)
+    ParallelCompositionEvent([VR1, DeltaOnly()], [10, 10], mode="disjoint")  # max of profiles
 
 
 def test_shuffle_event_profile_uses_floor_of_honest_users() -> None:
