@@ -51,9 +51,6 @@ _PARAMETER_ALIASES: dict[str, tuple[str, ...]] = {
     "epsilon0": ("epsilon0", "eps0", "epsilon_0"),
     "domain": ("domain_size", "domain", "d", "k", "num_values"),
 }
-# public names of dpacct_shuffle.randomizers that are not catalog entries
-_NOT_CATALOG = frozenset({"from_matrix", "validate_matrix", "analyze_pairs", "matrix_lower_bound",
-                          "binary_rr_exact_delta", "binomial_logpmf", "trinomial_projection"})
 
 
 class UsageError(ValueError):
@@ -183,23 +180,15 @@ def _randomizers_module() -> Any:
 
 def catalog_names() -> list[str]:
     """Names of the catalog factories (``dpacct_shuffle.randomizers.CATALOG``, e.g. ``krr``)."""
-    module = _randomizers_module()
-    catalog = getattr(module, "CATALOG", None)
-    if isinstance(catalog, Mapping):
-        return sorted(catalog)
-    public = getattr(module, "__all__", None) or [n for n in dir(module) if not n.startswith("_")]
-    return sorted(name for name in public
-                  if inspect.isfunction(getattr(module, name, None)) and name not in _NOT_CATALOG)
+    return sorted(_randomizers_module().CATALOG)
 
 
 def _factory(name: str) -> Callable[..., Any]:
     names = catalog_names()
     if name not in names:
-        available = ", ".join(names) if names else "none (catalog not available)"
-        raise UsageError(f"unknown randomizer {name!r}; available: {available} (or use --matrix FILE)")
-    module = _randomizers_module()
-    catalog = getattr(module, "CATALOG", None)
-    return catalog[name] if isinstance(catalog, Mapping) else getattr(module, name)
+        raise UsageError(f"unknown randomizer {name!r}; available: {', '.join(names)} "
+                         "(or use --matrix FILE)")
+    return _randomizers_module().CATALOG[name]
 
 
 def _resolve_keywords(name: str, factory: Callable[..., Any], params: Mapping[str, object],

@@ -168,6 +168,25 @@ def test_account_shuffle_pipeline_equals_direct_accountant(tmp_path: Path) -> No
     assert one < result["epsilon"] < 3 * one * 1.01
 
 
+def test_account_parallel_and_matrix_steps_equal_direct_accountant(tmp_path: Path) -> None:
+    (tmp_path / "rr3.csv").write_text("\n".join(",".join(str(v) for v in row) for row in RR3))
+    pipeline = {"delta": 1e-6, "steps": [
+        {"type": "parallel", "users": 4000,
+         "branches": [{"name": "krr", "epsilon0": 1, "domain_size": 10}, {"matrix_file": "rr3.csv"}]},
+        {"type": "shuffle", "randomizer": {"matrix": RR3}, "users": 4000}]}
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(pipeline))
+    result = run_json("account", str(path))
+    from dpacct_shuffle.events import ParallelCompositionEvent
+
+    rr3 = randomizers.from_matrix(RR3)
+    accountant = ShufflePLDAccountant()
+    accountant.compose(dp_event.ComposedDpEvent([
+        ParallelCompositionEvent((randomizers.krr(1.0, 10), rr3), 4000),
+        ShuffleEvent(rr3, 4000)]))
+    assert result["epsilon"] == accountant.get_epsilon(1e-6)
+
+
 def test_account_single_ldp_report_matches_randomized_response(tmp_path: Path) -> None:
     # one 1-LDP report: eps(delta) = ln(e - delta (e + 1)) (binary RR profile, seed 000 Cor 3.1)
     path = tmp_path / "p.toml"

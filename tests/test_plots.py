@@ -84,6 +84,22 @@ def test_cli_plot_writes_png(tmp_path: Path) -> None:
     assert str(target) in out.getvalue()
 
 
+def test_cli_plot_epsilon0_axis_writes_svg(tmp_path: Path) -> None:
+    import json
+
+    out = io.StringIO()
+    target = tmp_path / "eps0.svg"
+    code = main(["plot", "--x", "epsilon0", "--randomizer", "krr:domain_size=10", "--users", "2000",
+                 "--epsilon0-list", "0.5:1.5:3", "--delta", "1e-6", "--output", str(target),
+                 "--quiet", "--no-lower", "--json"], stdout=out, stderr=io.StringIO())
+    assert code == 0
+    result = json.loads(out.getvalue())
+    upper = next(c for c in result["curves"] if c["kind"] == "upper")
+    assert upper["x"] == [0.5, 1.0, 1.5]
+    assert upper["y"] == [randomizers.krr(e, 10).shuffled(2000).epsilon(1e-6) for e in (0.5, 1.0, 1.5)]
+    assert b"<svg" in target.read_bytes()[:2000]
+
+
 def test_cli_plot_without_matplotlib_exits_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
     err = io.StringIO()
