@@ -408,3 +408,12 @@ def test_identical_rows_have_no_privacy_loss() -> None:
     assert randomizer.variation_ratio is None
     assert randomizer.shuffled(10).delta(0.0) == 0.0
     assert randomizer.shuffled(10).epsilon_interval(1e-6) == (0.0, 0.0)
+
+
+def test_zero_entries_give_infinite_epsilon_and_finite_lower() -> None:
+    mat = np.array([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.25, 0.5, 0.25]])
+    shuffled = rz.from_matrix(mat).shuffled(20)
+    lower, upper = shuffled.epsilon_interval(1e-6)
+    assert upper == math.inf  # output 0 under others at input 1 reveals x0 w.p. 1/2
+    assert 0.0 < lower <= 700.0
+    assert shuffled.delta_lower(50.0) > 0.1

@@ -76,9 +76,14 @@ class LocalPairBound(PairBound):
         self.mu1 = np.atleast_2d(np.asarray(mu1, dtype=float))
 
     def _delta(self, eps: float) -> float:
-        scale = math.exp(eps)
-        forward = np.maximum(self.mu0 - scale * self.mu1, 0.0).sum(axis=1)
-        backward = np.maximum(self.mu1 - scale * self.mu0, 0.0).sum(axis=1)
+        if math.isinf(eps):
+            return self._floor()
+        scale = math.exp(min(eps, 700.0)) if eps <= 700.0 else math.inf
+        with np.errstate(invalid="ignore", over="ignore"):
+            forward = np.where(self.mu1 > 0, np.maximum(self.mu0 - scale * self.mu1, 0.0),
+                               self.mu0).sum(axis=1)
+            backward = np.where(self.mu0 > 0, np.maximum(self.mu1 - scale * self.mu0, 0.0),
+                                self.mu1).sum(axis=1)
         # round up: the sums of nonnegative terms carry relative error <= outputs * ulp
         slack = 1.0 + 4.0 * self.mu0.shape[1] * np.finfo(float).eps
         return float(max(forward.max(), backward.max()) * slack)
@@ -86,10 +91,18 @@ class LocalPairBound(PairBound):
     def delta(self, epsilon: float, n: int) -> float:
         return self._delta(check_epsilon(epsilon))
 
+    def _floor(self) -> float:
+        """lim_{ε→∞} δ(ε): mass of one law where the other vanishes."""
+        forward = np.where(self.mu1 > 0, 0.0, self.mu0).sum(axis=1)
+        backward = np.where(self.mu0 > 0, 0.0, self.mu1).sum(axis=1)
+        return float(max(forward.max(), backward.max()))
+
     def epsilon(self, delta: float, n: int) -> float:
         target = check_delta(delta)
         if self._delta(0.0) <= target:
             return 0.0
+        if self._floor() > target:
+            return math.inf  # no finite ε: some output identifies the victim's input
         with np.errstate(divide="ignore", invalid="ignore"):
             ratios = np.concatenate([(self.mu0 / self.mu1).ravel(), (self.mu1 / self.mu0).ravel()])
         finite = ratios[np.isfinite(ratios)]

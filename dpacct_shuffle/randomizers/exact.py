@@ -59,6 +59,7 @@ FULL_SEARCH_MAX_USERS = 3000
 NEAR_END_CONFIGURATIONS = 24
 WINDOW_SIGMAS = 12.0
 _BISECTION_STEPS = 80
+_EPS_SEARCH_CAP = 700.0  # e^700 is still a finite double
 
 
 @functools.lru_cache(maxsize=4)
@@ -154,10 +155,10 @@ def _epsilon_lower(delta_fn, delta: float, eps_cap: float, rtol: float = 1e-6) -
             lo, d_lo = hi, d_hi
             if hi >= cap:
                 return lo
-            hi = min(4.0 * hi, cap)
+            if hi >= _EPS_SEARCH_CAP:
+                return lo  # the instance keeps δ > target up to ε = 700 (e.g. p = ∞)
+            hi = min(4.0 * hi, cap, _EPS_SEARCH_CAP)
             d_hi = delta_fn(hi)
-            if hi > 1e4:
-                return lo
     else:
         while True:
             trial = hi / 4.0
@@ -294,7 +295,12 @@ class TrinomialInstance:
         for _ in range(int(math.ceil(math.log2(float(self.c.max()) + 3.0))) + 1):
             mid = (lo + hi) // 2
             with np.errstate(invalid="ignore"):
-                positive = self._log_law(num, mid) - self._log_law(den, mid) > eps
+                loss = self._log_law(num, mid) - self._log_law(den, mid)
+            # cells outside both supports (0/0) sit at the extremes of the row: classify them so
+            # that the predicate stays monotone (they carry no mass either way)
+            above = mid > self.theta * self.c
+            loss = np.where(np.isnan(loss), np.where(above == increasing, np.inf, -np.inf), loss)
+            positive = loss > eps
             if increasing:  # find smallest positive h in (lo, hi]
                 hi = np.where(positive & (mid > lo), mid, hi)
                 lo = np.where(~positive & (mid > lo), mid, lo)
