@@ -417,3 +417,27 @@ def test_zero_entries_give_infinite_epsilon_and_finite_lower() -> None:
     assert upper == math.inf  # output 0 under others at input 1 reveals x0 w.p. 1/2
     assert 0.0 < lower <= 700.0
     assert shuffled.delta_lower(50.0) > 0.1
+
+
+CATALOG_CALLS = {
+    "worst_case_ldp": (1.0,), "binary_rr": (1.0,), "krr": (1.0, 20), "rappor": (1.0, 20),
+    "optimized_unary_encoding": (1.0, 20), "subset_selection": (1.0, 20, 4),
+    "local_hashing": (1.0, 4), "hadamard_response": (1.0, 32, 2), "pckv_grr": (1.0, 10, 2),
+    "collision": (1.0, 10, 12, 3), "sampling_rappor": (1.0, 20, 5), "laplace": (1.0,),
+    "piecewise": (1.0,), "duchi": (1.0,), "harmony": (1.0, 5), "metric_ldp": (0.5, 2.0, 1.0),
+    "metric_laplace": (0.5, 1.5), "balcer_binary_summation": (0.25,),
+    "cheu_binary_summation": (0.25,), "balls_into_bins": (10, 2), "mix_dump": (0.3, 10),
+}
+
+
+def test_every_catalog_entry_gives_ordered_interval() -> None:
+    assert set(CATALOG_CALLS) == set(rz.CATALOG)
+    for name, args in CATALOG_CALLS.items():
+        randomizer = rz.CATALOG[name](*args)
+        assert randomizer.name in (name, "oue")
+        shuffled = randomizer.shuffled(500)
+        lower, upper = shuffled.epsilon_interval(1e-6)
+        assert 0.0 <= lower <= upper < math.inf, name
+        assert shuffled.delta(upper) <= 1e-6, name
+        if randomizer.lower_bound(500) is not None:
+            assert lower > 0.0, name
