@@ -168,12 +168,11 @@ def test_account_shuffle_pipeline_equals_direct_accountant(tmp_path: Path) -> No
     assert one < result["epsilon"] < 3 * one * 1.01
 
 
-def test_account_parallel_and_matrix_steps_equal_direct_accountant(tmp_path: Path) -> None:
+def test_account_parallel_step_with_matrix_branches_equals_direct_accountant(tmp_path: Path) -> None:
     (tmp_path / "rr3.csv").write_text("\n".join(",".join(str(v) for v in row) for row in RR3))
     pipeline = {"delta": 1e-6, "steps": [
-        {"type": "parallel", "users": 4000,
-         "branches": [{"name": "krr", "epsilon0": 1, "domain_size": 10}, {"matrix_file": "rr3.csv"}]},
-        {"type": "shuffle", "randomizer": {"matrix": RR3}, "users": 4000}]}
+        {"type": "parallel", "users": 2000, "probabilities": [0.25, 0.75],
+         "branches": [{"matrix": RR3}, {"matrix_file": "rr3.csv"}]}]}
     path = tmp_path / "p.json"
     path.write_text(json.dumps(pipeline))
     result = run_json("account", str(path))
@@ -181,9 +180,7 @@ def test_account_parallel_and_matrix_steps_equal_direct_accountant(tmp_path: Pat
 
     rr3 = randomizers.from_matrix(RR3)
     accountant = ShufflePLDAccountant()
-    accountant.compose(dp_event.ComposedDpEvent([
-        ParallelCompositionEvent((randomizers.krr(1.0, 10), rr3), 4000),
-        ShuffleEvent(rr3, 4000)]))
+    accountant.compose(ParallelCompositionEvent((rr3, rr3), 2000, (0.25, 0.75)))
     assert result["epsilon"] == accountant.get_epsilon(1e-6)
 
 
