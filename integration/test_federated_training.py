@@ -13,7 +13,7 @@ from dp_accounting.privacy_accountant import NeighboringRelation  # noqa: E402
 
 from dpacct_shuffle.accountants import ShufflePLDAccountant  # noqa: E402
 from dpacct_shuffle.events import ShuffleEvent  # noqa: E402
-from integration.federated_training import main  # noqa: E402
+from federated_training import main  # noqa: E402  (pytest puts integration/ on sys.path)
 
 pytestmark = [pytest.mark.filterwarnings("ignore:Secure RNG turned off"),
               pytest.mark.filterwarnings("ignore:Full backward hook is firing")]
