@@ -177,9 +177,10 @@ def rappor(epsilon0: float, domain_size: int) -> Randomizer:
 
     p = q = e, β = (e^{ε0/2} − 1)/(e^{ε0/2} + 1) (published; exact TV of any pair: only the two
     bits x⁰, x¹ differ, and their joint laws differ by a² − b² = a − b, a = 1 − b).
-    Neutral share: generic s = w/e = 2b³/a, and no larger s is valid for this decomposition: N puts
-    mass on bit patterns (1, 1) at (x⁰, x¹) with the remaining bits as under x⁰, where an input
-    x_i ∉ {x⁰, x¹} has probability b²·(b/a)·(that of x⁰) against w·N = a·b·(...) — ratio 2b³/a.
+    Here α = b², w = 2ab and N = ½(δ_(0,0) + δ_(1,1)) ⊗ ρ on the bits (x⁰, x¹), ρ the victim's law of
+    the other bits. Neutral share: generic s = w/e = 2b³/a, and no larger s is valid for this
+    decomposition: at outputs with bits (x⁰, x¹) = (1, 1) and bit x_i = 0 (x_i ∉ {x⁰, x¹}),
+    N = ρ/2 while R(x_i) = b²·(b/a)·ρ, a ratio of 2b³/a.
     """
     eps0 = _epsilon0(epsilon0)
     d = _integer("domain_size", domain_size, 2)
