@@ -562,10 +562,12 @@ def profile_grid(profile: PrivacyProfile,
     # to the cap point (δ = 0) is already a valid upper bound, so no evaluation is needed there
     # (deep tails are also the most expensive evaluations of the core)
     for k in np.unique(np.linspace(0, k_end, _INITIAL_POINTS + 1).round().astype(np.int64)):
-        if k == k_end and capped:
-            values[int(k)] = 0.0
-        elif evaluate(int(k)) <= floor:
+        if k < k_end and evaluate(int(k)) <= floor:
             break
+    if capped:
+        values[k_end] = 0.0  # δ(ε) = 0 for ε >= ε_cap, and k_end·d >= ε_cap
+    else:
+        evaluate(k_end)
     max_width = max(1, math.floor(step / d))
     while True:
         keys = np.array(sorted(values), dtype=np.int64)
@@ -580,8 +582,6 @@ def profile_grid(profile: PrivacyProfile,
             evaluate(int((k_a + k_b) // 2))
     keys = np.array(sorted(values), dtype=np.int64)
     deltas = np.minimum.accumulate(np.array([values[int(k)] for k in keys], dtype=np.float64))
-    if capped:
-        deltas[-1] = 0.0
     return ProfileGrid(d, keys, deltas, capped)
 
 

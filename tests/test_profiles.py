@@ -93,6 +93,21 @@ def test_connect_the_dots_points_are_a_valid_convex_curve() -> None:
     assert ys[-1] == 0.0 and ks[-1] == math.ceil(2.0 / grid.discretization)
 
 
+def test_grid_skips_the_deep_tail_but_keeps_the_cap_point() -> None:
+    """δ falls below 1e-16 long before the cap: no evaluation there, yet the chord to the cap
+    point (δ = 0) keeps every grid value and stays above the profile."""
+    profile, law0, law1 = pair_profile(3.0, 3000)
+    grid = profiles.profile_grid(profile)
+    eps = grid.rounded_epsilons * grid.discretization
+    assert grid.rounded_epsilons[-1] == math.ceil(3.0 / grid.discretization) and grid.deltas[-1] == 0.0
+    assert 0.0 < grid.deltas[-2] <= 1e-16 and eps[-2] < 2.0  # the last evaluated point is kept
+    assert grid.deltas[-2] == profile.delta(eps[-2])
+    pld = profiles.pld_from_grid(grid)
+    for e in np.linspace(0.0, 3.2, 120):
+        exact = max(hockey_stick(law0, law1, e), hockey_stick(law1, law0, e))
+        assert pld.get_delta_for_epsilon(float(e)) >= exact - 1e-15, e
+
+
 def test_grid_values_are_upper_bounds_and_non_increasing() -> None:
     calls = []
 
