@@ -48,7 +48,7 @@ class VariationRatioBound(PairBound):
     minimum of valid upper bounds is a valid upper bound.
     """
 
-    def __init__(self, candidates: Sequence[VariationRatio]):
+    def __init__(self, candidates: Sequence[VariationRatio]) -> None:
         if not candidates:
             raise ValueError("candidates must contain at least one VariationRatio")
         self.candidates = tuple(candidates)
@@ -71,7 +71,7 @@ class LocalPairBound(PairBound):
     ``mu0``/``mu1`` are arrays of shape (pairs, outputs); the bound is the maximum over pairs.
     """
 
-    def __init__(self, mu0: np.ndarray, mu1: np.ndarray):
+    def __init__(self, mu0: np.ndarray, mu1: np.ndarray) -> None:
         self.mu0 = np.atleast_2d(np.asarray(mu0, dtype=float))
         self.mu1 = np.atleast_2d(np.asarray(mu1, dtype=float))
 
@@ -146,7 +146,7 @@ class Randomizer:
         lower_bound: LowerBoundFactory | None = None,
         published: tuple[float, float, float, float] | None = None,
         notes: str = "",
-    ):
+    ) -> None:
         if not cover:
             raise ValueError("cover must contain at least one PairBound")
         self.name = name
@@ -190,7 +190,7 @@ class Randomizer:
 class ShuffledRandomizer:
     """Shuffled protocol of n users: certified upper bounds and certified lower bounds."""
 
-    def __init__(self, randomizer: Randomizer, n: int):
+    def __init__(self, randomizer: Randomizer, n: int) -> None:
         self.randomizer = randomizer
         self.n = check_num_users(n)
         self._lower: InstanceLowerBound | None = None

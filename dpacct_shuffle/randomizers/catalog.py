@@ -32,7 +32,7 @@ from scipy.linalg import hadamard
 
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_range
-from dpacct_shuffle.randomizers.base import Randomizer, VariationRatioBound
+from dpacct_shuffle.randomizers.base import LowerBoundFactory, Randomizer, VariationRatioBound
 from dpacct_shuffle.randomizers.exact import BinaryRRProfile, InstanceLowerBound, trinomial_projection
 from dpacct_shuffle.randomizers.matrix import matrix_lower_bound
 
@@ -61,7 +61,7 @@ def _single(
     vr: VariationRatio,
     *,
     matrix: np.ndarray | None = None,
-    lower=None,
+    lower: LowerBoundFactory | None = None,
     published: tuple[float, float, float, float] | None = None,
     notes: str = "",
 ) -> Randomizer:
@@ -69,7 +69,8 @@ def _single(
                       matrix=matrix, lower_bound=lower, published=published, notes=notes)
 
 
-def _projection_lower(victim0, victim1, others: Sequence[tuple[float, float]], description: str):
+def _projection_lower(victim0: tuple[float, float], victim1: tuple[float, float],
+                      others: Sequence[tuple[float, float]], description: str) -> LowerBoundFactory:
     """Factory n -> lower bound from the trinomial projection (exact.py), max over configurations."""
 
     def factory(n: int) -> InstanceLowerBound:
@@ -80,11 +81,11 @@ def _projection_lower(victim0, victim1, others: Sequence[tuple[float, float]], d
     return factory
 
 
-def _binary_rr_lower(eps0: float):
+def _binary_rr_lower(eps0: float) -> LowerBoundFactory:
     return lambda n: BinaryRRProfile(eps0, n)
 
 
-def _matrix_lower(matrix: np.ndarray | None):
+def _matrix_lower(matrix: np.ndarray | None) -> LowerBoundFactory | None:
     if matrix is None:
         return None
     return lambda n: matrix_lower_bound(matrix, n)

@@ -48,7 +48,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from scipy.special import bdtr, bdtrc, gammaln, xlog1py, xlogy
@@ -133,7 +133,7 @@ class CountPair:
         return float(np.max(diff)) if diff.size else 0.0
 
 
-def _epsilon_lower(delta_fn, delta: float, eps_cap: float, rtol: float = 1e-6) -> float:
+def _epsilon_lower(delta_fn: Callable[[float], float], delta: float, eps_cap: float, rtol: float = 1e-6) -> float:
     """Largest found ε (bracket lower end) with delta_fn(ε) > delta; 0 if delta_fn(0) <= delta.
 
     delta_fn is a lower bound of a non-increasing profile, so the exact ε(δ) of the instance —
@@ -200,7 +200,7 @@ class InstanceLowerBound:
     """Certified lower bound: the maximum over explicit instances (each a :class:`CountPair`)."""
 
     def __init__(self, pairs: Sequence["CountPair | TrinomialInstance"], description: str, *,
-                 is_exact: bool = False):
+                 is_exact: bool = False) -> None:
         if not pairs:
             raise ValueError("pairs must contain at least one instance")
         self.pairs = tuple(pairs)
@@ -254,7 +254,7 @@ class TrinomialInstance:
     TAIL_REL_ERROR = 1e-10
 
     def __init__(self, n: int, victim0: tuple[float, float], victim1: tuple[float, float],
-                 other: tuple[float, float], description: str = ""):
+                 other: tuple[float, float], description: str = "") -> None:
         users = check_num_users(n)
         for name, pair in (("victim0", victim0), ("victim1", victim1), ("other", other)):
             a = check_range(f"{name}[0]", pair[0], 0.0, 1.0)
@@ -408,7 +408,7 @@ class BinaryRRProfile(InstanceLowerBound):
     is a certified lower bound (``is_exact`` False).
     """
 
-    def __init__(self, epsilon0: float, n: int, *, full_search: bool | None = None):
+    def __init__(self, epsilon0: float, n: int, *, full_search: bool | None = None) -> None:
         eps0 = check_range("epsilon0", epsilon0, 0.0, math.inf, low_open=True, high_open=True)
         users = check_num_users(n)
         if users < 2:
@@ -450,7 +450,7 @@ class _StackedPairs:
     Probabilities and losses are precomputed once; each δ(ε) evaluation is a masked sum.
     """
 
-    def __init__(self, log_p: np.ndarray, log_q: np.ndarray, log_rel_error: float):
+    def __init__(self, log_p: np.ndarray, log_q: np.ndarray, log_rel_error: float) -> None:
         with np.errstate(invalid="ignore"):
             loss = log_p - log_q
         self._loss = np.where(np.isnan(loss), 0.0, loss)
