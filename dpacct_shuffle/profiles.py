@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 
 import attr
 import numpy as np
@@ -109,18 +110,12 @@ class ShuffleBound:
     Attributes:
       delta_upper: ``(epsilon, n) -> δ`` upper bound, both directions, non-increasing in ε and n.
       epsilon0: local guarantee of the victim's report; δ = 0 for ε ≥ epsilon0 (``inf`` if none).
-      source: the object this was built from (for equality, hashing and ``repr``).
+      source: the object this was built from (for ``repr`` and descriptions).
     """
 
     delta_upper: Callable[[float, int], float]
     epsilon0: float
     source: object
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ShuffleBound) and self.source == other.source
-
-    def __hash__(self) -> int:
-        return hash(("ShuffleBound", self.source))
 
 
 def _variation_ratio_delta(vr: VariationRatio) -> Callable[[float, int], float]:
@@ -249,14 +244,16 @@ def variation_ratios_of(randomizer: object, name: str = "randomizer") -> tuple[V
 def honest_users(num_users: int, honest_fraction: float) -> int:
     """⌊γ·n⌋ honest users (robust shuffling, SPEC §4): at least the victim itself.
 
+    The product is computed exactly from the binary value of γ, never rounded up by float error
+    (so γ = 0.3, whose binary value is slightly below 3/10, gives ⌊0.3·10⌋ = 2).
+
     Args:
       num_users: n ≥ 1.
       honest_fraction: γ ∈ (0, 1].
     """
     n = check_num_users(num_users, "num_users")
     gamma = check_range("honest_fraction", honest_fraction, 0.0, 1.0, low_open=True)
-    # the tiny slack keeps e.g. 0.3·10 = 2.9999999999999996 from dropping a user
-    return max(1, math.floor(gamma * n * (1.0 + 1e-12)) if gamma < 1.0 else n)
+    return max(1, math.floor(Fraction(gamma) * n))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -416,12 +413,14 @@ def parallel_composite(branches: Sequence[object],
     if len(branches) == 0:
         raise ValueError("branches must not be empty")
     pis = check_probabilities(probabilities, len(branches))
-    p, beta, q = 1.0, 0.0, 1.0
+    p, q, weighted = 1.0, 1.0, []
     for j, branch in enumerate(branches):
         vrs = variation_ratios_of(branch, f"branches[{j}]")
         p = max(p, max(vr.p for vr in vrs))
-        beta += pis[j] * max(vr.beta for vr in vrs)
+        weighted.append(pis[j] * max(vr.beta for vr in vrs))
         q = max(q, max(max(vr.q0, vr.q1) for vr in vrs))
+    # the average, normalised by Σπ (checked to 1e-9) and nudged up against rounding
+    beta = math.fsum(weighted) / math.fsum(pis) * (1.0 + 1e-12)
     beta_max = 1.0 if math.isinf(p) else (p - 1.0) / (p + 1.0)
     return VariationRatio(p, min(beta, beta_max), q)
 

@@ -139,7 +139,9 @@ def test_shuffle_pld_tightness_against_core(eps0: float, n: int) -> None:
 
 def test_honest_fraction_uses_floor() -> None:
     assert profiles.honest_users(1000, 0.5) == 500
-    assert profiles.honest_users(10, 0.3) == 3
+    assert profiles.honest_users(10, 0.25) == 2
+    assert profiles.honest_users(10, 0.3) == 2  # binary 0.3 < 3/10: never rounded up
+    assert profiles.honest_users(10, 1.0) == 10
     assert profiles.honest_users(7, 0.99) == 6
     assert profiles.honest_users(3, 0.1) == 1
     vr = VariationRatio.worst_case(1.0)
@@ -213,7 +215,7 @@ def test_parallel_composite_beta_is_the_mixture_average(eps0s, pis, d) -> None:
     matrices = [oracle.krr_matrix(e, d) for e in eps0s]
     composite = profiles.parallel_composite([krr_vr(e, d) for e in eps0s], pis)
     p, beta, q = brute_force_parameters(mixture_matrix(matrices, list(pis)))
-    assert composite.beta == pytest.approx(beta, rel=1e-12)  # k-RR: every pair has the same TV
+    assert composite.beta == pytest.approx(beta, rel=1e-11)  # k-RR: every pair has the same TV
     assert composite.p >= p * (1 - 1e-12) and composite.q0 >= q * (1 - 1e-12)
     # the overwrite bug (β of the last branch) would differ from the average
     if len(set(eps0s)) > 1:
