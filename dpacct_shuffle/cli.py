@@ -45,6 +45,7 @@ EXIT_OK = 0
 EXIT_RUNTIME = 1
 EXIT_BAD_INPUT = 2
 DISPLAY_DIGITS = 6
+LOWER_BOUND_MAX_USERS = 10**7
 
 # CLI flags that map onto a catalog factory's keyword, tried in this order
 _PARAMETER_ALIASES: dict[str, tuple[str, ...]] = {
@@ -73,7 +74,9 @@ def _round_significant(value: float, digits: int, rounding: str) -> str:
         return "0"
     exact = decimal.Decimal(value)  # the float's exact binary value, no rounding yet
     quantum = decimal.Decimal(1).scaleb(exact.adjusted() - digits + 1)
-    return format(exact.quantize(quantum, rounding=rounding).normalize(), "g")
+    rounded = exact.quantize(quantum, rounding=rounding).normalize()
+    scientific = rounded.adjusted() < -4 or rounded.adjusted() >= digits
+    return format(rounded, "e" if scientific else "f")
 
 
 def format_upper(value: float, digits: int = DISPLAY_DIGITS) -> str:
@@ -452,6 +455,30 @@ def _published_reference(randomizer: Any, users: int, delta: float) -> float | N
     return published_pair(p, beta, q, q1).epsilon(delta, users)
 
 
+def _lower_bound(shuffled: Any, args: argparse.Namespace, compute: Callable[[], float],
+                 payload: dict[str, object], key: str) -> str:
+    """Compute the instance lower bound if wanted and affordable; returns the text to print.
+
+    Skipped with ``--no-lower`` and above ``--lower-max-users`` (its cost grows with n: ~2 s at
+    n = 1e6, ~15 s at 1e7, minutes at 1e8), reported as None/"not available" for entries without
+    an instance.
+    """
+    if args.no_lower:
+        return ""
+    if args.users > args.lower_max_users:
+        payload[key] = None
+        payload["lower_skipped"] = f"n > lower_max_users = {args.lower_max_users}"
+        return (f"skipped for n > {args.lower_max_users} (slow at this n; raise "
+                "--lower-max-users to compute it)")
+    start = time.perf_counter()
+    value = compute() if shuffled.lower_bound is not None else None
+    payload[key] = value
+    payload["seconds_lower"] = time.perf_counter() - start
+    if value is None:
+        return "not available for this entry"
+    return f"{format_lower(value)}   (explicit instance)"
+
+
 def cmd_epsilon(args: argparse.Namespace, out: TextIO) -> int:
     """``epsilon``: certified ε(δ) upper bound, the lower bound and (``--compare``) references."""
     randomizer = randomizer_from_args(args)
@@ -463,13 +490,8 @@ def cmd_epsilon(args: argparse.Namespace, out: TextIO) -> int:
         "command": "epsilon", "randomizer": randomizer.name, "parameters": dict(randomizer.parameters),
         "users": args.users, "delta": args.delta, "epsilon_upper": upper, "seconds_upper": upper_seconds,
     }
-    lower = None
-    if not args.no_lower:
-        start = time.perf_counter()
-        has_lower = shuffled.lower_bound is not None
-        lower = shuffled.epsilon_lower(args.delta) if has_lower else None
-        payload["epsilon_lower"] = lower
-        payload["seconds_lower"] = time.perf_counter() - start
+    lower_text = _lower_bound(shuffled, args, lambda: shuffled.epsilon_lower(args.delta), payload,
+                              "epsilon_lower")
     fmt_value = published = None
     if args.compare:
         fmt_value, fmt_reason = _fmt_reference(randomizer, args.users, args.delta)
@@ -483,11 +505,8 @@ def cmd_epsilon(args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_OK
     out.write(f"{_describe(randomizer)}, n = {args.users}, delta = {args.delta:g}\n")
     out.write(f"epsilon upper bound: {format_upper(upper)}   ({upper_seconds:.2f} s)\n")
-    if not args.no_lower:
-        if lower is None:
-            out.write("epsilon lower bound: not available for this entry\n")
-        else:
-            out.write(f"epsilon lower bound: {format_lower(lower)}   (explicit instance)\n")
+    if lower_text:
+        out.write(f"epsilon lower bound: {lower_text}\n")
     if args.compare:
         out.write("FMT closed form (any eps0-LDP randomizer): "
                   + (format_upper(fmt_value) if fmt_value is not None else "n/a") + "\n")
@@ -507,20 +526,15 @@ def cmd_delta(args: argparse.Namespace, out: TextIO) -> int:
         "command": "delta", "randomizer": randomizer.name, "parameters": dict(randomizer.parameters),
         "users": args.users, "epsilon": args.epsilon, "delta_upper": upper, "seconds_upper": seconds,
     }
-    lower = None
-    if not args.no_lower:
-        has_lower = shuffled.lower_bound is not None
-        lower = shuffled.delta_lower(args.epsilon) if has_lower else None
-        payload["delta_lower"] = lower
+    lower_text = _lower_bound(shuffled, args, lambda: shuffled.delta_lower(args.epsilon), payload,
+                              "delta_lower")
     if args.json:
         _emit_json(payload, out)
         return EXIT_OK
     out.write(f"{_describe(randomizer)}, n = {args.users}, epsilon = {args.epsilon:g}\n")
     out.write(f"delta upper bound: {format_upper(upper)}   ({seconds:.2f} s)\n")
-    if not args.no_lower:
-        out.write("delta lower bound: "
-                  + ("not available for this entry" if lower is None else
-                     f"{format_lower(lower)}   (explicit instance)") + "\n")
+    if lower_text:
+        out.write(f"delta lower bound: {lower_text}\n")
     return EXIT_OK
 
 
@@ -910,6 +924,13 @@ def _add_randomizer_options(parser: argparse.ArgumentParser, *, multiple: bool =
                        help="any other parameter of the catalog entry (repeatable)")
 
 
+def _add_lower_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-lower", action="store_true", help="skip the lower bound")
+    parser.add_argument("--lower-max-users", type=parse_users, default=LOWER_BOUND_MAX_USERS,
+                        metavar="N", help="compute the lower bound only for n <= N (default 1e7; "
+                        "it takes ~2 s at n = 1e6, ~15 s at 1e7, minutes at 1e8)")
+
+
 def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object (unrounded floats)")
 
@@ -935,7 +956,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_randomizer_options(p)
     p.add_argument("--users", "-n", type=parse_users, required=True, metavar="N", help="number of users (1e6 ok)")
     p.add_argument("--delta", type=parse_real, required=True, help="target delta in (0, 1)")
-    p.add_argument("--no-lower", action="store_true", help="skip the lower bound")
+    _add_lower_options(p)
     p.add_argument("--compare", action="store_true",
                    help="also print the FMT closed form and the published pair (labelled)")
     _add_common(p)
@@ -948,7 +969,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_randomizer_options(p)
     p.add_argument("--users", "-n", type=parse_users, required=True, metavar="N")
     p.add_argument("--epsilon", type=parse_real, required=True, help="epsilon >= 0")
-    p.add_argument("--no-lower", action="store_true", help="skip the lower bound")
+    _add_lower_options(p)
     _add_common(p)
     p.set_defaults(handler=cmd_delta)
 

@@ -84,6 +84,14 @@ def test_delta_json_equals_library() -> None:
     assert 0.0 < result["delta_lower"] <= result["delta_upper"]
 
 
+def test_lower_bound_skipped_above_lower_max_users() -> None:
+    result = run_json("delta", *KRR, "--users", "2000", "--epsilon", "0.1", "--lower-max-users", "1000")
+    assert result["delta_lower"] is None and "lower_max_users" in result["lower_skipped"]
+    assert result["delta_upper"] == randomizers.krr(2.0, 100).shuffled(2000).delta(0.1)
+    code, out, _ = run("epsilon", *KRR, "--users", "2000", "--delta", "1e-6", "--lower-max-users", "1e3")
+    assert code == 0 and "epsilon lower bound: skipped for n > 1000" in out
+
+
 def test_entry_without_lower_bound_reports_none() -> None:
     result = run_json("epsilon", "--randomizer", "balls_into_bins", "--param", "num_bins=10",
                       "--param", "num_special=2", "--users", "1e3", "--delta", "1e-6")
