@@ -641,32 +641,47 @@ def pld_from_profile(profile: PrivacyProfile,
 # ---------------------------------------------------------------------------------------------
 
 
-def randomized_response_rdp(epsilon0: float, orders: NDArray[np.float64]) -> NDArray[np.float64]:
-    """D_a of binary randomized response with parameter ε0 (both directions are equal).
+def randomized_response_rdp(epsilon0: float, orders: Sequence[float]) -> NDArray[np.float64]:
+    """D_a of binary randomized response with parameter ε0 (both directions are equal), a ≥ 1.
 
-    D_a = ln(π^a (1−π)^{1−a} + (1−π)^a π^{1−a})/(a − 1), π = e^ε0/(1 + e^ε0).
+    D_a = ln(π^a (1−π)^{1−a} + (1−π)^a π^{1−a})/(a − 1), π = e^ε0/(1 + e^ε0); at a = 1 the
+    KL divergence (2π − 1)·ε0 = ε0·tanh(ε0/2); at a = ∞, ε0.
     """
-    orders = np.asarray(orders, dtype=np.float64)
+    a = _check_orders(orders)
     if math.isinf(epsilon0):
-        return np.full_like(orders, np.inf)
+        return np.full_like(a, np.inf)
     if epsilon0 == 0.0:
-        return np.zeros_like(orders)
+        return np.zeros_like(a)
     log_pi = -np.logaddexp(0.0, -epsilon0)
     log_rest = -np.logaddexp(0.0, epsilon0)
-    terms = np.logaddexp(orders * log_pi + (1 - orders) * log_rest,
-                         orders * log_rest + (1 - orders) * log_pi)
-    return np.where(np.isinf(orders), epsilon0, terms / (orders - 1.0))
+    finite = np.isfinite(a) & (a > 1.0)
+    af = a[finite]
+    result = np.full_like(a, epsilon0)  # a = ∞
+    result[a == 1.0] = epsilon0 * math.tanh(epsilon0 / 2.0)
+    result[finite] = np.logaddexp(af * log_pi + (1 - af) * log_rest,
+                                  af * log_rest + (1 - af) * log_pi) / (af - 1.0)
+    return result
+
+
+def _check_orders(orders: Sequence[float]) -> NDArray[np.float64]:
+    a = np.atleast_1d(np.asarray(orders, dtype=np.float64))
+    if a.ndim != 1 or np.any(~(a >= 1.0)):
+        raise ValueError(f"orders must all be >= 1 (Rényi orders), got {orders!r}")
+    return a
 
 
 def rdp_from_grid(grid: ProfileGrid, orders: Sequence[float],
                   epsilon_cap: float) -> NDArray[np.float64]:
-    """Upper bound on D_a (both directions) at each order a > 1 (see the module docstring)."""
-    a = np.asarray(orders, dtype=np.float64)
-    if np.any(~(a > 1.0)):
-        raise ValueError(f"orders must all be > 1, got {orders!r}")
-    pure = randomized_response_rdp(epsilon_cap, a)
-    if not grid.capped:
+    """Upper bound on D_a (both directions) at each order a ≥ 1 (see the module docstring).
+
+    Orders a = 1 and a = ∞ use the randomized-response bound only.
+    """
+    all_orders = _check_orders(orders)
+    pure = randomized_response_rdp(epsilon_cap, all_orders)
+    integrable = np.isfinite(all_orders) & (all_orders > 1.0)
+    if not grid.capped or not np.any(integrable):
         return pure
+    a = all_orders[integrable]
     # chord in g = e^ε between grid points, sampled at sub-points: upper bounds on H at each point
     eps = grid.rounded_epsilons * grid.discretization
     g = np.exp(eps)
@@ -688,13 +703,15 @@ def rdp_from_grid(grid: ProfileGrid, orders: Sequence[float],
         np.concatenate([log_w_forward + log_h[None, :], log_w_reverse + log_h[None, :]], axis=1),
         axis=1) + np.log(order[:, 0]) + np.log(order[:, 0] - 1.0)
     profile_bound = np.logaddexp(0.0, log_sum) / (a - 1.0)
-    return np.minimum(profile_bound, pure)
+    result = pure.copy()
+    result[integrable] = np.minimum(profile_bound, pure[integrable])
+    return result
 
 
 def rdp_from_profile(profile: PrivacyProfile, orders: Sequence[float],
                      value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION,
                      **grid_options: float) -> NDArray[np.float64]:
-    """Upper bound on the Rényi divergence (both directions) at ``orders`` (all > 1)."""
+    """Upper bound on the Rényi divergence (both directions) at ``orders`` (all ≥ 1)."""
     grid = profile_grid(profile, value_discretization_interval, **grid_options)
     return rdp_from_grid(grid, orders, profile.epsilon_cap)
 

@@ -179,10 +179,16 @@ def test_rdp_capped_by_randomized_response_and_matches_it_without_amplification(
         assert value == pytest.approx(renyi(p, p[::-1], order), rel=1e-10)
 
 
-def test_rdp_rejects_bad_orders() -> None:
-    profile, _, _ = pair_profile(1.0, 10)
+def test_rdp_rejects_bad_orders_and_handles_kl_and_infinity() -> None:
+    profile, law0, law1 = pair_profile(1.0, 10)
     with pytest.raises(ValueError, match="orders"):
-        profiles.rdp_from_profile(profile, [1.0, 2.0])
+        profiles.rdp_from_profile(profile, [0.5, 2.0])
+    kl, top = profiles.rdp_from_profile(profile, [1.0, math.inf])
+    mask = law0 > 0
+    exact_kl = max(float(np.sum(law0[mask] * np.log(law0[mask] / law1[mask]))),
+                   float(np.sum(law1[mask] * np.log(law1[mask] / law0[mask]))))
+    assert exact_kl <= kl == pytest.approx(math.tanh(0.5))
+    assert top == 1.0
 
 
 # ---------------------------------------------------------------------------------------------
