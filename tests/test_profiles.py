@@ -122,7 +122,7 @@ def test_grid_values_are_upper_bounds_and_non_increasing() -> None:
         assert value >= profiles.randomized_response_delta(1.0, k * grid.discretization) - 1e-15
 
 
-@pytest.mark.parametrize("eps0,n", [(1.0, 100), (2.0, 300), (3.0, 200)])
+@pytest.mark.parametrize("eps0,n", [(1.0, 100), (2.0, 300), (3.0, 200), (2.0, 10_000), (4.0, 100_000)])
 def test_shuffle_pld_tightness_against_core(eps0: float, n: int) -> None:
     """One ShuffleEvent: ε from the PLD is >= the core's ε and within 1 % of it.
 
