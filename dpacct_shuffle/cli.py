@@ -231,7 +231,10 @@ def _resolve_keywords(name: str, factory: Callable[..., Any], params: Mapping[st
 def split_spec(spec: str) -> tuple[str, dict[str, object]]:
     """``"krr:domain_size=10,epsilon0=1"`` -> (``"krr"``, {...}); a bare name has no parameters."""
     name, _, rest = spec.partition(":")
-    params = dict(parse_param(item) for item in rest.split(",") if item.strip())
+    try:
+        params = dict(parse_param(item) for item in rest.split(",") if item.strip())
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"randomizer {spec!r}: {exc} (form NAME:key=value,...)") from None
     return name.strip(), params
 
 
@@ -817,10 +820,8 @@ def cmd_plot(args: argparse.Namespace, out: TextIO) -> int:
     start = time.perf_counter()
     try:
         if args.x == "users":
-            if args.epsilon0 is None:
-                raise UsageError("plot --x users needs --epsilon0")
-            entries = {name: build_randomizer(name, {**params, "epsilon0": args.epsilon0},
-                                              lenient=True) for name in names}
+            shared = params if args.epsilon0 is None else {**params, "epsilon0": args.epsilon0}
+            entries = {name: build_randomizer(name, shared, lenient=True) for name in names}
             curves = plots.epsilon_vs_users(entries, args.users_list, args.delta,
                                             lower=not args.no_lower, fmt=not args.no_fmt,
                                             progress=progress)
@@ -833,8 +834,11 @@ def cmd_plot(args: argparse.Namespace, out: TextIO) -> int:
                                                progress=progress)
     finally:
         progress.close()
-    title = args.title or (f"shuffle model, delta = {args.delta:g}, "
-                           + (f"eps0 = {args.epsilon0:g}" if args.x == "users" else f"n = {args.users}"))
+    if args.x == "epsilon0":
+        setting = f", n = {args.users}"
+    else:
+        setting = "" if args.epsilon0 is None else f", eps0 = {args.epsilon0:g}"
+    title = args.title or f"shuffle model, delta = {args.delta:g}{setting}"
     path = plots.draw_curves(curves, args.output, title=title)
     payload = {"command": "plot", "output": str(path), "seconds": time.perf_counter() - start,
                "curves": [curve.as_dict() for curve in curves]}

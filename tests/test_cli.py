@@ -224,6 +224,8 @@ def test_account_dpsgd_step_matches_dp_accounting(tmp_path: Path) -> None:
     ("delta", *KRR, "--users", "100", "--epsilon", "nan"),
     ("calibrate", "--randomizer", "krr", "--domain", "10", "--target-epsilon", "0.5", "--delta", "1e-6"),
     ("no-such-command",),
+    ("plot", "--randomizer", "krr:domain_size", "--epsilon0", "1", "--output", "x.png"),
+    ("plot", "--randomizer", "krr", "--epsilon0", "1", "--output", "x.txt"),
 ])
 def test_bad_input_exits_2_with_one_line(argv: tuple[str, ...]) -> None:
     code, out, err = run(*argv)
