@@ -378,3 +378,25 @@ def test_poisson_sampled_shuffle_is_amplified() -> None:
     rdp = ShuffleRdpAccountant().compose(
         dp_event.PoissonSampledDpEvent(0.05, ShuffleEvent(vr, population)), 10)
     assert rdp.get_epsilon(delta) >= 0.99 * sampled.get_epsilon(delta)
+
+
+def test_ldp_sequential_with_deltas_is_the_leaky_rr_composition() -> None:
+    """Two (ε_i, δ_i)-LDP reports: with probability (1−δ1)(1−δ2) both behave as binary RR."""
+    (e1, d1), (e2, d2) = (1.0, 1e-3), (0.5, 2e-4)
+    accountant = ShufflePLDAccountant().compose(LDPCompositionEvent([e1, e2], deltas=[d1, d2]))
+    pi1, pi2 = (1 / (1 + math.exp(-e)) for e in (e1, e2))
+    losses = np.array([e1 + e2, e1 - e2, -e1 + e2, -e1 - e2])
+    probs = np.array([pi1 * pi2, pi1 * (1 - pi2), (1 - pi1) * pi2, (1 - pi1) * (1 - pi2)])
+    for eps in (0.0, 0.3, 0.6, 1.2, 1.6):
+        rr = float(np.sum(probs * np.maximum(0.0, 1.0 - np.exp(eps - losses))))
+        exact = 1 - (1 - d1) * (1 - d2) + (1 - d1) * (1 - d2) * rr
+        assert accountant.get_delta(eps) == pytest.approx(exact, rel=1e-9, abs=1e-15)
+    assert ShuffleRdpAccountant().supports(LDPCompositionEvent([e1, e2], deltas=[d1, d2])) is False
+
+
+def test_ldp_sequential_rdp_equals_parent_randomized_response() -> None:
+    ours = ShuffleRdpAccountant().compose(LDPCompositionEvent([1.0, 0.3]))
+    parent = rdp_privacy_accountant.RdpAccountant(neighboring_relation=NR.REPLACE_ONE)
+    for eps in (1.0, 0.3):
+        parent.compose(dp_event.RandomizedResponseDpEvent(2 / (1 + math.exp(eps)), 2))
+    np.testing.assert_allclose(ours.rdp, parent.rdp, rtol=1e-10)
