@@ -303,3 +303,29 @@ def test_progress_writes_to_its_stream_only_when_enabled() -> None:
     quiet = Progress("sweep", 4, stream=silent, enabled=False, after=0.0)
     quiet.advance(4)
     assert silent.getvalue() == ""
+
+
+# -- benchmarks/compare.py (smoke test at small n: the structure of its claims) ------------------
+def test_compare_benchmark_rows_are_consistent() -> None:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "compare.py"
+    spec = importlib.util.spec_from_file_location("compare_benchmark", path)
+    compare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compare)
+    rows = compare.single_message([1.0], [2000], 1e-6, lower_max_users=0, log=lambda _: None)
+    assert {row["randomizer"] for row in rows} == set(compare.SINGLE_MESSAGE)
+    worst = randomizers.worst_case_ldp(1.0).shuffled(2000).epsilon(1e-6)
+    for row in rows:
+        assert row["fmt_numerical_clone"] == worst
+        # beta <= worst-case beta: a randomizer-specific bound never exceeds the generic one
+        assert row["ours_upper"] <= worst and row["saving_vs_fmt_numerical"] >= 0.0
+        assert row["saving_vs_fmt_numerical"] == 1.0 - row["ours_upper"] / worst
+    parallel = compare.parallel_composition(2.0, 10, [1, 4], 4000, 1e-6, log=lambda _: None)
+    assert parallel[0]["ours_composite_all_users"] == parallel[1]["ours_composite_all_users"]
+    assert parallel[1]["users_per_query"] == 1000
+    assert parallel[1]["fmt_numerical_per_query_group"] == (
+        randomizers.worst_case_ldp(2.0).shuffled(1000).epsilon(1e-6))
+    assert "| k queries |" in compare.report({"delta": 1e-6, "single_message": [],
+                                              "parallel": parallel, "multi_message": [],
+                                              "reference": []})
