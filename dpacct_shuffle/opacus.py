@@ -32,6 +32,7 @@ Importing this module requires Opacus (``pip install 'dpacct-shuffle[opacus]'``)
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import warnings
@@ -51,6 +52,7 @@ except ImportError as error:  # pragma: no cover - exercised only without opacus
 from dp_accounting import dp_event
 from dp_accounting import mechanism_calibration
 from dp_accounting import privacy_accountant
+from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
 from dpacct_shuffle.accountants import ShufflePLDAccountant
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_range
@@ -107,6 +109,41 @@ def _history_entry(entry: object, index: int) -> HistoryEntry:
     sigma, rate, steps = entry
     dp_sgd_event(sigma, rate)  # validates both
     return float(sigma), float(rate), _count(steps, f"history[{index}] num_steps")
+
+
+@functools.lru_cache(maxsize=64)
+def _dp_sgd_step_pld(noise_multiplier: float, sample_rate: float, relation: NeighborRel,
+                     value_discretization_interval: float) -> pld_lib.PrivacyLossDistribution:
+    """PLD of one DP-SGD step, built with exactly the arguments dp-accounting's ``PLDAccountant``
+    uses for ``PoissonSampledDpEvent(q, GaussianDpEvent(σ))`` (cached: building it is the costly
+    part of ``get_epsilon``, and Opacus asks for ε after every few steps)."""
+    return pld_lib.from_gaussian_mechanism(
+        standard_deviation=noise_multiplier,
+        value_discretization_interval=value_discretization_interval,
+        sampling_prob=sample_rate,
+        neighboring_relation=relation)
+
+
+class _StepCachingPLDAccountant(ShufflePLDAccountant):
+    """:class:`ShufflePLDAccountant` that reuses the one-step PLD of DP-SGD steps.
+
+    Composes ``_dp_sgd_step_pld(...).self_compose(count)`` into ``_pld`` exactly as the parent
+    ``PLDAccountant._maybe_compose`` does with a freshly built PLD, so the results are identical
+    (tests compare with ``dp_accounting.pld.PLDAccountant``). Edge cases (σ = 0, q = 0) go to the
+    parent.
+    """
+
+    def _maybe_compose(self, event: dp_event.DpEvent, count: int,
+                       do_compose: bool) -> Optional[Any]:
+        if (do_compose and isinstance(event, dp_event.PoissonSampledDpEvent)
+                and isinstance(event.event, dp_event.GaussianDpEvent)
+                and event.sampling_probability > 0 and event.event.noise_multiplier > 0):
+            step = _dp_sgd_step_pld(float(event.event.noise_multiplier),
+                                    float(event.sampling_probability), self.neighboring_relation,
+                                    self._value_discretization_interval)
+            self._pld = self._pld.compose(step.self_compose(count))
+            return None
+        return super()._maybe_compose(event, count, do_compose)
 
 
 class ShuffleAccountant(IAccountant):
@@ -206,7 +243,8 @@ class ShuffleAccountant(IAccountant):
 
     # -- results ---------------------------------------------------------------------------------
     def _fresh_pld_accountant(self) -> ShufflePLDAccountant:
-        return ShufflePLDAccountant(self._neighboring_relation, self._value_discretization_interval)
+        return _StepCachingPLDAccountant(self._neighboring_relation,
+                                         self._value_discretization_interval)
 
     def ledger_events(self) -> list[tuple[dp_event.DpEvent, int]]:
         """Everything accounted, as ``(DpEvent, count)``: the DP-SGD steps first, then the rest."""

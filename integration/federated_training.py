@@ -13,8 +13,9 @@ Setup (all real: torch + Opacus on CPU, the accountant is dp-accounting's PLD un
        the randomizer's own matrix) per record of its label to a shuffler. The shuffler pools the
        reports of all sampled clients and releases only the multiset, i.e. the label histogram; the
        server debiases it into a label-distribution estimate.
-* One :class:`~dpacct_shuffle.opacus.ShuffleAccountant` tracks both, and a round is run only if
-  the projected ε after it stays within the target (ε, δ); otherwise the loop stops.
+* One :class:`~dpacct_shuffle.opacus.ShuffleAccountant` tracks both. A round's cost is charged
+  before anything of it is released; if ε would then exceed the target (ε, δ) the charge is rolled
+  back (``load_state_dict`` of the state saved before) and the loop stops.
 
 Privacy unit and accounting (record-level, **replace-one**: one record's features and label
 replaced; every ε printed is an upper bound for that relation):
@@ -220,14 +221,15 @@ def run(config: Config, out: TextIO | None = None) -> FederatedResult:
         steps = max(c.steps_per_round for c in sampled)
         rate = max(c.sample_rate for c in sampled)
 
-        projected = ShuffleAccountant()
-        projected.load_state_dict(accountant.state_dict())
-        round_cost(projected, randomizer, steps, rate, config.noise_multiplier, accounted)
-        projected_epsilon = projected.get_epsilon(config.delta)
-        if projected_epsilon > config.target_epsilon:
-            result.stop_reason = (f"round {round_index} would reach epsilon {projected_epsilon:.4f} "
+        # reserve the round's budget before anything is released; roll back if it does not fit
+        before_round = accountant.state_dict()
+        round_cost(accountant, randomizer, steps, rate, config.noise_multiplier, accounted)
+        epsilon = accountant.get_epsilon(config.delta)
+        if epsilon > config.target_epsilon:
+            accountant.load_state_dict(before_round)
+            result.stop_reason = (f"round {round_index} would reach epsilon {epsilon:.4f} "
                                   f"> target {config.target_epsilon}")
-            result.next_round_epsilon = projected_epsilon
+            result.next_round_epsilon = epsilon
             break
 
         global_state = global_model.state_dict()
@@ -248,10 +250,8 @@ def run(config: Config, out: TextIO | None = None) -> FederatedResult:
                             minlength=config.classes) / reports
         histogram_l1 = float(np.abs(debiased_frequencies(histogram, config.epsilon0) - truth).sum())
 
-        round_cost(accountant, randomizer, steps, rate, config.noise_multiplier, accounted)
         for _ in range(steps):
             dp_sgd_only.step(noise_multiplier=config.noise_multiplier, sample_rate=rate)
-        epsilon = accountant.get_epsilon(config.delta)
         with torch.no_grad():
             accuracy = (global_model(test_features).argmax(dim=1) == test_labels).float().mean().item()
         row = RoundRow(round_index, len(sampled), reports, accounted, steps, rate,
