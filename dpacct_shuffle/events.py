@@ -75,6 +75,8 @@ def _honest_fraction(value: object) -> float:
 
 
 def _randomizer(value: object) -> object:
+    if isinstance(value, list):  # keep events hashable: sequences become tuples
+        value = tuple(value)
     as_shuffle_bound(value)  # raises TypeError for anything that certifies no bound
     return value
 

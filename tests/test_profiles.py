@@ -12,6 +12,8 @@ import math
 import numpy as np
 import pytest
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import special, stats
 
 from dpacct_shuffle import VariationRatio
@@ -78,6 +80,21 @@ def test_pld_epsilon_close_to_exact_pair(eps0: float, n: int) -> None:
         reference = max(e.get_epsilon_for_delta(delta) for e in exact)
         # both are pessimistic discretisations of the same curve: within a few grid steps
         assert abs(ours - reference) <= 5e-4 + 2e-3 * reference, (delta, ours, reference)
+
+
+@settings(max_examples=max(5, settings.default.max_examples // 3))
+@given(eps_a=st.floats(0.2, 4.0), n_a=st.integers(2, 60), eps_b=st.floats(0.2, 4.0),
+       n_b=st.integers(2, 60), epsilon=st.floats(-1.0, 8.0))
+def test_composed_plds_dominate_the_exact_product_pair(eps_a, n_a, eps_b, n_b, epsilon) -> None:
+    """Composition soundness: our PLDs composed by dp-accounting dominate the exact composition
+    (product laws) in both directions — this needs dominance at negative losses too."""
+    (profile_a, a0, a1), (profile_b, b0, b1) = pair_profile(eps_a, n_a), pair_profile(eps_b, n_b)
+    composed = profiles.pld_from_profile(profile_a).compose(profiles.pld_from_profile(profile_b))
+    p, q = np.outer(a0, b0).ravel(), np.outer(a1, b1).ravel()
+    mixed_p, mixed_q = np.outer(a0, b1).ravel(), np.outer(a1, b0).ravel()
+    exact = max(hockey_stick(p, q, epsilon), hockey_stick(q, p, epsilon),
+                hockey_stick(mixed_p, mixed_q, epsilon), hockey_stick(mixed_q, mixed_p, epsilon))
+    assert composed.get_delta_for_epsilon(epsilon) >= exact - 1e-13
 
 
 def test_connect_the_dots_points_are_a_valid_convex_curve() -> None:
