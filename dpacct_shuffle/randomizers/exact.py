@@ -33,8 +33,8 @@ configurations and the ``NEAR_END_CONFIGURATIONS`` values of m nearest to them a
 labelled a lower bound (``is_exact`` is False).
 
 Numerics (every reported value stays below the exact value of its instance). Binomial log-pmfs use
-a table of log-factorials (``scipy.special.gammaln``) whose absolute error is a few ulp of
-ln((n − 1)!), i.e. a relative error η of each probability; binomial tails come from
+``scipy.special.gammaln``, whose absolute error is a few ulp of ln((n − 1)!), i.e. a relative error
+η of each probability; binomial tails come from
 ``scipy.special.bdtr``/``bdtrc`` (relative error covered by ``TrinomialInstance.TAIL_REL_ERROR``).
 Every summed set S contributes Σ_S(P − e^ε·Q) − η·Σ_S(P + e^ε·Q). The hockey-stick divergence is a
 supremum over sets, so a set that is not exactly the positive part (a rounding-level error in a
@@ -62,28 +62,26 @@ _BISECTION_STEPS = 80
 _EPS_SEARCH_CAP = 700.0  # e^700 is still a finite double
 
 
-@functools.lru_cache(maxsize=4)
-def _log_factorials(n: int) -> np.ndarray:
-    """ln k! for k = 0..n (``gammaln(k + 1)``)."""
-    return gammaln(np.arange(n + 1, dtype=float) + 1.0)
-
-
 def _log_rel_error(n: int) -> float:
-    """Bound on the relative error of a probability built from the log-factorial table up to n."""
-    top = float(_log_factorials(max(n, 1))[-1]) + 1.0
+    """Bound on the relative error of a binomial probability computed from ``gammaln`` terms.
+
+    Each ln k! (k ≤ n) is accurate to a few ulp of ln n!; a log-pmf adds three of them and two
+    ``xlogy`` terms, so 64 ulp of ln n! (plus a floor) bounds its absolute error, i.e. the
+    relative error of the probability.
+    """
+    top = float(gammaln(max(n, 1) + 1.0)) + 1.0
     return 64.0 * math.ulp(top) + 1e-13
 
 
 def binomial_logpmf(k: np.ndarray, n: int | np.ndarray, p: float) -> np.ndarray:
-    """ln P[Bin(n, p) = k] (−inf outside 0 ≤ k ≤ n), vectorised via the log-factorial table."""
+    """ln P[Bin(n, p) = k] (−inf outside 0 ≤ k ≤ n), vectorised (``scipy.special.gammaln``)."""
     k_arr = np.asarray(k, dtype=np.int64)
     n_arr = np.broadcast_to(np.asarray(n, dtype=np.int64), k_arr.shape)
-    top = int(n_arr.max()) if n_arr.size else 0
-    table = _log_factorials(max(top, 1))
     valid = (k_arr >= 0) & (k_arr <= n_arr)
-    kk = np.where(valid, k_arr, 0)
-    nn = np.where(valid, n_arr, 0)
-    out = table[nn] - table[kk] - table[nn - kk] + xlogy(kk, p) + xlog1py(nn - kk, -p)
+    kk = np.where(valid, k_arr, 0).astype(float)
+    nn = np.where(valid, n_arr, 0).astype(float)
+    out = (gammaln(nn + 1.0) - gammaln(kk + 1.0) - gammaln(nn - kk + 1.0)
+           + xlogy(kk, p) + xlog1py(nn - kk, -p))
     return np.where(valid, out, -np.inf)
 
 
@@ -248,7 +246,7 @@ class TrinomialInstance:
     the sets {H0 ≥ t_C} gives a valid lower bound (the hockey-stick divergence is the supremum over
     sets), so an inexact t_C or monotonicity direction only costs tightness, never validity. Each row
     contributes max(0, A0 − e^ε·A1 − η·(A0 + e^ε·A1)) with η = ``TAIL_REL_ERROR`` covering the
-    relative error of the special functions plus that of the log-factorial table (for w).
+    relative error of the special functions plus that of the gammaln-based log-pmf (for w).
     """
 
     TAIL_REL_ERROR = 1e-10
