@@ -184,6 +184,15 @@ def test_rdp_from_profile_bounds_exact_renyi(eps0: float, n: int) -> None:
         assert value <= max(1.25 * exact, exact + 1e-3), (order, value, exact)
 
 
+@settings(max_examples=max(5, settings.default.max_examples // 3))
+@given(eps0=st.floats(0.1, 5.0), n=st.integers(2, 400), order=st.floats(1.01, 300.0))
+def test_rdp_bound_is_sound_on_random_pairs(eps0: float, n: int, order: float) -> None:
+    profile, law0, law1 = pair_profile(eps0, n)
+    bound = profiles.rdp_from_profile(profile, [order])[0]
+    exact = max(renyi(law0, law1, order), renyi(law1, law0, order))
+    assert bound >= exact - 1e-12
+
+
 def test_rdp_capped_by_randomized_response_and_matches_it_without_amplification() -> None:
     pure = profiles.PrivacyProfile(lambda eps: profiles.randomized_response_delta(1.5, eps), 1.5)
     ours = profiles.rdp_from_profile(pure, ORDERS)
