@@ -111,7 +111,7 @@ def _history_entry(entry: object, index: int) -> HistoryEntry:
     return float(sigma), float(rate), _count(steps, f"history[{index}] num_steps")
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=16)
 def _dp_sgd_step_pld(noise_multiplier: float, sample_rate: float, relation: NeighborRel,
                      value_discretization_interval: float) -> pld_lib.PrivacyLossDistribution:
     """PLD of one DP-SGD step, built with exactly the arguments dp-accounting's ``PLDAccountant``

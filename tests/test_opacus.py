@@ -59,6 +59,16 @@ def test_registration_is_idempotent() -> None:
     assert type(create_accountant("shuffle")) is ShuffleAccountant
 
 
+def test_clear_import_error_without_opacus(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+    import sys
+
+    monkeypatch.delitem(sys.modules, "dpacct_shuffle.opacus")
+    monkeypatch.setitem(sys.modules, "opacus.accountants", None)  # makes the import fail
+    with pytest.raises(ImportError, match=r"dpacct_shuffle.opacus needs Opacus.*pip install"):
+        importlib.import_module("dpacct_shuffle.opacus")
+
+
 # -- DP-SGD steps -------------------------------------------------------------------------------
 
 
