@@ -623,8 +623,8 @@ def cmd_params(args: argparse.Namespace, out: TextIO) -> int:
             out.write(f"  {key:14s} {value!r}\n")
     if cover and (len(cover) > 1 or summary is None
                   or cover[0] != variation_ratio_parameters(summary)):
-        out.write(f"cover ({len(cover)} candidate(s); the bound takes the max over pair classes, "
-                  "min over candidates):\n")
+        out.write(f"cover: {len(cover)} parameter set(s) for classes of victim pairs (the shuffled "
+                  "bound is the max over classes, the min over one class's candidates):\n")
         for entry in cover:
             out.write("  " + ", ".join(f"{k}={entry[k]:.6g}" for k in
                                        ("p", "beta", "q0", "q1", "r0", "r1", "neutral_share")) + "\n")
