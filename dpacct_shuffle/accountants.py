@@ -45,8 +45,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
-from typing import Optional
+from collections.abc import Callable, Sequence
+from typing import Any, Optional, TypeVar
 
 import numpy as np
 from dp_accounting import dp_event
@@ -115,12 +115,15 @@ def _is_sampled_shuffle(event: dp_event.DpEvent) -> bool:
             and isinstance(event.event, _SHUFFLE_EVENTS))
 
 
-def _cached(function):  # type: ignore[no-untyped-def]
+_Result = TypeVar("_Result")
+
+
+def _cached(function: Callable[..., _Result]) -> Callable[..., _Result]:
     """lru_cache that falls back to a plain call for unhashable events (e.g. mutable randomizers)."""
     cached = functools.lru_cache(maxsize=256)(function)
 
     @functools.wraps(function)
-    def wrapper(*args):  # type: ignore[no-untyped-def]
+    def wrapper(*args: Any) -> _Result:
         try:
             hash(args)
         except TypeError:
