@@ -178,8 +178,22 @@ class ShuffleAccountant(IAccountant):
     # -- configuration ---------------------------------------------------------------------------
     @property
     def neighboring_relation(self) -> NeighborRel:
-        """The relation every reported ε refers to (fixed at construction)."""
+        """The relation every reported ε refers to.
+
+        Assignable (e.g. ``engine.accountant.neighboring_relation = "add_or_remove_one"`` after
+        ``PrivacyEngine(accountant="shuffle")``) only while every event added so far is supported
+        under the new relation: once a shuffle or local-report event is in, the relation stays
+        replace-one (ValueError).
+        """
         return self._neighboring_relation
+
+    @neighboring_relation.setter
+    def neighboring_relation(self, value: RelationLike) -> None:
+        relation = _relation(value)
+        for event, _ in self.events:
+            self._check_supported(event, relation)
+        self._neighboring_relation = relation
+        self._cache = None
 
     @property
     def value_discretization_interval(self) -> float:
@@ -229,17 +243,20 @@ class ShuffleAccountant(IAccountant):
         else:
             self.events.append((event, times))
 
-    def _check_supported(self, event: dp_event.DpEvent) -> None:
-        if self._fresh_pld_accountant().supports(event):
+    def _check_supported(self, event: dp_event.DpEvent,
+                         relation: Optional[NeighborRel] = None) -> None:
+        """ValueError unless ``event`` is supported under ``relation`` (default: the current one)."""
+        relation = self._neighboring_relation if relation is None else relation
+        if _StepCachingPLDAccountant(relation, self._value_discretization_interval).supports(event):
             return
-        if (self._neighboring_relation is not NeighborRel.REPLACE_ONE
+        if (relation is not NeighborRel.REPLACE_ONE
                 and ShufflePLDAccountant(NeighborRel.REPLACE_ONE).supports(event)):
             raise ValueError(
-                f"{type(event).__name__} has a guarantee only for replace-one neighbours, but this "
-                f"ShuffleAccountant uses neighboring_relation={self._neighboring_relation.name}; "
-                "construct ShuffleAccountant(neighboring_relation='replace_one') to account it")
+                f"{type(event).__name__} has a guarantee only for replace-one neighbours, so it "
+                f"cannot be accounted under neighboring_relation={relation.name}; use "
+                "ShuffleAccountant(neighboring_relation='replace_one')")
         raise ValueError(f"event {event!r} is not supported by ShufflePLDAccountant under "
-                         f"neighboring_relation={self._neighboring_relation.name}")
+                         f"neighboring_relation={relation.name}")
 
     # -- results ---------------------------------------------------------------------------------
     def _fresh_pld_accountant(self) -> ShufflePLDAccountant:

@@ -156,6 +156,25 @@ def test_add_remove_refuses_replace_one_only_events() -> None:
     assert accountant.events == [] and len(accountant) == 3
 
 
+def test_relation_switch_only_while_no_replace_one_only_event() -> None:
+    accountant = ShuffleAccountant()  # as created by PrivacyEngine(accountant="shuffle")
+    _dp_sgd(accountant, 5)
+    accountant.neighboring_relation = "add_or_remove_one"
+    reference = PLDAccountant(ADD_REMOVE)
+    reference.compose(dp_event.PoissonSampledDpEvent(RATE, dp_event.GaussianDpEvent(SIGMA)), 5)
+    assert accountant.get_epsilon(DELTA) == reference.get_epsilon(DELTA)
+    accountant.neighboring_relation = REPLACE
+    accountant.step_shuffle(KRR, USERS)
+    with pytest.raises(ValueError, match="replace-one"):
+        accountant.neighboring_relation = ADD_REMOVE
+    assert accountant.neighboring_relation is REPLACE
+    # a Laplace event has no replace-one PLD in dp-accounting: it pins add/remove the same way
+    laplace = ShuffleAccountant(ADD_REMOVE)
+    laplace.compose(dp_event.LaplaceDpEvent(1.0))
+    with pytest.raises(ValueError, match="not supported"):
+        laplace.neighboring_relation = "replace_one"
+
+
 @pytest.mark.parametrize("call, error", [
     (lambda a: a.compose("gaussian"), TypeError),
     (lambda a: a.compose(dp_event.UnsupportedDpEvent()), ValueError),
