@@ -56,6 +56,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 from dpacct_shuffle import randomizers
+from dpacct_shuffle.core.validation import check_delta, check_num_users, check_range
 from dpacct_shuffle.opacus import ShuffleAccountant
 from dpacct_shuffle.randomizers import Randomizer
 
@@ -80,6 +81,18 @@ class Config:
     target_epsilon: float = 6.0
     delta: float = 1e-5
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("clients", "records", "rounds", "local_epochs", "batch_size",
+                     "accounted_reports"):
+            check_num_users(getattr(self, name), name)
+        if check_num_users(self.classes, "classes") < 2:
+            raise ValueError(f"classes must be >= 2, got {self.classes}")
+        check_range("client_rate", self.client_rate, 0.0, 1.0, low_open=True)
+        check_range("noise_multiplier", self.noise_multiplier, 0.0, math.inf, low_open=True)
+        for name in ("max_grad_norm", "learning_rate", "epsilon0", "target_epsilon"):
+            check_range(name, getattr(self, name), 0.0, math.inf, low_open=True, high_open=True)
+        check_delta(self.delta)
 
 
 @dataclass(frozen=True)
