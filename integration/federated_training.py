@@ -67,17 +67,17 @@ HIDDEN = 16
 @dataclass(frozen=True)
 class Config:
     clients: int = 40
-    records: int = 20
+    records: int = 50
     classes: int = 4
     rounds: int = 12
     client_rate: float = 0.5
     local_epochs: int = 1
-    batch_size: int = 4
+    batch_size: int = 10
     noise_multiplier: float = 2.0
     max_grad_norm: float = 1.0
     learning_rate: float = 0.5
     epsilon0: float = 2.0
-    accounted_reports: int = 300
+    accounted_reports: int = 800
     target_epsilon: float = 6.0
     delta: float = 1e-5
     seed: int = 0
@@ -104,6 +104,7 @@ class RoundRow:
     local_steps: int
     sample_rate: float
     epsilon_dp_sgd: float
+    epsilon_reports: float
     epsilon: float
     accuracy: float
     histogram_l1: float
@@ -214,10 +215,11 @@ def run(config: Config, out: TextIO | None = None) -> FederatedResult:
     global_model = make_model(config.classes)
     accountant = ShuffleAccountant()            # DP-SGD steps and shuffle rounds, replace-one
     dp_sgd_only = ShuffleAccountant()           # the same steps alone, for comparison
+    reports_only = ShuffleAccountant()          # the shuffled label reports alone
     result = FederatedResult(config, accountant=accountant, randomizer=randomizer)
 
     header = (f"{'round':>5} {'clients':>7} {'reports':>7} {'acct n':>6} {'steps':>5} "
-              f"{'eps DP-SGD':>10} {'eps total':>9} {'test acc':>8} {'hist L1':>7}")
+              f"{'eps DP-SGD':>10} {'eps reports':>11} {'eps total':>9} {'test acc':>8} {'hist L1':>7}")
     print(f"target (epsilon, delta) = ({config.target_epsilon}, {config.delta}), replace-one, "
           f"{config.clients} clients x {config.records} records, client rate {config.client_rate}, "
           f"sigma {config.noise_multiplier}, k-RR eps0 {config.epsilon0} on {config.classes} labels",
@@ -265,13 +267,16 @@ def run(config: Config, out: TextIO | None = None) -> FederatedResult:
 
         for _ in range(steps):
             dp_sgd_only.step(noise_multiplier=config.noise_multiplier, sample_rate=rate)
+        reports_only.step_shuffle(randomizer, accounted)
         with torch.no_grad():
             accuracy = (global_model(test_features).argmax(dim=1) == test_labels).float().mean().item()
         row = RoundRow(round_index, len(sampled), reports, accounted, steps, rate,
-                       dp_sgd_only.get_epsilon(config.delta), epsilon, accuracy, histogram_l1)
+                       dp_sgd_only.get_epsilon(config.delta), reports_only.get_epsilon(config.delta),
+                       epsilon, accuracy, histogram_l1)
         result.rows.append(row)
         print(f"{row.round:>5} {row.clients:>7} {row.reports:>7} {row.accounted_reports:>6} "
-              f"{row.local_steps:>5} {row.epsilon_dp_sgd:>10.4f} {row.epsilon:>9.4f} "
+              f"{row.local_steps:>5} {row.epsilon_dp_sgd:>10.4f} {row.epsilon_reports:>11.4f} "
+              f"{row.epsilon:>9.4f} "
               f"{row.accuracy:>8.3f} {row.histogram_l1:>7.3f}", file=out)
     else:
         result.stop_reason = f"all {config.rounds} rounds run within the budget"

@@ -52,7 +52,10 @@ def test_federated_loop_tracks_dp_sgd_and_shuffle_rounds_and_stops_at_budget(cap
 
     epsilons = [row.epsilon for row in rows]
     assert epsilons == sorted(epsilons)
-    assert all(row.epsilon > row.epsilon_dp_sgd for row in rows)
+    assert all(row.epsilon > max(row.epsilon_dp_sgd, row.epsilon_reports) for row in rows)
+    # one shuffled round of reports alone: the core's certified epsilon, within the PLD grid's 1 %
+    core = result.randomizer.shuffled(rows[0].accounted_reports).epsilon(config.delta)
+    assert core * 0.99 <= rows[0].epsilon_reports <= core * 1.01
     # the model learned (4 classes: chance is 0.25) and the shuffled histogram is informative
     assert rows[-1].accuracy > 0.7
     assert all(row.histogram_l1 < 0.3 for row in rows)

@@ -30,7 +30,7 @@ RECORDS, FEATURES, CLASSES, BATCH = 256, 8, 3, 32
 SIGMA, CLIP = 1.0, 1.0
 # one randomizer object and one n: the shuffle PLD is built once per process
 KRR = randomizers.krr(2.0, CLASSES)
-REPORTS = 200
+REPORTS = 1000
 
 torch.set_num_threads(1)
 pytestmark = [pytest.mark.filterwarnings("ignore:Secure RNG turned off"),

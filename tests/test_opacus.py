@@ -31,7 +31,7 @@ ADD_REMOVE = NeighboringRelation.ADD_OR_REMOVE_ONE
 DELTA = 1e-5
 # One randomizer object and one n for every shuffle event: its PLD is built once (cached per event).
 KRR = randomizers.krr(2.0, 4)
-USERS = 200
+USERS = 1000
 SIGMA, RATE, STEPS = 1.1, 0.05, 30
 
 
