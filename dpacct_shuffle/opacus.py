@@ -270,7 +270,8 @@ class ShuffleAccountant(IAccountant):
         return steps + list(self.events)
 
     def pld_accountant(self) -> ShufflePLDAccountant:
-        """A :class:`ShufflePLDAccountant` holding every accounted event (cached until a change)."""
+        """A :class:`ShufflePLDAccountant` holding every accounted event (cached until the next
+        change; treat it as read-only)."""
         key = (tuple(tuple(entry) for entry in self.history), tuple(self.events))
         if self._cache is not None and self._cache[0] == key:
             return self._cache[1]
