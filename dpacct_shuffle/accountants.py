@@ -32,6 +32,10 @@ Parent defects fixed here rather than inherited (dp-accounting 0.6.0):
   ``LaplaceDpEvent``) with sensitivity 1, as for add/remove — an under-report. Here they are
   computed with sensitivity 2 (noise multiplier halved), matching dp-accounting's PLD.
 
+RDP of shuffle events reuses the PLD grid, which stops evaluating the core at δ ≤ 1e-16; the chord
+to the cap that bounds the rest is loose at high Rényi orders, so the RDP numbers are valid but can
+be far above the PLD ones — prefer :class:`ShufflePLDAccountant` for shuffle rounds.
+
 Not changed: ``RdpAccountant`` refuses ``PoissonSampledDpEvent`` of a Gaussian under
 ``REPLACE_ONE`` (so does this subclass); the mixture-of-Gaussians PLD path of dp-accounting 0.6.0
 fails under numpy 2 and is not used by anything here.
