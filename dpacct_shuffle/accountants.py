@@ -254,7 +254,7 @@ class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):
     """``RdpAccountant`` that also accounts shuffle rounds and local reports (replace-one default).
 
     Args:
-      orders: RDP orders (default: dp-accounting's ``DEFAULT_RDP_ORDERS``), all > 1.
+      orders: RDP orders (default: dp-accounting's ``DEFAULT_RDP_ORDERS``), all >= 1.
       neighboring_relation: defaults to ``REPLACE_ONE``, the relation the shuffle bounds hold for;
         a ``GaussianDpEvent``/``LaplaceDpEvent`` is then computed with sensitivity 2 (the parent
         used 1). Under any other relation the shuffle/LDP events are unsupported.
