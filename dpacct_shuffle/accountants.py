@@ -289,6 +289,15 @@ class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):
         if replace_one and isinstance(event, dp_event.LaplaceDpEvent):
             return super()._maybe_compose(
                 dp_event.LaplaceDpEvent(event.noise_multiplier / 2.0), count, do_compose)
+        if (replace_one and isinstance(event, dp_event.SampledWithoutReplacementDpEvent)
+                and isinstance(event.event, dp_event.GaussianDpEvent)):
+            # same defect inside the parent's sampling-without-replacement bound (Wang, Balle,
+            # Kasiviswanathan): its base RDP is the Gaussian's, which under replace-one has
+            # sensitivity 2, i.e. the curve of noise_multiplier / 2
+            halved = dp_event.SampledWithoutReplacementDpEvent(
+                event.source_dataset_size, event.sample_size,
+                dp_event.GaussianDpEvent(event.event.noise_multiplier / 2.0))
+            return super()._maybe_compose(halved, count, do_compose)
         return super()._maybe_compose(event, count, do_compose)
 
 

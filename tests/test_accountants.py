@@ -213,6 +213,17 @@ def test_rdp_gaussian_replace_one_uses_sensitivity_two(sigma: float, count: int)
     assert parent.get_epsilon(1e-6) < true_lower  # the parent's under-report
 
 
+def test_rdp_sampled_without_replacement_gaussian_uses_sensitivity_two() -> None:
+    # sampling every record is the plain replace-one Gaussian: exact RDP 2a/sigma^2 (shift 2)
+    sigma = 2.0
+    event = dp_event.SampledWithoutReplacementDpEvent(1000, 1000, dp_event.GaussianDpEvent(sigma))
+    ours = ShuffleRdpAccountant().compose(event)
+    exact = 2.0 * ours.orders / sigma**2
+    assert np.all(ours.rdp >= exact * (1 - 1e-12))
+    parent = rdp_privacy_accountant.RdpAccountant(neighboring_relation=NR.REPLACE_ONE).compose(event)
+    assert np.all(parent.rdp < exact)  # the parent's under-report
+
+
 def test_rdp_laplace_replace_one_uses_sensitivity_two() -> None:
     ours = ShuffleRdpAccountant().compose(dp_event.LaplaceDpEvent(2.0))
     reference = rdp_privacy_accountant.RdpAccountant().compose(dp_event.LaplaceDpEvent(1.0))
