@@ -40,8 +40,15 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 
-from dpacct_shuffle.core.numerics import Bracket, DirectionalProblem, directional_bracket
+from dpacct_shuffle.core.numerics import (
+    Bracket,
+    DirectionalProblem,
+    chernoff_log_upper,
+    directional_bracket,
+    reference_directional_bracket,
+)
 from dpacct_shuffle.core.validation import (
     check_delta,
     check_epsilon,
@@ -54,7 +61,13 @@ _BETA_SLACK = 1e-12
 _NEUTRAL_ROUNDING = 1e-14
 _MAX_BANDS = 256
 # ε search: a coarser δ bracket suffices (δ changes by orders of magnitude per unit of ε)
-_SEARCH_RTOL = 1e-2
+# ε search: the δ bracket it evaluates is exactly the public delta_interval's (default rtol), so
+# the returned ε satisfies VariationRatio.delta(ε, n) ≤ δ literally
+_SEARCH_RTOL = 1e-3
+# clone rates below this are treated as underflow (bound by β instead)
+_TINY_RATE = 1e-290
+# δ bounds this small are reported without relative refinement (see _delta_bracket)
+_NEGLIGIBLE_DELTA = 1e-300
 
 
 class VariationRatio:
@@ -184,12 +197,28 @@ class VariationRatio:
         """Certified upper bound on the shuffled δ(ε) with n users (both directions)."""
         return self.delta_interval(epsilon, n).upper
 
+    def deltas(self, epsilons: Sequence[float], n: int, rtol: float = 1e-3) -> list[float]:
+        """Certified upper bounds ``[delta(ε, n) for ε in epsilons]`` for a whole curve (e.g. a PLD).
+
+        Same certification as :meth:`delta_interval` (each entry is its ``upper``); the parts that
+        do not depend on ε (the C weights and the K-band masses of the fast path) are computed once
+        and shared by all points.
+        """
+        users = check_num_users(n)
+        tolerance = check_range("rtol", rtol, 0.0, 1.0, low_open=True)
+        values = [check_epsilon(eps, "epsilons[i]") for eps in epsilons]
+        key = self._key()
+        n_eval = min(users, MAX_EVALUATED_USERS)
+        return [_delta_bracket(key, eps, n_eval, tolerance).upper for eps in values]
+
     def epsilon(self, delta: float, n: int, rtol: float = 1e-4) -> float:
         """Smallest ε (to relative tolerance ``rtol``, rounded up) with ``delta(ε, n) ≤ delta``.
 
-        Searches the monotone function log δ(ε) with a safeguarded secant (regula falsi) method from a
-        closed-form starting point and returns the upper end of the final bracket, at which the
-        certified upper bound is ≤ ``delta``.
+        Secant iterations on ln(−ln δ(ε)) against ln ε (nearly affine for the pair's Gaussian-like
+        tails) from the Gaussian-limit starting point, with a bisection safeguard; typically 5–7
+        evaluations. Returns the upper end of the final bracket: a point where :meth:`delta` itself
+        (same certified bound, same cache) was evaluated and found ≤ ``delta``; rtol below it the
+        bound was found > ``delta``.
         """
         target = check_delta(delta)
         users = check_num_users(n)
@@ -220,94 +249,171 @@ def _from_key(key: tuple[float, float, float, float, float]) -> VariationRatio:
 
 @functools.lru_cache(maxsize=4096)
 def _delta_bracket(key: tuple[float, float, float, float, float], eps: float, n: int,
-                   rtol: float, tail: float = 1e-18, bands: int = 16) -> Bracket:
+                   rtol: float, tail: float = 1e-18, bands: int = 4,
+                   reference: bool = False, stop_below: float = _NEGLIGIBLE_DELTA) -> Bracket:
     """Bracket of the two-sided divergence, refined until its relative width is ≤ rtol.
 
     Truncated tail mass and band resolution are refined separately: the tail is shrunk when the
-    dropped mass is a visible part of the upper bound, the bands are doubled when the remaining gap
-    is.
+    dropped mass is a visible part of the upper bound, the bands are doubled (and, on the fast
+    path, the C blocks shortened) when the remaining gap is. ``reference=True`` evaluates every
+    (C, band) term with special functions (:func:`reference_directional_bracket`) instead of the
+    fast recurrences — same certification, used to test the fast path.
+
+    Refinement also stops once the certified upper bound is ≤ ``stop_below`` (default
+    ``_NEGLIGIBLE_DELTA`` = 1e-300: resolving smaller values relatively
+    needs truncation far in the tails).
     """
     vr = _from_key(key)
     if vr.beta == 0.0 or eps >= vr.epsilon0:
         return Bracket(0.0, 0.0)
+    if min(vr.r0, vr.r1) < _TINY_RATE:
+        # clone rates underflow (β at the bottom of the float range): δ(ε) ≤ δ(0) ≤ TV = β, because
+        # the pair is a post-processing of the victim's type, whose total variation is (p − 1)α = β
+        return Bracket(0.0, min(1.0, vr.beta))
+    problems = _directional_problems(key, eps, n)
+    # far in the tail a Chernoff bound settles it without truncating deep into the tails
+    chernoff = max(chernoff_log_upper(problem) for problem in problems)
+    if chernoff < math.log(max(stop_below, 1e-308)):
+        return Bracket(0.0, max(math.exp(chernoff), 5e-324))
+    shift_tol = 0.1 * rtol
     for _ in range(12):
-        results = [directional_bracket(problem, bands, tail)
-                   for problem in _directional_problems(key, eps, n)]
+        if reference:
+            results = [reference_directional_bracket(problem, bands, tail) for problem in problems]
+        else:
+            results = [directional_bracket(problem, bands, tail, shift_tol) for problem in problems]
         lower = max(r.lower for r in results)
-        upper = max(r.upper for r in results)
+        upper = min(max(r.upper for r in results), vr.beta)  # δ ≤ TV of the victim (see above)
+        lower = min(lower, upper)
         dropped = max(r.dropped for r in results)
-        if upper - lower <= rtol * upper:
+        if upper - lower <= rtol * upper or upper <= stop_below:
             break
         if dropped > 0.1 * rtol * upper and tail > 1e-300:
             scale = 1e-3 * rtol * lower / dropped if lower > 0.0 else 1e-12
             tail = max(1e-300, tail * min(scale, 1e-2))
         elif bands < _MAX_BANDS:
             bands *= 2
+            shift_tol *= 0.5
         else:
             break
     return Bracket(lower, upper)
 
 
+def _gaussian_epsilon(mu: float, delta: float) -> float:
+    """ε of μ-Gaussian DP at δ: Φ(−ε/μ + μ/2) − e^ε·Φ(−ε/μ − μ/2) = δ (bisection)."""
+    def gdp_delta(eps: float) -> float:
+        a = 0.5 * math.erfc((eps / mu - mu / 2.0) / math.sqrt(2.0))
+        b = 0.5 * math.erfc((eps / mu + mu / 2.0) / math.sqrt(2.0))
+        return a - math.exp(eps) * b
+
+    lo, hi = 0.0, mu * (mu + 40.0)
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        if gdp_delta(mid) > delta:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
 def _initial_guess(vr: VariationRatio, delta: float, n: int) -> float:
-    """Starting point from the asymptotic form of seed 001 Thm 4.3 (only a starting point)."""
-    r = max(vr.r0 + vr.r1, 1e-300)
-    guess = math.log1p(vr.beta * math.sqrt(32.0 * math.log(4.0 / delta) / (r * n)))
-    return min(guess, 0.5 * vr.epsilon0) if math.isfinite(vr.epsilon0) else guess
+    """Starting point only (no guarantee): the Gaussian limit of the pair.
+
+    The victim moves the clone counts (A, B) by ±(p − 1)α = ±β in mean; with Poisson-like counts of
+    variance n·r0, n·r1 the pair is close to μ-Gaussian DP with μ = β·sqrt((1/r0 + 1/r1)/n).
+    Finite-n skew makes the true ε ~20% smaller, hence the factor 0.8.
+    """
+    r0, r1 = max(vr.r0, 1e-300), max(vr.r1, 1e-300)
+    mu = vr.beta * math.sqrt((1.0 / r0 + 1.0 / r1) / n)
+    guess = 0.8 * _gaussian_epsilon(mu, delta) if 0.0 < mu < 10.0 else 1.0
+    if math.isfinite(vr.epsilon0):
+        guess = min(guess, 0.5 * vr.epsilon0)
+    return max(guess, 1e-9)
 
 
 def _epsilon_search(vr: VariationRatio, delta: float, n: int, rtol: float) -> float:
+    """Smallest ε (relative tolerance rtol) with certified δ_upper(ε) ≤ delta.
+
+    Secant iterations on F(u) = ln(−ln δ_upper(e^u)) − ln(−ln delta), u = ln ε: for the Gaussian-like
+    tails of the pair ln δ ≈ −b·ε^γ, so F is nearly affine in u and the secant converges in a few
+    steps. Every evaluated point is recorded as "too small" (δ_upper > delta) or "feasible"; once
+    the estimate has settled, a feasible point just above it and a too-small point rtol below are
+    probed. Falls back to bisection in the bracket whenever the secant step leaves it. The result is
+    always a point where the certified upper bound was evaluated and found ≤ delta.
+    """
     key = vr._key()
     n_eval = min(n, MAX_EVALUATED_USERS)
-    tail = max(1e-300, 1e-6 * delta)
-
-    def upper(eps: float) -> float:
-        return _delta_bracket(key, eps, n_eval, _SEARCH_RTOL, tail).upper
-
-    if upper(0.0) <= delta:
+    if delta >= vr.beta:  # δ(0) is at most TV(μ0, μ1) = β (post-processing of the victim)
         return 0.0
     eps_cap = vr.epsilon0
-    lo, d_lo = 0.0, upper(0.0)
-    guess = max(_initial_guess(vr, delta, n), 1e-12)
-    hi, d_hi = guess, upper(guess)
-    # expand the bracket [lo, hi] with d_lo > delta >= d_hi
-    while d_hi > delta:
-        lo, d_lo = hi, d_hi
-        hi = min(2.0 * hi, eps_cap) if math.isfinite(eps_cap) else 2.0 * hi
-        if math.isfinite(eps_cap) and hi >= eps_cap:
-            hi, d_hi = eps_cap, 0.0
-            break
-        d_hi = upper(hi)
-    while lo == 0.0 and hi > 1e-12:
-        trial = hi / 4.0
-        d_trial = upper(trial)
-        if d_trial > delta:
-            lo, d_lo = trial, d_trial
-            break
-        hi, d_hi = trial, d_trial
-    # safeguarded regula falsi (Illinois) on f(ε) = log δ(ε) − log δ_target
-    log_target = math.log(delta)
-    side = 0
-    while hi - lo > rtol * hi:
-        f_lo = math.log(d_lo) - log_target
-        f_hi = (math.log(d_hi) - log_target) if d_hi > 0.0 else -math.inf
-        if math.isfinite(f_hi) and f_lo > f_hi:
-            trial = hi - f_hi * (hi - lo) / (f_hi - f_lo)
-            width = hi - lo
-            trial = min(max(trial, lo + 0.05 * width), hi - 0.05 * width)
-            if side == 1:
-                trial = 0.5 * (trial + hi)
-            elif side == -1:
-                trial = 0.5 * (trial + lo)
+    log_target = -math.log(delta)
+
+    def upper(eps: float) -> float:
+        if eps >= eps_cap:
+            return 0.0
+        return _delta_bracket(key, eps, n_eval, _SEARCH_RTOL).upper
+
+    def merit(d: float) -> float:
+        """F without the log of ε: ln(−ln δ) − ln(−ln target), ±inf at δ ∈ {0, 1}."""
+        if d <= 0.0:
+            return math.inf
+        if d >= 1.0:
+            return -math.inf
+        return math.log(-math.log(d)) - math.log(log_target)
+
+    lo = 0.0  # largest ε known with δ_upper > delta (ε = 0 qualifies since delta < β ... checked)
+    hi = eps_cap if math.isfinite(eps_cap) else math.inf  # smallest known feasible ε
+    points: list[tuple[float, float]] = []  # (u, F) of finite evaluations
+
+    def record(eps: float) -> bool:
+        nonlocal lo, hi
+        value = upper(eps)
+        feasible = value <= delta
+        if feasible:
+            hi = min(hi, eps)
         else:
-            trial = 0.5 * (lo + hi)
-        # make sure the bracket can close at the requested tolerance
-        if hi - trial < 0.5 * rtol * hi:
-            trial = hi - 0.5 * rtol * hi
-        d_trial = upper(trial)
-        if d_trial > delta:
-            lo, d_lo, side = trial, d_trial, 1
+            lo = max(lo, eps)
+        f = merit(value)
+        if math.isfinite(f):
+            points.append((math.log(eps), f))
+        return feasible
+
+    eps = _initial_guess(vr, delta, n)
+    record(eps)
+    for _ in range(100):
+        if math.isfinite(hi) and hi - lo <= rtol * hi:
+            break
+        if lo == 0.0 and hi <= 1e-12:  # δ(ε) ≤ delta for every ε > 0 tried: check ε = 0
+            if upper(0.0) <= delta:
+                return 0.0
+            lo = 0.0
+        # next estimate of the root
+        if len(points) >= 2 and points[-1][1] != points[-2][1]:
+            (u1, f1), (u2, f2) = points[-2], points[-1]
+            estimate = math.exp(u2 - f2 * (u2 - u1) / (f2 - f1))
+        elif points:
+            u2, f2 = points[-1]
+            # ln δ ≈ −b·ε²: F ≈ 2·(u − u*)
+            estimate = math.exp(u2 - f2 / 2.0)
         else:
-            hi, d_hi, side = trial, d_trial, -1
+            estimate = 2.0 * eps if not math.isfinite(hi) else 0.5 * (lo + hi)
+        bracket_hi = hi if math.isfinite(hi) else 4.0 * max(lo, eps)
+        if not (lo < estimate < bracket_hi) or not math.isfinite(estimate):
+            estimate = 0.5 * (lo + bracket_hi) if lo > 0.0 else 0.25 * bracket_hi
+        settled = abs(estimate - eps) <= 0.5 * rtol * estimate
+        if settled:
+            if not hi <= estimate * (1.0 + 0.5 * rtol):
+                # no feasible point close above the estimate yet: probe one just above it
+                eps = min(estimate * (1.0 + 0.25 * rtol), bracket_hi)
+                record(eps)
+                continue
+            # a feasible point sits at the estimate: probe a too-small point rtol below it
+            eps = hi * (1.0 - 0.9 * rtol)
+            if eps <= lo:
+                break
+            record(eps)
+            continue
+        eps = estimate
+        record(eps)
     return hi
 
 

@@ -15,28 +15,52 @@ bands and evaluating each band at its lowest k is an upper bound, at its highest
 
 Every quantity returned as an upper bound carries explicit margins:
 
-* special-function error: each closed-form term is computed from two regularized incomplete beta
-  values; we add ``SPECIAL_FUNCTION_RTOL`` × (|first term| + |second term|), which dominates the
-  cancellation error of the difference;
+* special-function error: scipy's binomial pmf/cdf/sf and regularized incomplete beta lose accuracy
+  as the number of trials m grows (measured against 30-digit mpmath sums: up to ≈ 10·u·√m, e.g.
+  2.4e-11 at m = 1e9, u = 2⁻⁵³); every such value is taken with relative error
+  :func:`special_function_rtol` (m) = max(1e-12, 100·u·√m), a tenfold safety factor. Each
+  closed-form term is computed from two incomplete beta values; we add that tolerance ×
+  (|first term| + |second term|), which dominates the cancellation error of the difference;
 * truncated C tails: under the first distribution of the pair C = C' + V with C' ~ Bin(n−1, r_A+r_B),
   V ∈ {0, 1}, and each (c, k) cell contributes at most its probability (the conditional hockey-stick
   divergence is ≤ 1), so the dropped cells contribute at most P[C' ≤ c_lo − 1] + P[C' ≥ c_hi];
-* floating-point summation: the final sum is multiplied by (1 + ``SUMMATION_RTOL``).
+* floating-point summation and the C weights: the final sum is multiplied by
+  (1 + ``SUMMATION_RTOL`` + special_function_rtol(n)), the dropped mass by (1 + special_function_rtol(n)).
+
+The fast path (:func:`directional_bracket`) is documented there; its extra approximations (coupled
+K laws per block of C values, recurrences re-anchored exactly) are all on the safe side.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from typing import NamedTuple
 
 import numpy as np
 from scipy import special, stats
 
-SPECIAL_FUNCTION_RTOL = 1e-12
+SPECIAL_FUNCTION_RTOL = 1e-12  # floor of special_function_rtol (small numbers of trials)
 SUMMATION_RTOL = 1e-10
+UNIT_ROUNDOFF = 2.0**-53
 # Below this many (c, k) cells every cell is summed exactly (no banding, no truncation).
 EXACT_CELL_LIMIT = 60_000
+# Exact path: inner expectations for C values up to this are summed term by term (no cancellation).
+DIRECT_SUM_MAX_C = 2_000
+# … when the closed form's rounding margin of that C value exceeds this fraction of the chunk's
+# average weighted value (so the remaining margins total at most that fraction of the sum)
+_DIRECT_SUM_TRIGGER = 1e-11
 # Memory/time guard: number of C values processed per chunk.
 C_CHUNK = 20_000
+
+
+def special_function_rtol(trials: np.ndarray | float) -> np.ndarray | float:
+    """Relative error assumed for scipy binomial pmf/cdf/sf and betainc with ``trials`` trials.
+
+    max(1e-12, 100·u·√m): ten times the largest error seen against 30-digit references
+    (m = 1e4 … 1e9, random success rates and thresholds up to 7 standard deviations).
+    """
+    return np.maximum(SPECIAL_FUNCTION_RTOL, 100.0 * UNIT_ROUNDOFF * np.sqrt(np.maximum(trials, 0.0)))
 
 
 class Bracket(NamedTuple):
@@ -71,7 +95,8 @@ def inner_expectation(
     """Lower/upper values of g(c, k) = E[(x·A + c_B·c + c_K·k)⁺], A ~ Bin(c, π).
 
     Returns two arrays (broadcast over c, k) that bracket the exact value; the bracket only reflects
-    special-function rounding (relative ``SPECIAL_FUNCTION_RTOL`` of the two closed-form terms).
+    special-function rounding (relative :func:`special_function_rtol` (c) of the two closed-form
+    terms).
     """
     y = c_b * c + c_k * k
     t = np.floor(-y / x) + 1.0
@@ -79,10 +104,42 @@ def inner_expectation(
     first = mean_term * _upper_tail(t - 1.0, c - 1.0, pi)
     second = y * _upper_tail(t, c, pi)
     value = first + second
-    margin = SPECIAL_FUNCTION_RTOL * (np.abs(first) + np.abs(second))
+    margin = special_function_rtol(c) * (np.abs(first) + np.abs(second))
     upper = np.minimum(np.maximum(value + margin, 0.0), np.maximum(mean_term, 0.0) + margin)
     lower = np.maximum(value - margin, 0.0)
     return lower, upper
+
+
+def inner_expectation_by_sums(c: int, y: np.ndarray, x: float, pi: float
+                              ) -> tuple[np.ndarray, np.ndarray]:
+    """Lower/upper values of E[(x·A + y)⁺], A ~ Bin(c, π), for y ≤ 0, without cancellation.
+
+    With t the smallest integer such that x·t + y > 0,
+
+        E[(x·A + y)⁺] = x·E[(A − t)⁺] + (x·t + y)·P[A ≥ t],  E[(A − t)⁺] = Σ_{j > t} P[A ≥ j],
+
+    a sum of non-negative terms (tails by reverse cumulative sums of the pmf). Relative error: the
+    pmf's special_function_rtol(c) plus (c + 8)·u for the sums.
+    """
+    y = np.asarray(y, dtype=float)
+    t = np.floor(-y / x) + 1.0
+    pmf = stats.binom.pmf(np.arange(c + 1), c, pi)
+    tail = np.concatenate([np.cumsum(pmf[::-1])[::-1], [0.0, 0.0]])  # tail[j] = P[A ≥ j]
+    excess = np.concatenate([np.cumsum(tail[::-1])[::-1], [0.0]])  # excess[j] = Σ_{i ≥ j} P[A ≥ i]
+    index = np.clip(t, 0, c + 1).astype(np.int64)
+    value = x * excess[index + 1] + np.maximum(x * t + y, 0.0) * tail[index]
+    value = np.where(t > c, 0.0, value)
+    rtol = float(special_function_rtol(c)) + (c + 8.0) * UNIT_ROUNDOFF
+    # when −y/x is within rounding of an integer, t may be off by one: the term of A = t − 1 or
+    # A = t is then a rounding-size multiple r = 8u·(|y| + x·t) of its probability
+    # (y's own rounding is ≤ 2u·|y|: c_B·c and c_K·k have the same sign)
+    rounding_below = 8.0 * UNIT_ROUNDOFF * (np.abs(y) + x * np.abs(t - 1.0))
+    rounding_level = 8.0 * UNIT_ROUNDOFF * (np.abs(y) + x * np.abs(t))
+    pmf_padded = np.concatenate([pmf, [0.0, 0.0]])
+    slack = (rounding_below * np.where(x * (t - 1.0) + y > -rounding_below,
+                                       pmf_padded[np.maximum(index - 1, 0)], 0.0)
+             + rounding_level * np.where(x * t + y < rounding_level, pmf_padded[index], 0.0))
+    return np.maximum(value * (1.0 - rtol) - slack, 0.0), value * (1.0 + rtol) + slack
 
 
 def _binom_pmf(k: np.ndarray, n: np.ndarray | int, p: float) -> np.ndarray:
@@ -115,22 +172,57 @@ class DirectionalProblem(NamedTuple):
     c_k: float
 
 
+def _neutral_rate(s: float, r_c: float) -> float:
+    """s' = s/(1 − r_c), the rate of K | C = c ~ Bin(n − c, s').
+
+    Shares below 1e-290 are treated as 0 (scipy's binomial overflows at denormal rates); a smaller
+    share only loosens the bound (δ is non-increasing in s), so this stays an upper bound.
+    """
+    if s < 1e-290 or r_c >= 1.0:
+        return 0.0
+    return min(1.0, s / (1.0 - r_c))
+
+
+def _integer_search(predicate, low: int, high: int) -> int:
+    """Smallest integer k in [low, high] with predicate(k) true (predicate monotone, true at high)."""
+    while low < high:
+        middle = (low + high) // 2
+        if predicate(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
 def _c_range(n: int, r_c: float, tail: float) -> tuple[int, int, float]:
-    """Range [c_lo, c_hi] of C = A + B kept, and a certified bound on the dropped cells' mass."""
+    """Range [c_lo, c_hi] of C = A + B kept, and a certified bound on the dropped cells' mass.
+
+    With C' ~ Bin(n − 1, r_c): c_lo is the largest value with P[C' ≤ c_lo − 1] ≤ tail and c_hi the
+    smallest with P[C' ≥ c_hi] ≤ tail, found by bisection on scipy's cdf/sf (scipy's own binomial
+    ppf/isf are unreliable for tiny tails: isf(1e-18, 1999, 0.02) returns 1999).
+    """
     if n <= 1 or r_c >= 1.0:
         return (n if r_c >= 1.0 else 0), n, 0.0
-    c_lo = int(max(0.0, stats.binom.ppf(tail, n - 1, r_c) - 1.0))
-    c_hi = int(min(float(n), stats.binom.isf(tail, n - 1, r_c) + 2.0))
+    m = n - 1
+    mean = int(m * r_c)
+    c_hi = _integer_search(lambda k: float(stats.binom.sf(k - 1, m, r_c)) <= tail, mean, n)
+    c_lo = _integer_search(lambda k: float(stats.binom.cdf(mean - k, m, r_c)) <= tail, 0,
+                           mean + 1)
+    c_lo = max(0, mean + 1 - c_lo)
     dropped = 0.0
     if c_lo >= 1:
-        dropped += float(stats.binom.cdf(c_lo - 1, n - 1, r_c))
+        dropped += float(stats.binom.cdf(c_lo - 1, m, r_c))
     if c_hi <= n - 1:
-        dropped += float(stats.binom.sf(c_hi - 1, n - 1, r_c))
+        dropped += float(stats.binom.sf(c_hi - 1, m, r_c))
     return c_lo, c_hi, dropped
 
 
-def directional_bracket(problem: DirectionalProblem, bands: int, tail: float) -> DirectionalResult:
-    """Bracket (1/n)·E[(c_A·A + c_B·B + c_K·K)⁺] for one direction.
+def reference_directional_bracket(problem: DirectionalProblem, bands: int, tail: float
+                                  ) -> DirectionalResult:
+    """Reference path: bracket (1/n)·E[(c_A·A + c_B·B + c_K·K)⁺] with special functions per cell.
+
+    Every (C value, K band) term is evaluated with its own incomplete-beta calls. Kept as the
+    reference that :func:`directional_bracket` (the fast path) is tested against.
 
     ``bands`` controls the number of K bands per C value; ``tail`` the probability mass of C (and K)
     left out on each side. Small problems (≤ ``EXACT_CELL_LIMIT`` cells) sum every cell.
@@ -141,7 +233,7 @@ def directional_bracket(problem: DirectionalProblem, bands: int, tail: float) ->
     r_c = r_a + r_b
     pi = r_a / r_c
     x = problem.c_a - problem.c_b
-    k_rate = 0.0 if (s <= 0.0 or r_c >= 1.0) else min(1.0, s / (1.0 - r_c))
+    k_rate = _neutral_rate(s, r_c)
 
     cells = (n + 1) * (n + 2) // 2 if k_rate > 0.0 else n + 1
     exact = cells <= EXACT_CELL_LIMIT
@@ -158,6 +250,13 @@ def directional_bracket(problem: DirectionalProblem, bands: int, tail: float) ->
         m = n - c
         if k_rate == 0.0:
             lo, hi = inner_expectation(c, np.zeros_like(c), x, problem.c_b, 0.0, pi)
+            if exact:  # small c, visible cancellation: sums without cancellation instead
+                width = weight_c * (hi - lo)
+                loose = (c <= DIRECT_SUM_MAX_C) & (
+                    width > _DIRECT_SUM_TRIGGER * float(np.sum(weight_c * hi)) / len(c))
+                for i in np.nonzero(loose)[0]:
+                    lo[i], hi[i] = (v[0] for v in inner_expectation_by_sums(
+                        int(c[i]), np.array([problem.c_b * c[i]]), x, pi))
             lower_total += float(np.sum(weight_c * lo))
             upper_total += float(np.sum(weight_c * hi))
             continue
@@ -166,7 +265,7 @@ def directional_bracket(problem: DirectionalProblem, bands: int, tail: float) ->
             for ci, wc in zip(c, weight_c):
                 k = np.arange(0.0, n - ci + 1.0)
                 wk = _binom_pmf(k, n - ci, k_rate)
-                lo, hi = inner_expectation(ci, k, x, problem.c_b, problem.c_k, pi)
+                lo, hi = inner_expectation_by_sums(int(ci), problem.c_b * ci + problem.c_k * k, x, pi)
                 lower_total += float(wc * np.sum(wk * lo))
                 upper_total += float(wc * np.sum(wk * hi))
             continue
@@ -174,8 +273,9 @@ def directional_bracket(problem: DirectionalProblem, bands: int, tail: float) ->
         lower_total += float(np.sum(weight_c * band_lower))
         upper_total += float(np.sum(weight_c * band_upper))
 
-    lower = max(0.0, lower_total / n * (1.0 - SUMMATION_RTOL))
-    upper = min(1.0, upper_total / n * (1.0 + SUMMATION_RTOL) + dropped)
+    weight_rtol = SUMMATION_RTOL + float(special_function_rtol(n))
+    lower = max(0.0, lower_total / n * (1.0 - weight_rtol))
+    upper = min(1.0, upper_total / n * (1.0 + weight_rtol) + dropped * (1.0 + weight_rtol))
     return DirectionalResult(lower, upper, dropped)
 
 
@@ -240,12 +340,514 @@ def _k_band_edges(m: np.ndarray, p: float, bands: int, tail: float) -> np.ndarra
     return np.maximum.accumulate(edges, axis=1)
 
 
+
+
+# -------------------------------------------------------------------------------------------------
+# Fast path: binomial tails carried along C by O(1) recurrences, re-anchored exactly every block.
+# -------------------------------------------------------------------------------------------------
+
+# Longest run of C values carried by recurrences from one exact anchor.
+MAX_BLOCK = 256
+# Anchors whose point probability is below this are not carried (underflow territory).
+_UNDERFLOW = 1e-280
+# A chain whose carried margin on g exceeds twice a fresh anchor's plus this fraction of g is
+# re-anchored exactly.
+_REANCHOR_RTOL = 1e-8
+# Per-step growth of the relative error bound of a carried point probability (four roundings,
+# with a safety factor 1.5).
+_PMF_STEP_ERROR = 6.0 * UNIT_ROUNDOFF
+
+
+class ChainState(NamedTuple):
+    """Binomial quantities along chains (c, t): A ~ Bin(c, π).
+
+    ``tail`` = P[A ≥ t] with absolute error at most ``tail_error``; ``pmf`` = P[A = t] with relative
+    error at most ``pmf_rtol`` (broadcastable to the chains).
+    """
+
+    t: np.ndarray
+    tail: np.ndarray
+    pmf: np.ndarray
+    tail_error: np.ndarray
+    pmf_rtol: np.ndarray
+
+
+def anchor_chains(c: np.ndarray, t: np.ndarray, pi: float) -> ChainState:
+    """Exact anchors: P[Bin(c, π) ≥ t] by the regularized incomplete beta, P[Bin(c, π) = t] by scipy.
+
+    Both carry relative error ≤ :func:`special_function_rtol` (c).
+    """
+    c, t = np.broadcast_arrays(np.asarray(c, dtype=float), np.asarray(t, dtype=float))
+    tail = _upper_tail(t, c, pi)
+    with np.errstate(all="ignore"):
+        pmf = np.where((t >= 0.0) & (t <= c), stats.binom.pmf(t, c, pi), 0.0)
+    rtol = special_function_rtol(c)
+    return ChainState(t.copy(), tail, pmf, rtol * tail, rtol)
+
+
+def advance_chains(state: ChainState, c: np.ndarray, t_next: np.ndarray, pi: float) -> ChainState:
+    """One step (c, t) → (c + 1, t_next) with t_next − t ∈ {0, 1} and 1 ≤ t ≤ c.
+
+    Recurrences (A' = A + Bernoulli(π)):
+
+    * t_next = t:     P[A' ≥ t]   = P[A ≥ t] + π·P[A = t − 1] = S + pmf·t(1 − π)/(c − t + 1),
+                      P[A' = t]   = pmf·(1 − π)(c + 1)/(c + 1 − t);
+    * t_next = t + 1: P[A' ≥ t+1] = P[A ≥ t] − (1 − π)·P[A = t],
+                      P[A' = t+1] = pmf·π(c + 1)/(t + 1).
+
+    Error propagation (first order, rounding unit u): the increment carries the point
+    probability's relative error plus ≤ 6u, the sum one more rounding, so
+    err' = err + |increment|·(pmf_rtol + 6u) + 2u·|S'|, and pmf_rtol' = pmf_rtol + 6u.
+    """
+    t = state.t
+    up = t_next > t
+    one_m_pi = 1.0 - pi
+    denom = c - t + 1.0
+    safe = np.where(denom > 0.0, denom, 1.0)
+    with np.errstate(all="ignore"):
+        increment = np.where(up, -one_m_pi * state.pmf, state.pmf * (t * one_m_pi / safe))
+        factor = np.where(up, pi * (c + 1.0) / (t + 1.0), one_m_pi * (c + 1.0) / safe)
+    tail = state.tail + increment
+    error = (state.tail_error + np.abs(increment) * (state.pmf_rtol + 6.0 * UNIT_ROUNDOFF)
+             + 2.0 * UNIT_ROUNDOFF * np.abs(tail))
+    return ChainState(np.asarray(t_next, dtype=float), tail, state.pmf * factor, error,
+                      state.pmf_rtol + _PMF_STEP_ERROR)
+
+
+def move_threshold(state: ChainState, c: np.ndarray, t_target: np.ndarray, pi: float
+                   ) -> ChainState:
+    """Move each chain's threshold to ``t_target`` at fixed c, one unit at a time (A ~ Bin(c, π)).
+
+    t → t + 1: P[A ≥ t+1] = S − pmf,        pmf' = pmf·(c − t)π/((t + 1)(1 − π));
+    t → t − 1: pmf' = pmf·t(1 − π)/((c − t + 1)π),  P[A ≥ t−1] = S + pmf'.
+    Errors as in :func:`advance_chains` (every chain is charged for the largest number of moves).
+    Chains moved above c get S = pmf = 0 (exact) and are left for the caller to re-anchor.
+    """
+    t, tail, pmf, error, rtol = state
+    t = t.copy()
+    remaining = t_target - t
+    moves = int(np.max(np.abs(remaining))) if remaining.size else 0
+    one_m_pi = 1.0 - pi
+    for _ in range(moves):
+        up = remaining > 0.0
+        down = remaining < 0.0
+        with np.errstate(all="ignore"):
+            pmf_down = pmf * (t * one_m_pi / np.where(c - t + 1.0 > 0.0, (c - t + 1.0) * pi, 1.0))
+            pmf_up = pmf * ((c - t) * pi / ((t + 1.0) * one_m_pi))
+        increment = np.where(up, -pmf, np.where(down, pmf_down, 0.0))
+        rtol = rtol + _PMF_STEP_ERROR
+        tail = tail + increment
+        error = error + np.abs(increment) * (rtol + 6.0 * UNIT_ROUNDOFF) + 2.0 * UNIT_ROUNDOFF * np.abs(tail)
+        pmf = np.where(up, pmf_up, np.where(down, pmf_down, pmf))
+        t = t + np.sign(remaining)
+        remaining = t_target - t
+        above = t > c
+        tail = np.where(above, 0.0, tail)
+        pmf = np.where(above, 0.0, pmf)
+    return ChainState(t, tail, pmf, error, rtol)
+
+
+def _threshold(y: np.ndarray, x: float) -> np.ndarray:
+    """Smallest integer t with x·t + y > 0."""
+    return np.floor(-y / x) + 1.0
+
+
+def chain_inner_expectation(
+    state: ChainState, c: np.ndarray, y: np.ndarray, x: float, pi: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Lower/upper values of g = E[(x·A + y)⁺], A ~ Bin(c, π), from carried S = P[A ≥ t], P[A = t].
+
+    Identity (E[A·1{A ≥ t}] = cπ·P[Bin(c−1, π) ≥ t−1] and cπ·P[Bin(c−1, π) = t−1] = t·P[A = t]):
+
+        g = (x·c·π + y)·P[A ≥ t] + x(1 − π)·t·P[A = t].
+
+    The margin is |xcπ + y|·err(S) + x(1 − π)t·pmf·pmf_rtol, plus 8u of the magnitudes of every
+    term (rounding of the products and of the threshold t: a threshold off by one changes the
+    value by at most |x·t + y|·P[A = t], which is a rounding-size multiple of |y|·P[A = t]).
+    """
+    lower, upper, _ = _chain_values(state, c, y, x, pi)
+    return lower, upper
+
+
+def _chain_values(state: ChainState, c: np.ndarray, y: np.ndarray, x: float, pi: float
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`chain_inner_expectation` plus ``stale``: where the carried margin exceeds twice the
+    margin an exact anchor at the same point would have (plus ``_REANCHOR_RTOL`` of the value), i.e.
+    where re-anchoring would visibly tighten the value (cancellation in g amplifies carried error).
+    """
+    mean_term = x * c * pi
+    slope_term = x * (1.0 - pi) * state.t * state.pmf
+    level = mean_term + y
+    value = level * state.tail + slope_term
+    rounding = 8.0 * UNIT_ROUNDOFF * ((mean_term + np.abs(y)) * (np.abs(state.tail) + state.pmf)
+                                      + slope_term)
+    margin = np.abs(level) * state.tail_error + slope_term * state.pmf_rtol + rounding
+    fresh_rtol = special_function_rtol(c)
+    fresh = fresh_rtol * (np.abs(level) * np.abs(state.tail) + slope_term) + rounding
+    stale = margin > 2.0 * fresh + _REANCHOR_RTOL * np.abs(value)
+    cap = np.maximum(mean_term, 0.0) * (1.0 + 4.0 * UNIT_ROUNDOFF)
+    upper = np.minimum(np.maximum(value + margin, 0.0), cap)
+    lower = np.clip(value - margin, 0.0, cap)
+    return lower, upper, stale
+
+
+def _band_masses_with_error(edges: np.ndarray, m: np.ndarray, p: float
+                            ) -> tuple[np.ndarray, np.ndarray]:
+    """``_band_masses`` plus an absolute error bound (relative accuracy of each cdf/sf value)."""
+    cdf = stats.binom.cdf(edges - 1.0, m, p)
+    sf = stats.binom.sf(edges - 1.0, m, p)
+    use_sf = edges[:, 1:] > (m * p)
+    mass = np.where(use_sf, sf[:, :-1] - sf[:, 1:], cdf[:, 1:] - cdf[:, :-1])
+    size = np.where(use_sf, sf[:, :-1] + sf[:, 1:], cdf[:, 1:] + cdf[:, :-1])
+    return np.maximum(mass, 0.0), (special_function_rtol(m) + 4.0 * UNIT_ROUNDOFF) * size
+
+
+class _BlockBands(NamedTuple):
+    """K bands of one block of C values (see :func:`_block_bands`)."""
+
+    edges: np.ndarray  # (blocks, E) chain edges k_0 < … < k_{E−1}
+    upper_coef: np.ndarray  # (blocks, E) weight of g(c, k_j) in the upper bound
+    low_tail_mass: np.ndarray  # (blocks,) upper bound on P[K' < k_0] (bounded by g ≤ x·c·π)
+    lower_mass: np.ndarray  # (blocks, E + 1) masses under K'' of [0,k_0), [k_j, k_{j+1}), [k_{E−1}, m]
+    lower_mean: np.ndarray  # (blocks, E + 1) band means under K''
+
+
+def _block_bands(m_upper: np.ndarray, m_lower: np.ndarray, k_rate: float, bands: int, tail: float
+                 ) -> _BlockBands:
+    """Band coefficients for a block of C values [c_0, c_1] with K | c ~ Bin(n − c, s').
+
+    For every c in the block, K | c is stochastically larger than K' ~ Bin(m_upper = n − c_1, s')
+    and smaller than K'' ~ Bin(m_lower = n − c_0, s') (binomial coupling), and g(c, ·) is
+    non-increasing, so E[g(c, K')] bounds the block's values from above and E[g(c, K'')] from below.
+
+    Upper bound under K' (g convex in k, chord on each closed band [k_j, k_{j+1}]):
+    Σ_band P(k)·g(k) ≤ (M0 − θ)·g(k_j) + θ·g(k_{j+1}), θ = (E[K·1_band] − k_j·M0)/(k_{j+1} − k_j);
+    θ is rounded down by its error bound (g(k_j) ≥ g(k_{j+1}), so a smaller θ is safe) and masses
+    up. Outer bands: [0, k_0) is bounded by g ≤ x·c·π, [k_{E−1}, m] by g(k_{E−1}).
+    """
+    full = _k_band_edges(m_upper, k_rate, bands, tail)  # [0, k_0 … k_{E−1}, m_upper + 1]
+    edges = full[:, 1:-1]
+    mm = m_upper[:, None]
+    mass, mass_err = _band_masses_with_error(full, mm, k_rate)
+    shifted = np.maximum(full - 1.0, 0.0)
+    mm1 = np.maximum(mm - 1.0, 0.0)
+    fm_mass, fm_err = _band_masses_with_error(shifted, mm1, k_rate)
+    first_moment = mm * k_rate * fm_mass
+    first_err = mm * k_rate * fm_err + 4.0 * UNIT_ROUNDOFF * first_moment
+
+    k0 = full[:, 1:-2]
+    k1 = full[:, 2:-1]
+    width = k1 - k0
+    interior = slice(1, -1)
+    m0 = mass[:, interior]
+    m0_up = m0 + mass_err[:, interior]
+    offset = first_moment[:, interior] - k0 * m0
+    offset_err = (first_err[:, interior] + k0 * mass_err[:, interior]
+                  + 4.0 * UNIT_ROUNDOFF * (first_moment[:, interior] + k0 * m0))
+    safe_width = np.where(width > 0.0, width, 1.0)
+    theta = np.where(width > 0.0, np.clip(offset - offset_err, 0.0, width * m0) / safe_width, 0.0)
+    coef = np.zeros_like(edges)
+    coef[:, :-1] += m0_up - theta
+    coef[:, 1:] += theta
+    coef[:, -1] += mass[:, -1] + mass_err[:, -1]
+    low_tail = mass[:, 0] + mass_err[:, 0]
+
+    full_lower = full.copy()
+    full_lower[:, -1] = m_lower + 1.0
+    ml = m_lower[:, None]
+    l_mass, _ = _band_masses_with_error(full_lower, ml, k_rate)
+    l_fm, _ = _band_masses_with_error(np.maximum(full_lower - 1.0, 0.0), np.maximum(ml - 1.0, 0.0),
+                                      k_rate)
+    safe_mass = np.where(l_mass > 0.0, l_mass, 1.0)
+    l_mean = np.where(l_mass > 0.0, ml * k_rate * l_fm / safe_mass, 0.0)
+    return _BlockBands(edges, coef, low_tail, l_mass, l_mean)
+
+
+@functools.lru_cache(maxsize=8)
+def _block_weights(n: int, r_c: float, c_lo: int, c_hi: int, block: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Block starts and P[C = c] laid out as (blocks, block); ε-independent, cached for searches.
+
+    Blocks are [c_lo + i·block, … + block − 1]; the last one is moved back to end at c_hi and its
+    overlap with the previous block gets weight 0. The arrays are shared: do not modify them.
+    """
+    starts = _block_weights_starts(c_lo, c_hi, block)
+    n_blocks = len(starts)
+    c_all = np.arange(c_lo, c_hi + 1, dtype=float)
+    weights = _binom_pmf(c_all, n, r_c)
+    position = (starts[:, None] - c_lo + np.arange(block)[None, :]).astype(np.int64)
+    weights_2d = weights[position]
+    if n_blocks >= 2:
+        covered = c_lo + block * (n_blocks - 1)
+        weights_2d[-1] = np.where(c_all[position[-1]] < covered, 0.0, weights_2d[-1])
+    starts.setflags(write=False)
+    weights_2d.setflags(write=False)
+    return starts, weights_2d
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_block_bands(n: int, k_rate: float, c_lo: int, c_hi: int, block: int, bands: int,
+                        tail: float) -> _BlockBands:
+    """:func:`_block_bands` for the blocks of :func:`_block_weights` (ε-independent, cached)."""
+    starts = _block_weights_starts(c_lo, c_hi, block)
+    result = _block_bands(n - (starts + (block - 1)), n - starts, k_rate, bands, tail)
+    for array in result:
+        array.setflags(write=False)
+    return result
+
+
+def _block_weights_starts(c_lo: int, c_hi: int, block: int) -> np.ndarray:
+    """Block starts as laid out by :func:`_block_weights`."""
+    count = c_hi - c_lo + 1
+    n_blocks = -(-count // block)
+    starts = c_lo + block * np.arange(n_blocks, dtype=float)
+    starts[-1] = c_hi - block + 1
+    return starts
+
+
+def _lower_line_ratios(bands_: _BlockBands) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Positions of the interior band means on the neighbouring chords (for the lower estimate).
+
+    For convex g, a chord extended beyond its interval lies below g: for k ≥ k_j,
+    g(k) ≥ g(k_j) + (g(k_j) − g(k_{j−1}))·(k − k_j)/(k_j − k_{j−1}), and symmetrically from the
+    right. Returns (ratio_left, valid_left, ratio_right, valid_right), each (blocks, E − 1).
+    """
+    k = bands_.edges
+    mean = bands_.lower_mean[:, 1:-1]
+    left_width = np.zeros_like(mean)
+    left_width[:, 1:] = k[:, 1:-1] - k[:, :-2]
+    right_width = np.zeros_like(mean)
+    right_width[:, :-1] = k[:, 2:] - k[:, 1:-1]
+    valid_left = left_width > 0.0
+    valid_right = right_width > 0.0
+    ratio_left = np.where(valid_left, (mean - k[:, :-1]) / np.where(valid_left, left_width, 1.0), 0.0)
+    ratio_right = np.where(valid_right, (k[:, 1:] - mean) / np.where(valid_right, right_width, 1.0),
+                           0.0)
+    return np.maximum(ratio_left, 0.0), valid_left, np.maximum(ratio_right, 0.0), valid_right
+
+
+def directional_bracket(problem: DirectionalProblem, bands: int, tail: float,
+                        shift_tol: float = 1e-4, max_block: int = MAX_BLOCK) -> DirectionalResult:
+    """Bracket (1/n)·E[(c_A·A + c_B·B + c_K·K)⁺] for one direction (fast path).
+
+    Small problems (≤ ``EXACT_CELL_LIMIT`` cells) sum every cell (:func:`reference_directional_bracket`).
+    Otherwise the kept C range is cut into blocks of at most ``max_block`` consecutive values. In each
+    block, K | c is replaced by the coupled bounds K' (upper) and K'' (lower) of :func:`_block_bands`,
+    so the band edges k_j are fixed and along c the threshold t(c) of A | C = c moves by 0 or 1 per
+    step (|c_B| < x). P[A ≥ t] and P[A = t] are then carried by :func:`advance_chains` from one exact
+    anchor per block and chain, with a running error bound added to the upper value
+    (:func:`chain_inner_expectation`). Chains whose anchor point probability underflows, or with t > c,
+    are either bounded for the whole block by g(c) ≤ x·c_1·π·P[Bin(c_1 − 1, π) ≥ t_0 − 1] (S is
+    non-decreasing in c and non-increasing in t; c ≤ c_1, t(c) ≥ t_0) when that bound is negligible,
+    or evaluated exactly at every c.
+
+    ``shift_tol`` sets the block length when K matters: the coupling moves E[K] by at most
+    (block − 1)·s', which changes g by at most |c_K|·s'·(block − 1)·P[A ≥ t]; the block is limited to
+    shift_tol·x·sd(A)/(|c_K|·s') values, so the upper/lower gap it causes stays ≈ shift_tol·z.
+    """
+    n, r_a, r_b, s = problem.n, problem.r_a, problem.r_b, problem.s
+    if problem.c_a <= 0.0:
+        return DirectionalResult(0.0, 0.0, 0.0)
+    r_c = r_a + r_b
+    pi = r_a / r_c
+    x = problem.c_a - problem.c_b
+    c_b, c_k = problem.c_b, problem.c_k
+    k_rate = _neutral_rate(s, r_c)
+    cells = (n + 1) * (n + 2) // 2 if k_rate > 0.0 else n + 1
+    if cells <= EXACT_CELL_LIMIT:
+        return reference_directional_bracket(problem, bands, tail)
+    # s' = 1 (no "rest" users): K = n − c exactly, a one-dimensional problem. A rest share at the
+    # rounding level of 1 − r_A − r_B (e.g. s = 1 − r0 − r1 computed in floating point) counts as 0.
+    no_rest = k_rate > 0.0 and (1.0 - r_c - s) <= 8.0 * UNIT_ROUNDOFF
+    if no_rest:
+        k_rate = 1.0
+    use_k = 0.0 < k_rate < 1.0 and c_k != 0.0
+
+    c_lo, c_hi, dropped = _c_range(n, r_c, tail)
+    count = c_hi - c_lo + 1
+    block = min(max_block, count)
+    if use_k:
+        sd_a = math.sqrt(max(c_lo, 1) * pi * (1.0 - pi))
+        block = max(1, min(block, int(shift_tol * x * sd_a / (abs(c_k) * k_rate)) + 1))
+    starts, weights_2d = _block_weights(n, r_c, c_lo, c_hi, block)
+    n_blocks = len(starts)
+    ends = starts + (block - 1)
+
+    if use_k:
+        bb = _cached_block_bands(n, k_rate, c_lo, c_hi, block, bands, tail)
+        # chains at the band edges (upper bound) and at the interior band means under K''
+        # (Jensen's lower estimate, g convex); the means get no weight in the upper bound
+        n_edges = bb.edges.shape[1]
+        means = bb.lower_mean[:, 1:-1]
+        means = np.where(bb.lower_mass[:, 1:-1] > 0.0, means, bb.edges[:, :-1])
+        k_edges = np.concatenate([bb.edges, means], axis=1)
+        coef = np.concatenate([bb.upper_coef, np.zeros_like(means)], axis=1)
+        ratio_left, valid_left, ratio_right, valid_right = _lower_line_ratios(bb)
+    else:
+        n_edges = 1
+        k_edges = np.zeros((n_blocks, 1))
+        coef = np.ones((n_blocks, 1))
+        bb = None
+    n_chains = k_edges.shape[1]
+    if no_rest:  # y = c_B·c + c_K·(n − c)
+        slope_b, base_y = c_b - c_k, np.full((n_blocks, 1), c_k * float(n))
+    else:
+        slope_b, base_y = c_b, c_k * k_edges
+
+    # -- anchors --------------------------------------------------------------------------
+    c0 = starts[:, None]
+    t = _threshold(slope_b * c0 + base_y, x)
+    state = anchor_chains(np.broadcast_to(c0, t.shape), t, pi)
+    irregular = (t > c0) | ~(state.pmf >= _UNDERFLOW)
+    bounded = np.zeros_like(irregular)
+    bound_value = np.zeros_like(state.tail)
+    if np.any(irregular):
+        c1 = np.broadcast_to(ends[:, None], t.shape)
+        t_min = np.minimum(t, _threshold(slope_b * c1 + base_y, x))  # t(c) is monotone in c
+        sup = (x * pi * c1 * _upper_tail(t_min - 1.0, c1 - 1.0, pi)
+               * (1.0 + special_function_rtol(c1)))
+        block_weight = weights_2d.sum(axis=1)[:, None] * coef
+        negligible = sup * block_weight <= 1e-6 * tail * n / (n_blocks * n_chains)
+        bounded = irregular & negligible
+        bound_value = np.where(bounded, sup, 0.0)
+    exact = irregular & ~bounded
+    state = state._replace(tail=np.where(irregular, 0.0, state.tail),
+                           pmf=np.where(irregular, 0.0, state.pmf))
+
+    upper_total = 0.0
+    lower_total = 0.0
+    for step in range(block):
+        c = starts + step
+        cc = c[:, None]
+        y = slope_b * cc + base_y
+        if step > 0:
+            t_next = _threshold(y, x)
+            carried = ~exact & ~bounded
+            state = advance_chains(state, cc - 1.0, np.clip(t_next, state.t, state.t + 1.0), pi)
+            state = move_threshold(state, np.broadcast_to(cc, t_next.shape), t_next, pi)
+            bad = carried & (state.t > cc)
+            # re-anchor where the step was not a unit step, the carried point probability fell
+            # towards underflow, or the running error bound grew past _REANCHOR_RTOL
+            bad |= carried & ~(state.pmf >= _UNDERFLOW)
+            if np.any(bad):
+                state, lost = _reanchor(state, bad, np.broadcast_to(cc, t_next.shape), pi)
+                exact = exact | lost
+        g_lo, g_up, stale = _chain_values(state, cc, y, x, pi)
+        stale &= ~exact & ~bounded
+        if step > 0 and np.any(stale):  # carried error grew past what an anchor would have
+            state, lost = _reanchor(state, stale, np.broadcast_to(cc, stale.shape), pi)
+            exact = exact | lost
+            g_lo, g_up, _ = _chain_values(state, cc, y, x, pi)
+        if np.any(exact):
+            rows, cols = np.nonzero(exact)
+            k_exact = (n - c[rows]) if no_rest else k_edges[rows, cols]
+            lo_e, up_e = inner_expectation(c[rows], k_exact, x, c_b, c_k, pi)
+            g_lo[rows, cols] = lo_e
+            g_up[rows, cols] = up_e
+        if np.any(bounded):
+            g_up = np.where(bounded, bound_value, g_up)
+            g_lo = np.where(bounded, 0.0, g_lo)
+        w = weights_2d[:, step]
+        h_up = np.sum(coef * g_up, axis=1)
+        if bb is not None:
+            h_up = h_up + bb.low_tail_mass * x * c * pi
+            h_lo = _lower_value(bb, g_lo[:, :n_edges], g_up[:, :n_edges], g_lo[:, n_edges:],
+                                ratio_left, valid_left, ratio_right, valid_right)
+        else:
+            h_lo = g_lo[:, 0]
+        upper_total += float(np.dot(w, h_up))
+        lower_total += float(np.dot(w, h_lo))
+
+    weight_rtol = SUMMATION_RTOL + float(special_function_rtol(n))
+    lower = max(0.0, lower_total / n * (1.0 - weight_rtol))
+    upper = min(1.0, upper_total / n * (1.0 + weight_rtol) + dropped * (1.0 + weight_rtol))
+    if bb is not None:  # the [0, k_0) band is bounded crudely: report it with the truncated mass
+        dropped += float(np.sum(weights_2d * (starts[:, None] + np.arange(block)[None, :])
+                                * bb.low_tail_mass[:, None])) * x * pi / n
+    return DirectionalResult(lower, upper, dropped)
+
+
+def _reanchor(state: ChainState, where: np.ndarray, c: np.ndarray, pi: float
+              ) -> tuple[ChainState, np.ndarray]:
+    """Replace the carried values at ``where`` by exact evaluations at (c, t).
+
+    Returns the new state and the mask of chains that cannot be carried from here (t > c or an
+    underflowing point probability); their values are zeroed and they are evaluated exactly.
+    """
+    fresh = anchor_chains(c[where], state.t[where], pi)
+    tail, pmf = state.tail.copy(), state.pmf.copy()
+    error = state.tail_error.copy()
+    rtol = np.array(np.broadcast_to(state.pmf_rtol, tail.shape), dtype=float)
+    tail[where], pmf[where], error[where], rtol[where] = (fresh.tail, fresh.pmf, fresh.tail_error,
+                                                          fresh.pmf_rtol)
+    lost = np.zeros_like(where)
+    lost[where] = (state.t[where] > c[where]) | ~(fresh.pmf >= _UNDERFLOW)
+    tail[lost], pmf[lost], error[lost] = 0.0, 0.0, 0.0
+    return ChainState(state.t, tail, pmf, error, rtol), lost
+
+
+def _lower_value(bb: _BlockBands, g_lo: np.ndarray, g_up: np.ndarray, g_mean_lo: np.ndarray,
+                 ratio_left: np.ndarray, valid_left: np.ndarray, ratio_right: np.ndarray,
+                 valid_right: np.ndarray) -> np.ndarray:
+    """Lower estimate Σ_bands M''·(lower bound of E[g | band]), see :func:`_lower_line_ratios`.
+
+    [0, k_0): g ≥ g(k_0); interior band [k_j, k_{j+1}): the largest of Jensen's g(band mean),
+    g(k_{j+1}) and the two extended neighbouring chords at the band mean; [k_{E−1}, m]: 0.
+    """
+    value = bb.lower_mass[:, 0] * g_lo[:, 0]
+    if g_lo.shape[1] < 2:
+        return value
+    left = np.full(ratio_left.shape, 0.0)
+    left[:, 1:] = g_lo[:, 1:-1] + (g_lo[:, 1:-1] - g_up[:, :-2]) * ratio_left[:, 1:]
+    right = np.full(ratio_right.shape, 0.0)
+    right[:, :-1] = g_lo[:, 1:-1] + (g_lo[:, 1:-1] - g_up[:, 2:]) * ratio_right[:, :-1]
+    best = np.maximum(np.maximum(g_lo[:, 1:], g_mean_lo),
+                      np.maximum(np.where(valid_left, left, 0.0), np.where(valid_right, right, 0.0)))
+    return value + np.sum(bb.lower_mass[:, 1:-1] * best, axis=1)
+
+
+def chernoff_log_upper(problem: DirectionalProblem) -> float:
+    """ln of a cheap certified upper bound on (1/n)·E[(c_A·A + c_B·B + c_K·K)⁺] (Chernoff).
+
+    z⁺ ≤ e^(λz − 1)/λ for every λ > 0, and E[e^(λZ)] = M(λ)ⁿ for the multinomial counts, with
+    M(λ) = 1 + r_A·(e^(λc_A) − 1) + r_B·(e^(λc_B) − 1) + s·(e^(λc_K) − 1); so
+    ln δ ≤ n·ln M(λ) − 1 − ln(λ·n), minimised over λ on a logarithmic grid. Rounding of n·ln M is
+    covered by adding 16u·n·(|ln M| + 1) + 1e-9.
+    Used to answer "δ is below 1e-300" without truncating far into the tails.
+    """
+    n = problem.n
+    if problem.c_a <= 0.0:
+        return -math.inf
+    best = math.inf
+    terms = ((problem.r_a, problem.c_a), (problem.r_b, problem.c_b), (problem.s, problem.c_k))
+    scale = max(abs(problem.c_a), abs(problem.c_b), abs(problem.c_k), 1e-300)
+    for lam in np.geomspace(1e-6, 1e3, 200) / scale:
+        if lam * problem.c_a > 700.0:  # e^(λ·c_A) would overflow; larger λ only gets worse
+            break
+        increment = sum(rate * math.expm1(lam * coef) for rate, coef in terms if rate > 0.0)
+        if increment <= -1.0:
+            continue
+        log_m = math.log1p(increment)
+        value = n * log_m - 1.0 - math.log(lam * n)
+        value += 16.0 * UNIT_ROUNDOFF * n * (abs(log_m) + 1.0) + 1e-9
+        best = min(best, value)
+    return best
+
+
 __all__ = [
     "Bracket",
+    "ChainState",
     "DirectionalProblem",
     "DirectionalResult",
-    "directional_bracket",
-    "inner_expectation",
+    "MAX_BLOCK",
     "SPECIAL_FUNCTION_RTOL",
     "SUMMATION_RTOL",
+    "advance_chains",
+    "anchor_chains",
+    "chain_inner_expectation",
+    "chernoff_log_upper",
+    "directional_bracket",
+    "inner_expectation",
+    "reference_directional_bracket",
+    "special_function_rtol",
 ]
