@@ -141,6 +141,27 @@ def test_fast_bracket_krr_and_worst_case_against_reference(n):
                 assert fast.lower <= ref.upper * (1 + 1e-12)
 
 
+def test_chernoff_bound_is_above_the_certified_value():
+    rng = np.random.default_rng(99)
+    for _ in range(20):
+        vr, n = _random_case(rng)
+        for eps in _eps_grid(vr, min(n, 3_000)):
+            for problem in bound._directional_problems(vr._key(), eps, min(n, 3_000)):
+                exact = numerics.reference_directional_bracket(problem, 16, 1e-30)
+                assert math.exp(numerics.chernoff_log_upper(problem)) >= exact.lower
+
+
+def test_deltas_equal_pointwise_delta():
+    p = math.exp(2.0)
+    vr = VariationRatio(p, (p - 1) / (p + 99), p, neutral_share=98 / (p + 99))
+    grid = [1e-4, 2e-4, 4e-4, 8e-4]
+    curve = vr.deltas(grid, 10**7)
+    assert curve == [vr.delta(eps, 10**7) for eps in grid]
+    assert all(a >= b for a, b in zip(curve, curve[1:]))
+    with pytest.raises(ValueError, match="epsilons"):
+        vr.deltas([0.1, -1.0], 100)
+
+
 # ---------------------------------------------------------------------------------------------
 # epsilon search
 # ---------------------------------------------------------------------------------------------

@@ -64,6 +64,8 @@ _MAX_BANDS = 256
 # ε search: the δ bracket it evaluates is exactly the public delta_interval's (default rtol), so
 # the returned ε satisfies VariationRatio.delta(ε, n) ≤ δ literally
 _SEARCH_RTOL = 1e-3
+# e^ε is finite up to ε ≈ 709.78; larger ε are evaluated here (δ is non-increasing in ε)
+_MAX_EVALUATED_EPSILON = 700.0
 # clone rates below this are treated as underflow (bound by β instead)
 _TINY_RATE = 1e-290
 # δ bounds this small are reported without relative refinement (see _delta_bracket)
@@ -270,7 +272,8 @@ def _delta_bracket(key: tuple[float, float, float, float, float], eps: float, n:
         # clone rates underflow (β at the bottom of the float range): δ(ε) ≤ δ(0) ≤ TV = β, because
         # the pair is a post-processing of the victim's type, whose total variation is (p − 1)α = β
         return Bracket(0.0, min(1.0, vr.beta))
-    problems = _directional_problems(key, eps, n)
+    # δ is non-increasing in ε, so evaluating at min(ε, 700) is an upper bound (e^ε overflows)
+    problems = _directional_problems(key, min(eps, _MAX_EVALUATED_EPSILON), n)
     # far in the tail a Chernoff bound settles it without truncating deep into the tails
     chernoff = max(chernoff_log_upper(problem) for problem in problems)
     if chernoff < math.log(max(stop_below, 1e-308)):
@@ -389,11 +392,11 @@ def _epsilon_search(vr: VariationRatio, delta: float, n: int, rtol: float) -> fl
         # next estimate of the root
         if len(points) >= 2 and points[-1][1] != points[-2][1]:
             (u1, f1), (u2, f2) = points[-2], points[-1]
-            estimate = math.exp(u2 - f2 * (u2 - u1) / (f2 - f1))
+            estimate = math.exp(min(u2 - f2 * (u2 - u1) / (f2 - f1), 700.0))
         elif points:
             u2, f2 = points[-1]
             # ln δ ≈ −b·ε²: F ≈ 2·(u − u*)
-            estimate = math.exp(u2 - f2 / 2.0)
+            estimate = math.exp(min(u2 - f2 / 2.0, 700.0))
         else:
             estimate = 2.0 * eps if not math.isfinite(hi) else 0.5 * (lo + hi)
         bracket_hi = hi if math.isfinite(hi) else 4.0 * max(lo, eps)

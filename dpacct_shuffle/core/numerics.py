@@ -819,12 +819,16 @@ def chernoff_log_upper(problem: DirectionalProblem) -> float:
     if problem.c_a <= 0.0:
         return -math.inf
     best = math.inf
-    terms = ((problem.r_a, problem.c_a), (problem.r_b, problem.c_b), (problem.s, problem.c_k))
+    terms = [(problem.r_a, problem.c_a), (problem.r_b, problem.c_b)]
+    # a neutral share treated as 0 elsewhere (or a non-finite c_K) is left out: c_K ≤ 0, so
+    # dropping the term only increases M(λ)
+    if problem.s >= 1e-290 and math.isfinite(problem.c_k):
+        terms.append((problem.s, problem.c_k))
     scale = max(abs(problem.c_a), abs(problem.c_b), abs(problem.c_k), 1e-300)
     for lam in np.geomspace(1e-6, 1e3, 200) / scale:
         if lam * problem.c_a > 700.0:  # e^(λ·c_A) would overflow; larger λ only gets worse
             break
-        increment = sum(rate * math.expm1(lam * coef) for rate, coef in terms if rate > 0.0)
+        increment = sum(rate * math.expm1(float(lam) * coef) for rate, coef in terms)
         if increment <= -1.0:
             continue
         log_m = math.log1p(increment)
