@@ -26,6 +26,8 @@ EPSILON_RTOL = 1e-4  # VariationRatio.epsilon default
 DELTA_RTOL = 1e-3  # VariationRatio.delta_interval default
 ORACLE_REL, ORACLE_ABS = 1e-12, 1e-17
 
+# the loaded profile's count (tests/conftest.py); FEW for properties whose examples may need
+# several certified evaluations at up to 1e6 users
 _EXAMPLES = settings.default.max_examples
 FEW = settings(max_examples=max(5, _EXAMPLES // 4))
 MANY = settings(max_examples=_EXAMPLES)
@@ -93,7 +95,7 @@ users = st.one_of(st.integers(1, 60), st.integers(61, 5_000), st.integers(5_001,
 # --------------------------------------------------------------------------- ranges
 
 
-@MANY
+@FEW
 @given(vr=variation_ratios(), fraction=st.floats(0.0, 1.5), n=users)
 def test_delta_is_a_probability_and_the_interval_is_ordered(vr, fraction, n):
     eps = _eps_below(vr, fraction, n)
@@ -136,7 +138,7 @@ def test_attributes_follow_the_contract():
 # --------------------------------------------------------------------------- monotonicity
 
 
-@MANY
+@FEW
 @given(vr=variation_ratios(), f1=st.floats(0.0, 1.0), f2=st.floats(0.0, 1.0), n=users)
 def test_delta_nonincreasing_in_epsilon(vr, f1, f2, n):
     e1, e2 = sorted((_eps_below(vr, f1, n), _eps_below(vr, f2, n)))
@@ -147,7 +149,7 @@ def test_delta_nonincreasing_in_epsilon(vr, f1, f2, n):
     assert vr.delta(e2, n) <= vr.delta(e1, n) * (1 + DELTA_RTOL) + 1e-300
 
 
-@MANY
+@FEW
 @given(vr=variation_ratios(), fraction=st.floats(0.0, 1.0), n1=users, n2=users)
 def test_delta_nonincreasing_in_n(vr, fraction, n1, n2):
     n1, n2 = sorted((n1, n2))
@@ -158,7 +160,7 @@ def test_delta_nonincreasing_in_n(vr, fraction, n1, n2):
     assert vr.delta(eps, n2) <= vr.delta(eps, n1) * (1 + DELTA_RTOL) + 1e-300
 
 
-@MANY
+@FEW
 @given(
     eps0=st.floats(0.05, 6.0),
     b1=st.floats(0.0, 1.0),
@@ -444,3 +446,4 @@ def test_published_reference_values(row):
         assert eps <= upper * 1.05
     else:
         assert eps <= upper * 1.01
+
