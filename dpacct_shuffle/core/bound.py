@@ -366,6 +366,7 @@ def _epsilon_search(vr: VariationRatio, delta: float, n: int, rtol: float) -> fl
     lo = 0.0  # largest ε known with δ_upper > delta (ε = 0 qualifies since delta < β ... checked)
     hi = eps_cap if math.isfinite(eps_cap) else math.inf  # smallest known feasible ε
     points: list[tuple[float, float]] = []  # (u, F) of finite evaluations
+    widths: list[float] = []  # log(hi/lo) before each step since the last bisection
 
     def record(eps: float) -> bool:
         nonlocal lo, hi
@@ -400,8 +401,15 @@ def _epsilon_search(vr: VariationRatio, delta: float, n: int, rtol: float) -> fl
         else:
             estimate = 2.0 * eps if not math.isfinite(hi) else 0.5 * (lo + hi)
         bracket_hi = hi if math.isfinite(hi) else 4.0 * max(lo, eps)
-        if not (lo < estimate < bracket_hi) or not math.isfinite(estimate):
-            estimate = 0.5 * (lo + bracket_hi) if lo > 0.0 else 0.25 * bracket_hi
+        # bisection (geometric once lo > 0) when the secant leaves the bracket or the bracket's
+        # log-width did not halve over the last three evaluations (a plateau-then-cliff δ, e.g.
+        # tiny β with a neutral share close to 1, stalls the secant)
+        width = math.log(hi / lo) if lo > 0.0 and math.isfinite(hi) else math.inf
+        widths.append(width)
+        stalled = len(widths) >= 4 and not widths[-1] <= 0.5 * widths[-4]
+        if stalled or not (lo < estimate < bracket_hi) or not math.isfinite(estimate):
+            estimate = math.sqrt(lo * bracket_hi) if lo > 0.0 else 0.25 * bracket_hi
+            widths.clear()
         settled = abs(estimate - eps) <= 0.5 * rtol * estimate
         if settled:
             if not hi <= estimate * (1.0 + 0.5 * rtol):
