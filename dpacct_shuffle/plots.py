@@ -128,34 +128,11 @@ def epsilon_vs_users(
         raise ValueError("users must contain at least one number of users")
     if not randomizers:
         raise ValueError("randomizers must contain at least one entry")
-    curves: list[Curve] = []
     counter = _Counter(len(randomizers) * len(ns) * (1 + int(lower) + int(published)), progress)
+    curves: list[Curve] = []
     for label, randomizer in randomizers.items():
-        ups, up_t, lows, low_t, pubs, pub_t = [], [], [], [], [], []
-        for n in ns:
-            shuffled = randomizer.shuffled(n)
-            value, seconds = _timed(lambda: shuffled.epsilon(target))
-            ups.append(value)
-            up_t.append(seconds)
-            counter.tick()
-            if lower:
-                if shuffled.lower_bound is not None:
-                    value, seconds = _timed(lambda: shuffled.epsilon_lower(target))
-                    lows.append(value)
-                    low_t.append(seconds)
-                counter.tick()
-            if published:
-                if randomizer.published is not None:
-                    value, seconds = _timed(lambda: _published_epsilon(randomizer, target, n))
-                    pubs.append(value)
-                    pub_t.append(seconds)
-                counter.tick()
-        xs = tuple(float(n) for n in ns)
-        curves.append(Curve(label, "upper", "users", xs, tuple(ups), tuple(up_t)))
-        if lows:
-            curves.append(Curve(label, "lower", "users", xs, tuple(lows), tuple(low_t)))
-        if pubs:
-            curves.append(Curve(label, "published", "users", xs, tuple(pubs), tuple(pub_t)))
+        points = [(float(n), randomizer, n) for n in ns]
+        curves.extend(_sweep(label, "users", points, target, lower, published, counter))
     if fmt:
         seen: set[float] = set()
         for randomizer in randomizers.values():
@@ -192,41 +169,55 @@ def epsilon_vs_epsilon0(
         raise ValueError("epsilon0s must contain at least one value")
     if not factories:
         raise ValueError("factories must contain at least one entry")
-    curves: list[Curve] = []
     counter = _Counter(len(factories) * len(eps0s) * (1 + int(lower) + int(published)), progress)
+    curves: list[Curve] = []
     for label, make in factories.items():
-        ups, up_t, lows, low_t, pubs, pub_t = [], [], [], [], [], []
-        low_x, pub_x = [], []
-        for eps0 in eps0s:
-            randomizer = make(eps0)
-            shuffled = randomizer.shuffled(n)
-            value, seconds = _timed(lambda: shuffled.epsilon(target))
-            ups.append(value)
-            up_t.append(seconds)
-            counter.tick()
-            if lower:
-                if shuffled.lower_bound is not None:
-                    value, seconds = _timed(lambda: shuffled.epsilon_lower(target))
-                    lows.append(value)
-                    low_t.append(seconds)
-                    low_x.append(eps0)
-                counter.tick()
-            if published:
-                if randomizer.published is not None:
-                    value, seconds = _timed(lambda: _published_epsilon(randomizer, target, n))
-                    pubs.append(value)
-                    pub_t.append(seconds)
-                    pub_x.append(eps0)
-                counter.tick()
-        curves.append(Curve(label, "upper", "epsilon0", tuple(eps0s), tuple(ups), tuple(up_t)))
-        if lows:
-            curves.append(Curve(label, "lower", "epsilon0", tuple(low_x), tuple(lows), tuple(low_t)))
-        if pubs:
-            curves.append(Curve(label, "published", "epsilon0", tuple(pub_x), tuple(pubs), tuple(pub_t)))
+        points = [(eps0, make(eps0), n) for eps0 in eps0s]
+        curves.extend(_sweep(label, "epsilon0", points, target, lower, published, counter))
     if fmt:
         curves.append(Curve("any eps0-LDP", "fmt", "epsilon0", tuple(eps0s),
                             tuple(_fmt_or_nan(e, n, target) for e in eps0s)))
     return curves
+
+
+def _sweep(
+    label: str,
+    x_name: str,
+    points: Sequence[tuple[float, Any, int]],
+    delta: float,
+    lower: bool,
+    published: bool,
+    counter: _Counter,
+) -> list[Curve]:
+    """``upper`` (and ``lower``/``published``) curves of one label over ``(x, randomizer, n)`` points.
+
+    A lower or published point is only present where the entry has a lower-bound instance or
+    published parameters.
+    """
+    columns: dict[str, tuple[list[float], list[float], list[float]]] = {
+        "upper": ([], [], []), "lower": ([], [], []), "published": ([], [], [])}
+
+    def record(kind: str, x: float, function: Callable[[], float]) -> None:
+        value, seconds = _timed(function)
+        xs, ys, ts = columns[kind]
+        xs.append(x)
+        ys.append(value)
+        ts.append(seconds)
+
+    for x, randomizer, n in points:
+        shuffled = randomizer.shuffled(n)
+        record("upper", x, lambda: shuffled.epsilon(delta))
+        counter.tick()
+        if lower:
+            if shuffled.lower_bound is not None:
+                record("lower", x, lambda: shuffled.epsilon_lower(delta))
+            counter.tick()
+        if published:
+            if randomizer.published is not None:
+                record("published", x, lambda: _published_epsilon(randomizer, delta, n))
+            counter.tick()
+    return [Curve(label, kind, x_name, tuple(xs), tuple(ys), tuple(ts))
+            for kind, (xs, ys, ts) in columns.items() if ys]
 
 
 def _published_epsilon(randomizer: Any, delta: float, n: int) -> float:
