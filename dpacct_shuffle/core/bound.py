@@ -64,8 +64,8 @@ _MAX_BANDS = 256
 # ε search: the δ bracket it evaluates is exactly the public delta_interval's (default rtol), so
 # the returned ε satisfies VariationRatio.delta(ε, n) ≤ δ literally
 _SEARCH_RTOL = 1e-3
-# e^ε is finite up to ε ≈ 709.78; larger ε are evaluated here (δ is non-increasing in ε)
-_MAX_EVALUATED_EPSILON = 700.0
+# larger ε are evaluated here (δ is non-increasing in ε; e^300·n stays far from overflow)
+_MAX_EVALUATED_EPSILON = 300.0
 # clone rates below this are treated as underflow (bound by β instead)
 _TINY_RATE = 1e-290
 # δ bounds this small are reported without relative refinement (see _delta_bracket)
@@ -272,7 +272,7 @@ def _delta_bracket(key: tuple[float, float, float, float, float], eps: float, n:
         # clone rates underflow (β at the bottom of the float range): δ(ε) ≤ δ(0) ≤ TV = β, because
         # the pair is a post-processing of the victim's type, whose total variation is (p − 1)α = β
         return Bracket(0.0, min(1.0, vr.beta))
-    # δ is non-increasing in ε, so evaluating at min(ε, 700) is an upper bound (e^ε overflows)
+    # δ is non-increasing in ε, so evaluating at min(ε, 300) is an upper bound (e^ε overflows)
     problems = _directional_problems(key, min(eps, _MAX_EVALUATED_EPSILON), n)
     # far in the tail a Chernoff bound settles it without truncating deep into the tails
     chernoff = max(chernoff_log_upper(problem) for problem in problems)
@@ -382,14 +382,17 @@ def _epsilon_search(vr: VariationRatio, delta: float, n: int, rtol: float) -> fl
         return feasible
 
     eps = _initial_guess(vr, delta, n)
+    first_guess = eps
+    zero_checked = False
     record(eps)
     for _ in range(100):
         if math.isfinite(hi) and hi - lo <= rtol * hi:
             break
-        if lo == 0.0 and hi <= 1e-12:  # δ(ε) ≤ delta for every ε > 0 tried: check ε = 0
+        if lo == 0.0 and hi <= 1e-3 * first_guess and not zero_checked:
+            # every ε > 0 tried is feasible, far below the guess: maybe ε = 0 is
+            zero_checked = True
             if upper(0.0) <= delta:
                 return 0.0
-            lo = 0.0
         # next estimate of the root
         if len(points) >= 2 and points[-1][1] != points[-2][1]:
             (u1, f1), (u2, f2) = points[-2], points[-1]

@@ -90,7 +90,8 @@ def _upper_tail(t: np.ndarray, c: np.ndarray, pi: float) -> np.ndarray:
 
 
 def inner_expectation(
-    c: np.ndarray, k: np.ndarray, x: float, c_b: float, c_k: float, pi: float
+    c: np.ndarray, k: np.ndarray, x: float, c_b: float, c_k: float, pi: float,
+    c_a: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Lower/upper values of g(c, k) = E[(x·A + c_B·c + c_K·k)⁺], A ~ Bin(c, π).
 
@@ -100,6 +101,14 @@ def inner_expectation(
     """
     y = c_b * c + c_k * k
     t = np.floor(-y / x) + 1.0
+    if c_a is not None:
+        # −y/x rounds (badly when e^ε is huge): fix t with the level c_A·t + c_B·(c − t) + c_K·k,
+        # which has no cancellation at t = c
+        def level_at(t_value: np.ndarray) -> np.ndarray:
+            return c_a * t_value + c_b * (c - t_value) + c_k * k
+
+        t = np.where(level_at(t - 1.0) > 0.0, t - 1.0, t)
+        t = np.where(level_at(t) <= 0.0, t + 1.0, t)
     mean_term = x * c * pi
     first = mean_term * _upper_tail(t - 1.0, c - 1.0, pi)
     second = y * _upper_tail(t, c, pi)
@@ -110,35 +119,50 @@ def inner_expectation(
     return lower, upper
 
 
-def inner_expectation_by_sums(c: int, y: np.ndarray, x: float, pi: float
-                              ) -> tuple[np.ndarray, np.ndarray]:
-    """Lower/upper values of E[(x·A + y)⁺], A ~ Bin(c, π), for y ≤ 0, without cancellation.
+def inner_expectation_by_sums(c: int, k: np.ndarray, c_a: float, c_b: float, c_k: float,
+                              pi: float) -> tuple[np.ndarray, np.ndarray]:
+    """Lower/upper values of g(c, k) = E[(x·A + y)⁺], A ~ Bin(c, π), without cancellation.
 
-    With t the smallest integer such that x·t + y > 0,
+    x = c_A − c_B, y = c_B·c + c_K·k ≤ 0. With t the smallest integer such that the level
+    x·t + y = c_A·t + c_B·(c − t) + c_K·k is > 0 (computed in this form: no cancellation at t = c
+    even when e^ε is huge),
 
         E[(x·A + y)⁺] = x·E[(A − t)⁺] + (x·t + y)·P[A ≥ t],  E[(A − t)⁺] = Σ_{j > t} P[A ≥ j],
 
     a sum of non-negative terms (tails by reverse cumulative sums of the pmf). Relative error: the
     pmf's special_function_rtol(c) plus (c + 8)·u for the sums.
     """
-    y = np.asarray(y, dtype=float)
-    t = np.floor(-y / x) + 1.0
+    k = np.asarray(k, dtype=float)
+    x = c_a - c_b
+    y = c_b * c + c_k * k
+
+    def level_at(t_value: np.ndarray) -> np.ndarray:
+        return c_a * t_value + c_b * (c - t_value) + c_k * k
+
+    t = np.clip(np.floor(-y / x) + 1.0, 0.0, c + 1.0)
+    # fix the threshold with the accurate level (the division may be off by one)
+    t = np.where(level_at(t - 1.0) > 0.0, t - 1.0, t)
+    t = np.where((level_at(t) <= 0.0) & (t <= c), t + 1.0, t)
+    t = np.maximum(t, 0.0)
     pmf = stats.binom.pmf(np.arange(c + 1), c, pi)
     tail = np.concatenate([np.cumsum(pmf[::-1])[::-1], [0.0, 0.0]])  # tail[j] = P[A ≥ j]
     excess = np.concatenate([np.cumsum(tail[::-1])[::-1], [0.0]])  # excess[j] = Σ_{i ≥ j} P[A ≥ i]
     index = np.clip(t, 0, c + 1).astype(np.int64)
-    value = x * excess[index + 1] + np.maximum(x * t + y, 0.0) * tail[index]
+    level = np.maximum(level_at(t), 0.0)
+    value = x * excess[index + 1] + level * tail[index]
     value = np.where(t > c, 0.0, value)
     rtol = float(special_function_rtol(c)) + (c + 8.0) * UNIT_ROUNDOFF
-    # when −y/x is within rounding of an integer, t may be off by one: the term of A = t − 1 or
-    # A = t is then a rounding-size multiple r = 8u·(|y| + x·t) of its probability
-    # (y's own rounding is ≤ 2u·|y|: c_B·c and c_K·k have the same sign)
-    rounding_below = 8.0 * UNIT_ROUNDOFF * (np.abs(y) + x * np.abs(t - 1.0))
-    rounding_level = 8.0 * UNIT_ROUNDOFF * (np.abs(y) + x * np.abs(t))
+    # when the level at t − 1 or t is within rounding of 0 the threshold may be off by one: that
+    # term is a rounding-size multiple r = 8u·(|c_A·t| + |c_B|·(c − t) + |c_K·k|) of its probability
+    def rounding_at(t_value: np.ndarray) -> np.ndarray:
+        return 8.0 * UNIT_ROUNDOFF * (abs(c_a) * np.abs(t_value) + abs(c_b) * np.abs(c - t_value)
+                                      + abs(c_k) * k)
+
+    rounding_below, rounding_level = rounding_at(t - 1.0), rounding_at(t)
     pmf_padded = np.concatenate([pmf, [0.0, 0.0]])
-    slack = (rounding_below * np.where(x * (t - 1.0) + y > -rounding_below,
+    slack = (rounding_below * np.where(level_at(t - 1.0) > -rounding_below,
                                        pmf_padded[np.maximum(index - 1, 0)], 0.0)
-             + rounding_level * np.where(x * t + y < rounding_level, pmf_padded[index], 0.0))
+             + rounding_level * np.where(level_at(t) < rounding_level, pmf_padded[index], 0.0))
     return np.maximum(value * (1.0 - rtol) - slack, 0.0), value * (1.0 + rtol) + slack
 
 
@@ -249,14 +273,14 @@ def reference_directional_bracket(problem: DirectionalProblem, bands: int, tail:
         weight_c = _binom_pmf(c, n, r_c)
         m = n - c
         if k_rate == 0.0:
-            lo, hi = inner_expectation(c, np.zeros_like(c), x, problem.c_b, 0.0, pi)
+            lo, hi = inner_expectation(c, np.zeros_like(c), x, problem.c_b, 0.0, pi, problem.c_a)
             if exact:  # small c, visible cancellation: sums without cancellation instead
                 width = weight_c * (hi - lo)
                 loose = (c <= DIRECT_SUM_MAX_C) & (
                     width > _DIRECT_SUM_TRIGGER * float(np.sum(weight_c * hi)) / len(c))
                 for i in np.nonzero(loose)[0]:
                     lo[i], hi[i] = (v[0] for v in inner_expectation_by_sums(
-                        int(c[i]), np.array([problem.c_b * c[i]]), x, pi))
+                        int(c[i]), np.array([0.0]), problem.c_a, problem.c_b, 0.0, pi))
             lower_total += float(np.sum(weight_c * lo))
             upper_total += float(np.sum(weight_c * hi))
             continue
@@ -265,7 +289,8 @@ def reference_directional_bracket(problem: DirectionalProblem, bands: int, tail:
             for ci, wc in zip(c, weight_c):
                 k = np.arange(0.0, n - ci + 1.0)
                 wk = _binom_pmf(k, n - ci, k_rate)
-                lo, hi = inner_expectation_by_sums(int(ci), problem.c_b * ci + problem.c_k * k, x, pi)
+                lo, hi = inner_expectation_by_sums(int(ci), k, problem.c_a, problem.c_b, problem.c_k,
+                                                   pi)
                 lower_total += float(wc * np.sum(wk * lo))
                 upper_total += float(wc * np.sum(wk * hi))
             continue
@@ -741,7 +766,7 @@ def directional_bracket(problem: DirectionalProblem, bands: int, tail: float,
         if np.any(exact):
             rows, cols = np.nonzero(exact)
             k_exact = (n - c[rows]) if no_rest else k_edges[rows, cols]
-            lo_e, up_e = inner_expectation(c[rows], k_exact, x, c_b, c_k, pi)
+            lo_e, up_e = inner_expectation(c[rows], k_exact, x, c_b, c_k, pi, problem.c_a)
             g_lo[rows, cols] = lo_e
             g_up[rows, cols] = up_e
         if np.any(bounded):
@@ -824,8 +849,10 @@ def chernoff_log_upper(problem: DirectionalProblem) -> float:
     # dropping the term only increases M(λ)
     if problem.s >= 1e-290 and math.isfinite(problem.c_k):
         terms.append((problem.s, problem.c_k))
-    scale = max(abs(problem.c_a), abs(problem.c_b), abs(problem.c_k), 1e-300)
+    scale = max(max(abs(coef) for _, coef in terms), 1e-300)
     for lam in np.geomspace(1e-6, 1e3, 200) / scale:
+        if not lam > 0.0:
+            continue
         if lam * problem.c_a > 700.0:  # e^(λ·c_A) would overflow; larger λ only gets worse
             break
         increment = sum(rate * math.expm1(float(lam) * coef) for rate, coef in terms)
