@@ -33,15 +33,16 @@ from numpy.typing import ArrayLike, NDArray
 
 from dpacct_shuffle.core.closed_forms import fmt_epsilon, fmt_validity_limit
 from dpacct_shuffle.core.validation import (
+    check_distribution,
     check_epsilon,
     check_num_users,
     check_range,
+    check_stochastic_matrix,
 )
 
 Profile = Callable[[float], float]
 
 # Tolerance on Σp = 1 when validating an explicit distribution.
-_NORMALISATION_TOL = 1e-9
 # Number of ulps by which closed-form guarantees are moved outward.
 _ULPS = 4
 # Below this, results are reported as _TINY (see _round_up).
@@ -88,25 +89,9 @@ def _check_epsilon_or_inf(value: object, name: str) -> float:
     return check_range(name, value, 0.0, math.inf)
 
 
-def _check_distribution(name: str, values: ArrayLike) -> NDArray[np.float64]:
-    """A 1-D finite, non-negative probability vector summing to 1 (±1e-9)."""
-    try:
-        array = np.asarray(values, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a 1-D array of probabilities: {exc}") from None
-    if array.ndim != 1 or array.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D array of probabilities, got shape {array.shape}")
-    if not np.all(np.isfinite(array)) or np.any(array < 0.0):
-        raise ValueError(f"{name} must contain finite probabilities in [0, 1]")
-    total = math.fsum(array.tolist())
-    if abs(total - 1.0) > _NORMALISATION_TOL:
-        raise ValueError(f"{name} must sum to 1 (within {_NORMALISATION_TOL}), got {total!r}")
-    return array
-
-
 def _check_pair(p: ArrayLike, q: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    first = _check_distribution("p", p)
-    second = _check_distribution("q", q)
+    first = check_distribution("p", p)
+    second = check_distribution("q", q)
     if first.shape != second.shape:
         raise ValueError(f"p and q must have the same length, got {first.size} and {second.size}")
     return first, second
@@ -114,15 +99,7 @@ def _check_pair(p: ArrayLike, q: ArrayLike) -> tuple[NDArray[np.float64], NDArra
 
 def _check_randomizer(name: str, matrix: ArrayLike) -> NDArray[np.float64]:
     """A row-stochastic matrix: row x is the output distribution R(x)."""
-    try:
-        array = np.asarray(matrix, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a 2-D row-stochastic array: {exc}") from None
-    if array.ndim != 2 or array.shape[0] < 1 or array.shape[1] < 1:
-        raise ValueError(f"{name} must be a non-empty 2-D array (inputs x outputs), got shape {array.shape}")
-    for row_index, row in enumerate(array):
-        _check_distribution(f"{name}[{row_index}]", row)
-    return array
+    return check_stochastic_matrix(name, matrix)
 
 
 def _check_profile(profile: object) -> None:
@@ -273,7 +250,7 @@ def deletion_delta(matrix: ArrayLike, reference: ArrayLike, eps: float) -> float
     ``max_x max(D_{e^ε}(R(x)‖R0), D_{e^ε}(R0‖R(x)))``.
     """
     rows = _check_randomizer("matrix", matrix)
-    reference_dist = _check_distribution("reference", reference)
+    reference_dist = check_distribution("reference", reference)
     if reference_dist.size != rows.shape[1]:
         raise ValueError(
             f"reference must have one entry per output ({rows.shape[1]}), got {reference_dist.size}"
@@ -335,7 +312,7 @@ def mix_with_uniform(distributions: ArrayLike, eta: float) -> NDArray[np.float64
     mixing = check_range("eta", eta, 0.0, 1.0, low_open=True)
     array = np.asarray(distributions, dtype=float)
     if array.ndim == 1:
-        checked = _check_distribution("distributions", array)
+        checked = check_distribution("distributions", array)
     else:
         checked = _check_randomizer("distributions", array)
     outputs = checked.shape[-1]

@@ -239,7 +239,7 @@ def test_bad_files_exit_2(tmp_path: Path) -> None:
     bad_matrix = tmp_path / "bad.csv"
     bad_matrix.write_text("0.5,0.6\n0.5,0.5\n")  # first row sums to 1.1
     code, _, err = run("params", "--matrix", str(bad_matrix))
-    assert code == 2 and "rows must sum to 1" in err and err.count("\n") == 1
+    assert code == 2 and "must sum to 1" in err and err.count("\n") == 1
     bad_pipeline = tmp_path / "p.json"
     bad_pipeline.write_text(json.dumps({"delta": 1e-6, "steps": [{"type": "teleport"}]}))
     code, _, err = run("account", str(bad_pipeline))

@@ -5,6 +5,10 @@ from __future__ import annotations
 import math
 import numbers
 
+import numpy as np
+
+PROBABILITY_SUM_TOLERANCE = 1e-9
+
 
 def check_real(name: str, value: object) -> float:
     """Return ``value`` as a float, or raise TypeError/ValueError (bool and NaN rejected)."""
@@ -59,3 +63,34 @@ def check_num_users(value: object, name: str = "n") -> int:
     if result < 1:
         raise ValueError(f"{name} must be a positive integer (>= 1), got {result}")
     return result
+
+
+def check_distribution(name: str, values: object) -> np.ndarray:
+    """A non-empty 1-D vector of finite probabilities ≥ 0 summing to 1 (± PROBABILITY_SUM_TOLERANCE)."""
+    try:
+        array = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a 1-D array of probabilities: {exc}") from None
+    if array.ndim != 1 or array.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array of probabilities, got shape {array.shape}")
+    if not np.all(np.isfinite(array)) or np.any(array < 0.0):
+        raise ValueError(f"{name} must contain finite probabilities in [0, 1]")
+    total = math.fsum(array.tolist())
+    if abs(total - 1.0) > PROBABILITY_SUM_TOLERANCE:
+        raise ValueError(f"{name} must sum to 1 (within {PROBABILITY_SUM_TOLERANCE}), got {total!r}")
+    return array
+
+
+def check_stochastic_matrix(name: str, matrix: object, *, min_rows: int = 1) -> np.ndarray:
+    """A 2-D row-stochastic array (rows = inputs, columns = outputs) with at least ``min_rows`` rows;
+    each row is checked by :func:`check_distribution`."""
+    try:
+        array = np.asarray(matrix, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a 2-D row-stochastic array: {exc}") from None
+    if array.ndim != 2 or array.shape[0] < min_rows or array.shape[1] < 1:
+        raise ValueError(f"{name} must be a 2-D array (inputs x outputs) with at least {min_rows} "
+                         f"row(s) and one column, got shape {array.shape}")
+    for row_index, row in enumerate(array):
+        check_distribution(f"{name}[{row_index}]", row)
+    return array

@@ -44,10 +44,10 @@ from typing import Sequence
 import numpy as np
 
 from dpacct_shuffle.core.bound import VariationRatio
+from dpacct_shuffle.core.validation import check_stochastic_matrix
 from dpacct_shuffle.randomizers.base import LocalPairBound, PairBound, Randomizer, VariationRatioBound
 from dpacct_shuffle.randomizers.exact import InstanceLowerBound, trinomial_projection
 
-ROW_SUM_TOLERANCE = 1e-9
 _SHRINK = 1.0 - 1e-9
 _CHUNK_CELLS = 4_000_000
 _KEY_DIGITS = 9
@@ -55,23 +55,10 @@ MAX_PAIR_KINDS = 12
 
 
 def validate_matrix(matrix: object, name: str = "matrix") -> np.ndarray:
-    """Return ``matrix`` as a float array with rows renormalised, after checking it is stochastic."""
-    try:
-        arr = np.array(matrix, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a 2-D array of probabilities: {exc}") from None
-    if arr.ndim != 2 or arr.shape[0] < 2 or arr.shape[1] < 1:
-        raise ValueError(f"{name} must be 2-D with at least 2 rows (inputs), got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} entries must be finite")
-    if np.any(arr < 0.0):
-        raise ValueError(f"{name} entries must be >= 0")
+    """Return ``matrix`` as a float array with rows renormalised, after checking it is stochastic
+    (at least two inputs; rows sum to 1 within ``PROBABILITY_SUM_TOLERANCE``)."""
+    arr = check_stochastic_matrix(name, matrix, min_rows=2)
     sums = np.array([math.fsum(row) for row in arr.tolist()])
-    bad = np.abs(sums - 1.0) > ROW_SUM_TOLERANCE
-    if np.any(bad):
-        row = int(np.argmax(bad))
-        raise ValueError(f"{name} rows must sum to 1 (tolerance {ROW_SUM_TOLERANCE}); row {row} "
-                         f"sums to {sums[row]!r}")
     return arr / sums[:, None]
 
 
