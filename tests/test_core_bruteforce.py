@@ -415,3 +415,23 @@ def test_core_equals_exact_shuffle_where_pair_is_the_histogram(eps0, n):
     """End to end, no pair oracle in between: binary RR with others all x0 and 3-RR with others
     all on the third value are exactly their pairs (see the oracle coincidence test)."""
     _check_against_histogram(eps0, n)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Accuracy where e^eps * |clone coefficients| is large (eps = 9, 10 in the grids above, and
+#    binary RR at eps0 = 2.5): the special-function margins must stay relative to the result
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", PAIR_CASES, ids=PAIR_IDS)
+@pytest.mark.parametrize("n", [1, 2, 7, 23, 40])
+def test_core_delta_equals_pair_bruteforce_at_large_e_eps(case, n):
+    for eps in _eps_grid(case[1]):
+        if eps > LARGE_EPS:
+            _check_against_pair(case, n, eps)
+
+
+@pytest.mark.parametrize("n", [3, 25, 40])
+def test_core_equals_exact_shuffle_where_pair_is_the_histogram_large_eps0(n):
+    _check_against_histogram(2.5, n)
+
