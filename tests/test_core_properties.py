@@ -424,7 +424,7 @@ def _bound_for(row: dict[str, str]) -> VariationRatio:
 
 
 @pytest.mark.parametrize(
-    "row", _reference_rows(10**4), ids=lambda r: f"{r['randomizer']}-eps0{r['epsilon0']}-n{r['n']}"
+    "row", _reference_rows(10**6), ids=lambda r: f"{r['randomizer']}-eps0{r['epsilon0']}-n{r['n']}"
 )
 def test_published_reference_values(row):
     """README of the reference folder: worst case in [lower, upper]; grr/oue >= lower, <= ~1% above."""
@@ -436,7 +436,7 @@ def test_published_reference_values(row):
         assert lower * (1 - EPSILON_RTOL) <= eps <= upper * (1 + EPSILON_RTOL)
         return
     assert eps >= lower * (1 - EPSILON_RTOL)
-    if (row["randomizer"], row["epsilon0"]) == ("oue", "4.0"):
+    if (row["randomizer"], row["epsilon0"], n) == ("oue", "4.0", 10**4):
         # The README's "about 1% above upper" does not hold here: the valid pair (generic share
         # s = w/q = 0.0092 instead of the published 1 - 2r = 0.98) really is 3.5% above.  Checked
         # with the independent slow sum instead: just below our eps the pair's delta exceeds 1e-8.
