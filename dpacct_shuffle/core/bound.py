@@ -127,6 +127,15 @@ class VariationRatio:
             )
         if neutral_share is None:
             share = neutral_mass / max(q0_value, q1_value)
+            if r0 + r1 + share > 1.0 + 1e-12:
+                # r0 + r1 + w/q = (1 + β)/q for q0 = q1: the q-ratio property (q ≥ p ≥ (1+β)/(1−β))
+                # cannot hold with these values
+                raise ValueError(
+                    "q and q1 are too small for p and beta: the q-ratio property needs "
+                    f"r0 + r1 + w/max(q, q1) <= 1 (q >= 1 + beta when q = q1), got q={q0_value!r}, "
+                    f"q1={q1_value!r}, beta={beta_value!r}"
+                )
+            share = min(share, max(0.0, 1.0 - r0 - r1))
         else:
             share = check_range("neutral_share", neutral_share, 0.0, 1.0)
             if r0 + r1 + share > 1.0 + 1e-12:
