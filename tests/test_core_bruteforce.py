@@ -435,3 +435,27 @@ def test_core_delta_equals_pair_bruteforce_at_large_e_eps(case, n):
 def test_core_equals_exact_shuffle_where_pair_is_the_histogram_large_eps0(n):
     _check_against_histogram(2.5, n)
 
+
+# ---------------------------------------------------------------------------------------------
+# 5. Huge e^eps: p = inf (delta tends to a positive limit) and p = e^15 .. e^40 (p e^eps > 1e16)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("p,beta,q,n", [(INF, 1.0, 2.0, 2), (INF, 1.0, 2.0, 50), (INF, 0.6, 3.0, 5)])
+def test_core_p_infinite_beyond_e_eps_1e16(p, beta, q, n):
+    """p = inf: delta(eps) tends to a positive limit (the victim's clone type is sometimes unique).
+    Core 44c1791 returned 0.0 for eps >= ~37.2 (unsound) and a loose value just below."""
+    vr = VariationRatio(p, beta, q)
+    for eps in (30.0, 36.0, 37.0, 40.0, 100.0, 700.0):
+        _check_against_pair(("p-inf-huge-eps", p, beta, q, None, None), n, eps)
+        assert vr.delta(eps, n) > 0.0
+
+
+@pytest.mark.parametrize("eps0,n", [(15.0, 10), (20.0, 10), (30.0, 3), (30.0, 10), (30.0, 40), (40.0, 5)])
+def test_core_worst_case_huge_p_against_pair_bruteforce(eps0, n):
+    """p = e^eps0 up to e^40 (p * e^eps beyond 1e16).  Core 44c1791 gave
+    worst_case(30).delta(29, 10) = 0.631797562288 < exact 0.632120558828 (unsound), and
+    worst_case(40).delta(38, 5) = 0.0 against exact 0.864664716763."""
+    vr = VariationRatio.worst_case(eps0)
+    for fraction in (0.5, 0.8, 0.95, 29.0 / 30.0):
+        _check_against_pair(("worst-case-huge-p", vr.p, vr.beta, vr.q0, None, None), n, fraction * eps0)

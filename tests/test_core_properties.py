@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from dpacct_shuffle import VariationRatio
 from dpacct_shuffle.core.bound import published_pair
-from tests.oracle import pair_delta_max, pair_delta_truncated
+from tests.oracle import pair_delta_fraction, pair_delta_max, pair_delta_truncated
 
 EPSILON_RTOL = 1e-4  # VariationRatio.epsilon default
 DELTA_RTOL = 1e-3  # VariationRatio.delta_interval default
@@ -447,3 +447,38 @@ def test_published_reference_values(row):
     else:
         assert eps <= upper * 1.01
 
+
+# --------------------------------------------------------------------------- edge cases of the core
+
+
+def test_p_infinite_huge_epsilon():
+    # eps > ln(float max) with p = inf (once an OverflowError from math.exp)
+    vr = VariationRatio(math.inf, 1.0, 2.0)
+    assert vr.delta(710.0, 1) == pytest.approx(1.0, rel=1e-9)
+    assert 0.0 <= vr.delta(1000.0, 50) <= 1.0
+
+
+def test_subnormal_beta_and_share():
+    # subnormal beta (r0 underflows to 0; once a ZeroDivisionError)
+    assert VariationRatio(math.inf, 5e-324, 2.0).delta(0.0, 1) <= 1e-323
+    # subnormal beta: the certified upper bound must not underflow below the exact value
+    exact = float(pair_delta_fraction(math.e, 1e-310, 100.0, None, None, 30, 0.01, 0))
+    assert exact > 0.0
+    assert VariationRatio(math.e, 1e-310, 100.0).delta(0.01, 30) >= exact
+    # subnormal neutral share (once a "math domain error" from an internal log)
+    for share in (5e-324, 1e-310):
+        for vr in (VariationRatio(math.inf, 0.5, 3.0, neutral_share=share),
+                   VariationRatio(math.e, 0.3, math.e, neutral_share=share)):
+            value = vr.delta(0.1, 10)
+            assert 0.0 <= value <= 1.0
+
+
+def test_epsilon_contract_at_flat_and_zero_points():
+    # contract: vr.delta(vr.epsilon(t, n), n) <= t.  p = inf, n = 1: delta(eps) = beta for every eps
+    # and epsilon() returns 0, where vr.delta must not add a margin above beta.
+    vr = VariationRatio(math.inf, 0.5, 1.5)
+    target = vr.delta(1.0, 1)
+    assert vr.delta(vr.epsilon(target, 1), 1) <= target
+    # target = delta(0): the smallest eps is 0
+    vr = VariationRatio(math.e, 0.3, math.e)
+    assert vr.epsilon(vr.delta(0.0, 345), 345) == 0.0
