@@ -482,3 +482,12 @@ def test_epsilon_contract_at_flat_and_zero_points():
     # target = delta(0): the smallest eps is 0
     vr = VariationRatio(math.e, 0.3, math.e)
     assert vr.epsilon(vr.delta(0.0, 345), 345) == 0.0
+
+
+def test_generic_share_with_too_small_q_raises_at_construction():
+    # r0 + r1 = 0.993 <= 1 but r0 + r1 + w/q = 1.41 > 1: the q-ratio property needs q >= 1 + beta.
+    # (Core before bd56beb accepted it and delta() failed with a neutral_share error instead.)
+    with pytest.raises(ValueError, match="q"):
+        VariationRatio(math.exp(3.0), 0.5, 1.06)
+    with pytest.raises(ValueError, match="q"):
+        VariationRatio(math.inf, 0.5, 1.0)
