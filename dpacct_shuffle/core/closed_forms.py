@@ -8,16 +8,28 @@ Only bounds whose statement we can check against the numerical core are shipped:
   all ε0-LDP randomizers by the monotonicity-in-β argument of SPEC §3 (see
   :mod:`dpacct_shuffle.core.bound`).
 
-The variation-ratio paper's asymptotic forms (seed 001, Thm 4.2/4.3) are derived from the published
-pair; our copy of the seed renders them ambiguously, so they are not offered as guarantees (the
-numerical bound is both valid and tighter).
+* :func:`chernoff_delta` / :func:`chernoff_epsilon` — a Chernoff-form bound (the tail-bound route
+  of seed 001 Thm 4.2) re-derived for the *neutral-aware* pair, so it is valid wherever the
+  numerical bound is: for every λ > 0, z⁺ ≤ e^(λz − 1)/λ, hence
+
+      δ(ε) ≤ (1/n)·E[e^(λZ − 1)]/λ = exp(n·ln M(λ) − 1 − ln(λn)),
+      M(λ) = 1 + r_A(e^(λc_A) − 1) + r_B(e^(λc_B) − 1) + s(e^(λc_K) − 1),
+
+  minimised over λ, both directions. It needs no summation, is non-increasing in ε (every c
+  decreases with ε) and is looser than the numerical bound.
+
+The variation-ratio paper's own asymptotic forms (seed 001, Thm 4.2/4.3) are derived from the
+published pair (s = 1 − r0 − r1), which is not valid in general, and our copy of the seed renders
+them ambiguously; they are therefore not offered as guarantees.
 """
 
 from __future__ import annotations
 
 import math
 
-from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users
+from dpacct_shuffle.core.bound import MAX_EVALUATED_USERS, VariationRatio, _directional_problems
+from dpacct_shuffle.core.numerics import chernoff_log_upper
+from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users, check_range
 
 _ROUNDING_MARGIN = 1e-12
 
@@ -51,3 +63,38 @@ def fmt_epsilon(epsilon0: float, n: int, delta: float) -> float:
     root = math.sqrt(2.0 * math.log(4.0 / delta_value) / ((math.exp(eps0) + 1.0) * users))
     value = math.log1p(4.0 * math.expm1(eps0) * (root + 1.0 / users))
     return value * (1.0 + _ROUNDING_MARGIN)
+
+
+def chernoff_delta(variation_ratio: VariationRatio, epsilon: float, n: int) -> float:
+    """Chernoff-form upper bound on the shuffled δ(ε) of the neutral-aware pair (module docstring).
+
+    Valid for the same randomizers as ``variation_ratio.delta``; never below it.
+    """
+    if not isinstance(variation_ratio, VariationRatio):
+        raise TypeError(f"variation_ratio must be a VariationRatio, got {type(variation_ratio).__name__}")
+    eps = check_epsilon(epsilon)
+    users = min(check_num_users(n), MAX_EVALUATED_USERS)
+    if variation_ratio.beta == 0.0 or eps >= variation_ratio.epsilon0:
+        return 0.0
+    log_bound = max(chernoff_log_upper(problem)
+                    for problem in _directional_problems(variation_ratio._key(), eps, users))
+    return min(1.0, math.exp(min(log_bound, 0.0)))
+
+
+def chernoff_epsilon(variation_ratio: VariationRatio, delta: float, n: int, rtol: float = 1e-4) -> float:
+    """Smallest ε (bisection to relative ``rtol``, upper end returned) with chernoff_delta ≤ δ."""
+    target = check_delta(delta)
+    tolerance = check_range("rtol", rtol, 0.0, 1.0, low_open=True)
+    if chernoff_delta(variation_ratio, 0.0, n) <= target:
+        return 0.0
+    hi = variation_ratio.epsilon0 if math.isfinite(variation_ratio.epsilon0) else 1.0
+    while math.isinf(variation_ratio.epsilon0) and chernoff_delta(variation_ratio, hi, n) > target:
+        hi *= 2.0
+    lo = 0.0
+    while hi - lo > tolerance * hi:
+        mid = 0.5 * (lo + hi)
+        if chernoff_delta(variation_ratio, mid, n) > target:
+            lo = mid
+        else:
+            hi = mid
+    return hi
