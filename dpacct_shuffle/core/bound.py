@@ -455,11 +455,4 @@ def published_pair(p: float, beta: float, q: float, q1: float | None = None) -> 
     return VariationRatio(p, beta, q, q1=q1, neutral_share=share)
 
 
-def check_variation_ratio(value: object, name: str = "variation_ratio") -> VariationRatio:
-    """Type check used by higher layers."""
-    if not isinstance(value, VariationRatio):
-        raise TypeError(f"{name} must be a VariationRatio, got {type(value).__name__}")
-    return value
-
-
-__all__ = ["VariationRatio", "published_pair", "check_variation_ratio", "MAX_EVALUATED_USERS"]
+__all__ = ["VariationRatio", "published_pair", "MAX_EVALUATED_USERS"]
