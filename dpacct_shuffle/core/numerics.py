@@ -196,6 +196,17 @@ class DirectionalProblem(NamedTuple):
     c_k: float
 
 
+def _derived(problem: DirectionalProblem) -> tuple[float, float, float, float, int]:
+    """(r_C, π, x, s', cells) of one direction: clone rate r_A + r_B, π = r_A/r_C, slope
+    x = c_A − c_B of A in the inner expectation, the rate s' of K | C, and the number of (c, k)
+    cells of the full sum."""
+    r_c = problem.r_a + problem.r_b
+    k_rate = _neutral_rate(problem.s, r_c)
+    n = problem.n
+    cells = (n + 1) * (n + 2) // 2 if k_rate > 0.0 else n + 1
+    return r_c, problem.r_a / r_c, problem.c_a - problem.c_b, k_rate, cells
+
+
 def _neutral_rate(s: float, r_c: float) -> float:
     """s' = s/(1 − r_c), the rate of K | C = c ~ Bin(n − c, s').
 
@@ -251,15 +262,10 @@ def reference_directional_bracket(problem: DirectionalProblem, bands: int, tail:
     ``bands`` controls the number of K bands per C value; ``tail`` the probability mass of C (and K)
     left out on each side. Small problems (≤ ``EXACT_CELL_LIMIT`` cells) sum every cell.
     """
-    n, r_a, r_b, s = problem.n, problem.r_a, problem.r_b, problem.s
     if problem.c_a <= 0.0:
         return DirectionalResult(0.0, 0.0, 0.0)
-    r_c = r_a + r_b
-    pi = r_a / r_c
-    x = problem.c_a - problem.c_b
-    k_rate = _neutral_rate(s, r_c)
-
-    cells = (n + 1) * (n + 2) // 2 if k_rate > 0.0 else n + 1
+    n = problem.n
+    r_c, pi, x, k_rate, cells = _derived(problem)
     exact = cells <= EXACT_CELL_LIMIT
     if exact:
         c_lo, c_hi, dropped = 0, n, 0.0
@@ -670,15 +676,11 @@ def directional_bracket(problem: DirectionalProblem, bands: int, tail: float,
     (block − 1)·s', which changes g by at most |c_K|·s'·(block − 1)·P[A ≥ t]; the block is limited to
     shift_tol·x·sd(A)/(|c_K|·s') values, so the upper/lower gap it causes stays ≈ shift_tol·z.
     """
-    n, r_a, r_b, s = problem.n, problem.r_a, problem.r_b, problem.s
     if problem.c_a <= 0.0:
         return DirectionalResult(0.0, 0.0, 0.0)
-    r_c = r_a + r_b
-    pi = r_a / r_c
-    x = problem.c_a - problem.c_b
+    n, s = problem.n, problem.s
     c_b, c_k = problem.c_b, problem.c_k
-    k_rate = _neutral_rate(s, r_c)
-    cells = (n + 1) * (n + 2) // 2 if k_rate > 0.0 else n + 1
+    r_c, pi, x, k_rate, cells = _derived(problem)
     if cells <= EXACT_CELL_LIMIT:
         return reference_directional_bracket(problem, bands, tail)
     # s' = 1 (no "rest" users): K = n − c exactly, a one-dimensional problem. A rest share at the
