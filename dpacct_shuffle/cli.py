@@ -482,17 +482,29 @@ def _lower_bound(shuffled: Any, args: argparse.Namespace, compute: Callable[[], 
     return f"{format_lower(value)}   (explicit instance)"
 
 
-def cmd_epsilon(args: argparse.Namespace, out: TextIO) -> int:
-    """``epsilon``: certified ε(δ) upper bound, the lower bound and (``--compare``) references."""
+def _upper_bound(
+    args: argparse.Namespace, command: str, given: str, compute: Callable[[Any], float]
+) -> tuple[Any, Any, float, float, dict[str, object]]:
+    """Shared start of ``epsilon``/``delta``: the randomizer, its shuffled protocol, the timed
+    certified upper bound ``compute(shuffled)`` of ``command`` at the ``given`` level, and the JSON
+    payload so far."""
     randomizer = randomizer_from_args(args)
     shuffled = randomizer.shuffled(args.users)
     start = time.perf_counter()
-    upper = shuffled.epsilon(args.delta)
-    upper_seconds = time.perf_counter() - start
+    upper = compute(shuffled)
+    seconds = time.perf_counter() - start
     payload: dict[str, object] = {
-        "command": "epsilon", "randomizer": randomizer.name, "parameters": dict(randomizer.parameters),
-        "users": args.users, "delta": args.delta, "epsilon_upper": upper, "seconds_upper": upper_seconds,
+        "command": command, "randomizer": randomizer.name, "parameters": dict(randomizer.parameters),
+        "users": args.users, given: getattr(args, given), f"{command}_upper": upper,
+        "seconds_upper": seconds,
     }
+    return randomizer, shuffled, upper, seconds, payload
+
+
+def cmd_epsilon(args: argparse.Namespace, out: TextIO) -> int:
+    """``epsilon``: certified ε(δ) upper bound, the lower bound and (``--compare``) references."""
+    randomizer, shuffled, upper, upper_seconds, payload = _upper_bound(
+        args, "epsilon", "delta", lambda shuffled: shuffled.epsilon(args.delta))
     lower_text = _lower_bound(shuffled, args, lambda: shuffled.epsilon_lower(args.delta), payload,
                               "epsilon_lower")
     fmt_value = published = None
@@ -520,15 +532,8 @@ def cmd_epsilon(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_delta(args: argparse.Namespace, out: TextIO) -> int:
     """``delta``: certified δ(ε) upper bound and the lower bound."""
-    randomizer = randomizer_from_args(args)
-    shuffled = randomizer.shuffled(args.users)
-    start = time.perf_counter()
-    upper = shuffled.delta(args.epsilon)
-    seconds = time.perf_counter() - start
-    payload: dict[str, object] = {
-        "command": "delta", "randomizer": randomizer.name, "parameters": dict(randomizer.parameters),
-        "users": args.users, "epsilon": args.epsilon, "delta_upper": upper, "seconds_upper": seconds,
-    }
+    randomizer, shuffled, upper, seconds, payload = _upper_bound(
+        args, "delta", "epsilon", lambda shuffled: shuffled.delta(args.epsilon))
     lower_text = _lower_bound(shuffled, args, lambda: shuffled.delta_lower(args.epsilon), payload,
                               "delta_lower")
     if args.json:
