@@ -196,6 +196,43 @@ class DirectionalProblem(NamedTuple):
     c_k: float
 
 
+def isolated_clone_bracket(problem: DirectionalProblem) -> DirectionalResult | None:
+    """Closed form when only cells without B- (and K-) clones can be positive, else ``None``.
+
+    If c_A·n + c_B ≤ 0, every cell with B ≥ 1 has c_A·A + c_B·B + c_K·K ≤ c_A·(n − 1) + c_B < 0;
+    likewise every cell with K ≥ 1 when c_K < 0 and c_A·n + c_K ≤ 0. The remaining cells have value
+    c_A·A ≥ 0, so with s* = s if c_K < 0 (else 0)
+
+        (1/n)·E[(c_A·A + c_B·B + c_K·K)⁺] = (1/n)·c_A·E[A·1{B = 0, K·1{c_K < 0} = 0}]
+                                           = c_A·r_A·(1 − r_B − s*)^(n − 1)
+
+    (E[A·1{…}] = Σ_i P[user i is an A-clone, no other user is a B- or counted K-clone]). This is the
+    regime of huge e^ε (p = ∞: δ(ε) tends to β·(1 − r_B − s)^(n−1), the chance that the victim's
+    clone type is unique), where the closed forms of the other paths cancel catastrophically
+    (their rounding margins grow like |c_B| ∝ e^ε). The conditions are checked with c_A·n rounded
+    up by 4u; the value carries the rounding margin of its logarithm,
+    8u·(|L| + |ln(c_A·r_A)| + 1) + 2u·(n − 1)·rate/(1 − rate) with L = (n − 1)·ln(1 − rate),
+    rate = r_B + s*.
+    """
+    n, c_a = problem.n, problem.c_a
+    reach = c_a * n * (1.0 + 4.0 * UNIT_ROUNDOFF)
+    if not c_a > 0.0 or not reach + problem.c_b <= 0.0:
+        return None
+    if problem.c_k < 0.0 and not reach + problem.c_k <= 0.0:
+        return None
+    rate = problem.r_b + (problem.s if problem.c_k < 0.0 else 0.0)
+    if not 0.0 <= rate < 1.0:
+        return None
+    log_mass = (n - 1) * math.log1p(-rate)
+    log_scale = math.log(c_a * problem.r_a)
+    log_error = (8.0 * UNIT_ROUNDOFF * (abs(log_mass) + abs(log_scale) + 1.0)
+                 + 2.0 * UNIT_ROUNDOFF * (n - 1) * rate / (1.0 - rate))
+    log_value = log_mass + log_scale
+    upper = min(1.0, math.exp(log_value + log_error) * (1.0 + 4.0 * UNIT_ROUNDOFF))
+    lower = min(upper, math.exp(log_value - log_error) * (1.0 - 4.0 * UNIT_ROUNDOFF))
+    return DirectionalResult(lower, upper, 0.0)
+
+
 def _derived(problem: DirectionalProblem) -> tuple[float, float, float, float, int]:
     """(r_C, π, x, s', cells) of one direction: clone rate r_A + r_B, π = r_A/r_C, slope
     x = c_A − c_B of A in the inner expectation, the rate s' of K | C, and the number of (c, k)
@@ -264,6 +301,9 @@ def reference_directional_bracket(problem: DirectionalProblem, bands: int, tail:
     """
     if problem.c_a <= 0.0:
         return DirectionalResult(0.0, 0.0, 0.0)
+    isolated = isolated_clone_bracket(problem)
+    if isolated is not None:
+        return isolated
     n = problem.n
     r_c, pi, x, k_rate, cells = _derived(problem)
     exact = cells <= EXACT_CELL_LIMIT
@@ -281,12 +321,7 @@ def reference_directional_bracket(problem: DirectionalProblem, bands: int, tail:
         if k_rate == 0.0:
             lo, hi = inner_expectation(c, np.zeros_like(c), x, problem.c_b, 0.0, pi, problem.c_a)
             if exact:  # small c, visible cancellation: sums without cancellation instead
-                width = weight_c * (hi - lo)
-                loose = (c <= DIRECT_SUM_MAX_C) & (
-                    width > _DIRECT_SUM_TRIGGER * float(np.sum(weight_c * hi)) / len(c))
-                for i in np.nonzero(loose)[0]:
-                    lo[i], hi[i] = (v[0] for v in inner_expectation_by_sums(
-                        int(c[i]), np.array([0.0]), problem.c_a, problem.c_b, 0.0, pi))
+                _resum_loose_cells(c, weight_c, lo, hi, problem, pi)
             lower_total += float(np.sum(weight_c * lo))
             upper_total += float(np.sum(weight_c * hi))
             continue
@@ -308,6 +343,29 @@ def reference_directional_bracket(problem: DirectionalProblem, bands: int, tail:
     lower = max(0.0, lower_total / n * (1.0 - weight_rtol))
     upper = min(1.0, upper_total / n * (1.0 + weight_rtol) + dropped * (1.0 + weight_rtol))
     return DirectionalResult(lower, upper, dropped)
+
+
+def _resum_loose_cells(c: np.ndarray, weight_c: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                       problem: DirectionalProblem, pi: float) -> None:
+    """Replace (in place) closed-form values g(c, 0) whose rounding margin is visible by sums.
+
+    A cell is re-evaluated by :func:`inner_expectation_by_sums` (no cancellation) when c ≤
+    ``DIRECT_SUM_MAX_C`` and its weighted margin exceeds ``_DIRECT_SUM_TRIGGER`` times the chunk's
+    average weighted upper value. The average is recomputed after each pass: when e^ε is huge the
+    closed form's margins (∝ |c_B|) can dominate every upper value, and a trigger measured against
+    those inflated values would leave most cells loose.
+    """
+    done = np.zeros(len(c), dtype=bool)
+    while True:
+        width = weight_c * (upper - lower)
+        loose = ~done & (c <= DIRECT_SUM_MAX_C) & (
+            width > _DIRECT_SUM_TRIGGER * float(np.sum(weight_c * upper)) / len(c))
+        if not np.any(loose):
+            return
+        for i in np.nonzero(loose)[0]:
+            lower[i], upper[i] = (v[0] for v in inner_expectation_by_sums(
+                int(c[i]), np.array([0.0]), problem.c_a, problem.c_b, 0.0, pi))
+        done |= loose
 
 
 def _banded_sums(
@@ -678,6 +736,9 @@ def directional_bracket(problem: DirectionalProblem, bands: int, tail: float,
     """
     if problem.c_a <= 0.0:
         return DirectionalResult(0.0, 0.0, 0.0)
+    isolated = isolated_clone_bracket(problem)
+    if isolated is not None:
+        return isolated
     n, s = problem.n, problem.s
     c_b, c_k = problem.c_b, problem.c_k
     r_c, pi, x, k_rate, cells = _derived(problem)
@@ -881,6 +942,7 @@ __all__ = [
     "chernoff_log_upper",
     "directional_bracket",
     "inner_expectation",
+    "isolated_clone_bracket",
     "reference_directional_bracket",
     "special_function_rtol",
 ]
