@@ -602,7 +602,7 @@ def variation_ratio_parameters(vr: Any) -> dict[str, float]:
     return {"p": vr.p, "epsilon0": vr.epsilon0, "beta": vr.beta, "q0": vr.q0, "q1": vr.q1,
             "alpha": vr.alpha, "p_alpha": vr.p_alpha, "neutral_mass": vr.neutral_mass,
             "r0": vr.r0, "r1": vr.r1, "neutral_share": vr.neutral_share,
-            "rest_share": vr.rest_share}
+            "neutral_weight": vr.neutral_weight, "rest_share": vr.rest_share}
 
 
 def cmd_params(args: argparse.Namespace, out: TextIO) -> int:
@@ -632,7 +632,8 @@ def cmd_params(args: argparse.Namespace, out: TextIO) -> int:
                   "bound is the max over classes, the min over one class's candidates):\n")
         for entry in cover:
             out.write("  " + ", ".join(f"{k}={entry[k]:.6g}" for k in
-                                       ("p", "beta", "q0", "q1", "r0", "r1", "neutral_share")) + "\n")
+                                       ("p", "beta", "q0", "q1", "r0", "r1", "neutral_share",
+                                        "neutral_weight")) + "\n")
     if randomizer.published is not None:
         p, beta, q, q1 = randomizer.published
         out.write(f"published (seed 001 table): p={p!r}, beta={beta!r}, q={q!r}, q1={q1!r}\n")

@@ -201,7 +201,8 @@ def test_published_pair_reference_values():
     * grr with the valid k-RR share s = (d − 2)α, oue with the generic share w/q: never below lower;
       grr within 1% above upper; oue with the generic share is looser where the generic share is far
       from the published one (ε0 = 4, n = 1e4: 3.5% above) -- that gap is the share's, not the
-      evaluation's: the reference path confirms that ε·(1 − 2e-3) is infeasible.
+      evaluation's: the reference path confirms that ε·(1 − 2e-3) is infeasible (the catalog's
+      OUE adds the two-neutral-type bound, which is within 1%: tests/test_neutral_parts.py).
     """
     rows = _reference_rows()
     assert len(rows) == 12

@@ -21,6 +21,20 @@ same under x⁰ and x¹ and the reduction is a post-processing. The reverse dire
 s = 1 − r0 − r1, valid only when every other user's residual equals the victim's N (see
 :func:`published_pair`).
 
+Several neutral types (``neutral_parts``). The victim's neutral part may split as
+w·N = Σ_t w_t·N_t into parts with disjoint supports that the other users reproduce at different
+rates s_t (R(x_i) ≥ r0·Q0 + r1·Q1 + Σ_t s_t·N_t). Labelling each N_t separately, the same
+post-processing argument gives the exact pair on (A, B, K_1, …, K_T) with per-type coefficients
+c_t = w_t(1 − e^ε)/s_t ≤ 0; replacing every c_t by the largest one, λ(1 − e^ε) with
+λ = min_t w_t/s_t, only raises (·)⁺, so
+
+    δ ≤ (1/n)·E[(c_A·A + c_B·B + λ(1 − e^ε)·K)⁺],  K = Σ_t K_t ~ rate s = Σ_t s_t,
+
+the single-type bound with share s and *neutral weight* λ·s ≤ w in place of w in c_K. A part with
+s_t = 0 (a limit of valid shares s_t → 0⁺) only drops out of λ. With one part this is the bound
+above. It helps when one neutral pattern is rare among the others (unary encodings: the (1, 1)
+pattern of the two victim bits) and caps the single share, while another is common.
+
 Monotonicity in β (SPEC §3). With the generic share s = w/q the bound is non-decreasing in β for
 fixed p, q: write a user's contribution as Z ∈ {c_A, c_B, c_K, 0} times a common positive factor;
 raising β moves per-user probability from {K, rest} to {A, B} in proportions (p+1):(p−1) and 1:1,
@@ -70,6 +84,7 @@ _MAX_EVALUATED_EPSILON = 300.0
 _TINY_RATE = 1e-290
 # δ bounds this small are reported without relative refinement (see _delta_bracket)
 _NEGLIGIBLE_DELTA = 1e-300
+_ULP = 2.0**-52
 
 
 class VariationRatio:
@@ -84,10 +99,17 @@ class VariationRatio:
       neutral_share: s, the mass of the victim's neutral part N that every other user is
         guaranteed to produce. Defaults to the always-valid w/max(q0, q1). A larger value must be
         proven for the randomizer (e.g. k-ary RR: s = (d − 2)α) and must satisfy r0 + r1 + s ≤ 1.
+      neutral_parts: instead of ``neutral_share``, pairs (w_t, s_t) for a split of the victim's
+        neutral part into disjoint types (victim mass w_t, Σ_t w_t = w, each reproduced by every
+        other user at rate s_t; see the module docstring). Gives share s = Σ_t s_t and neutral
+        weight λ·s, λ = min over s_t > 0 of w_t/s_t.
+
+    ``neutral_weight`` is the victim's neutral mass entering c_K = neutral_weight·(1 − e^ε)/s: w
+    for a single neutral type, λ·s ≤ w for several.
     """
 
     __slots__ = ("p", "beta", "q0", "q1", "alpha", "p_alpha", "neutral_mass", "r0", "r1",
-                 "neutral_share")
+                 "neutral_share", "neutral_weight")
 
     def __init__(
         self,
@@ -97,6 +119,7 @@ class VariationRatio:
         *,
         q1: float | None = None,
         neutral_share: float | None = None,
+        neutral_parts: Sequence[tuple[float, float]] | None = None,
     ) -> None:
         p_value = check_range("p", p, 1.0, math.inf)
         beta_max = 1.0 if math.isinf(p_value) else (p_value - 1.0) / (p_value + 1.0)
@@ -125,6 +148,11 @@ class VariationRatio:
             raise ValueError(
                 f"q and q1 too small for p and beta: clone rates r0 + r1 = {r0 + r1!r} exceed 1"
             )
+        weight_per_share = None
+        if neutral_parts is not None:
+            if neutral_share is not None:
+                raise ValueError("give neutral_share or neutral_parts, not both")
+            neutral_share, weight_per_share = _merge_neutral_parts(neutral_parts, neutral_mass)
         if neutral_share is None:
             share = neutral_mass / max(q0_value, q1_value)
             if r0 + r1 + share > 1.0 + 1e-12:
@@ -154,6 +182,8 @@ class VariationRatio:
         self.r0 = r0
         self.r1 = r1
         self.neutral_share = share
+        self.neutral_weight = neutral_mass if weight_per_share is None else min(
+            neutral_mass, weight_per_share * share)
 
     # -- construction helpers -------------------------------------------------------------
     @classmethod
@@ -174,8 +204,8 @@ class VariationRatio:
         """ln p: the shuffled divergence vanishes for ε ≥ ln p (post-processing of the victim)."""
         return math.log(self.p)
 
-    def _key(self) -> tuple[float, float, float, float, float]:
-        return (self.p, self.beta, self.q0, self.q1, self.neutral_share)
+    def _key(self) -> tuple[float, float, float, float, float, float]:
+        return (self.p, self.beta, self.q0, self.q1, self.neutral_share, self.neutral_weight)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, VariationRatio):
@@ -187,8 +217,10 @@ class VariationRatio:
 
     def __repr__(self) -> str:
         q1 = "" if self.q1 == self.q0 else f", q1={self.q1!r}"
+        weight = ("" if self.neutral_weight == self.neutral_mass
+                  else f", neutral_weight={self.neutral_weight!r}")
         return (f"VariationRatio(p={self.p!r}, beta={self.beta!r}, q={self.q0!r}{q1}, "
-                f"neutral_share={self.neutral_share!r})")
+                f"neutral_share={self.neutral_share!r}{weight})")
 
     # -- the bound ------------------------------------------------------------------------
     def delta_interval(self, epsilon: float, n: int, rtol: float = 1e-3) -> Bracket:
@@ -245,7 +277,7 @@ def _directional_problems(key: tuple[float, float, float, float, float], eps: fl
     for r_a, r_b in ((vr.r0, vr.r1), (vr.r1, vr.r0)):
         c_a = (vr.p_alpha - e * vr.alpha) / r_a
         c_b = (vr.alpha - e * vr.p_alpha) / r_b
-        c_k = 0.0 if vr.neutral_share == 0.0 else vr.neutral_mass * (1.0 - e) / vr.neutral_share
+        c_k = 0.0 if vr.neutral_share == 0.0 else vr.neutral_weight * (1.0 - e) / vr.neutral_share
         problems.append(DirectionalProblem(n, r_a, r_b, vr.neutral_share, c_a, c_b, c_k))
         if vr.r0 == vr.r1:  # symmetric pair: both directions coincide
             break
@@ -253,9 +285,39 @@ def _directional_problems(key: tuple[float, float, float, float, float], eps: fl
 
 
 @functools.lru_cache(maxsize=512)
-def _from_key(key: tuple[float, float, float, float, float]) -> VariationRatio:
-    p, beta, q0, q1, s = key
-    return VariationRatio(p, beta, q0, q1=q1, neutral_share=s)
+def _from_key(key: tuple[float, float, float, float, float, float]) -> VariationRatio:
+    p, beta, q0, q1, s, weight = key
+    probe = VariationRatio(p, beta, q0, q1=q1, neutral_share=s)
+    if weight == probe.neutral_weight:
+        return probe
+    # the weight as a two-part split: (weight, s) and the remaining victim mass at share 0
+    return VariationRatio(p, beta, q0, q1=q1,
+                          neutral_parts=((weight, s), (probe.neutral_mass - weight, 0.0)))
+
+
+def _merge_neutral_parts(parts: Sequence[tuple[float, float]], neutral_mass: float
+                         ) -> tuple[float, float]:
+    """(s, λ) = (Σ_t s_t, min over s_t > 0 of w_t/s_t) of a split of the neutral part (module doc).
+
+    Σ_t w_t must equal w (to 1e-9 relative): a split that loses victim mass is a caller error.
+    λ is rounded down (a smaller weight only loosens the bound).
+    """
+    if isinstance(parts, (str, bytes)) or not isinstance(parts, Sequence) or not parts:
+        raise TypeError(f"neutral_parts must be a non-empty sequence of (w_t, s_t) pairs, got {parts!r}")
+    masses, shares = [], []
+    for index, part in enumerate(parts):
+        if not isinstance(part, Sequence) or len(part) != 2:
+            raise TypeError(f"neutral_parts[{index}] must be a pair (w_t, s_t), got {part!r}")
+        masses.append(check_range(f"neutral_parts[{index}][0]", part[0], 0.0, 1.0))
+        shares.append(check_range(f"neutral_parts[{index}][1]", part[1], 0.0, 1.0))
+    total = math.fsum(masses)
+    if abs(total - neutral_mass) > 1e-9 * max(neutral_mass, 1e-300) + 1e-15:
+        raise ValueError(
+            f"neutral_parts masses must sum to the neutral mass w = {neutral_mass!r}, got {total!r}")
+    ratios = [w_t / s_t for w_t, s_t in zip(masses, shares) if s_t > 0.0]
+    if not ratios:
+        return 0.0, 0.0
+    return math.fsum(shares), min(ratios) * (1.0 - 4.0 * _ULP)
 
 
 @functools.lru_cache(maxsize=4096)

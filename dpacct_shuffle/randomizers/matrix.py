@@ -19,7 +19,16 @@ also capped by the outputs outside S0 ∪ S1. The trade-off is one-dimensional; 
 the tightest bound depends on (ε, n), so the analyzer keeps up to four points of the frontier —
 the *knee* (largest s at the largest rates), two intermediate points and the largest feasible s,
 minus points dominated componentwise by another one — and
-the bound takes the minimum over them at evaluation time. r_j is also capped at pα (the core takes
+the bound takes the minimum over them at evaluation time.
+
+Several neutral types (core ``neutral_parts``). At the knee rates, every output y with w·N(y) > 0
+can be its own neutral type (point mass δ_y, the same law for every user), reproduced by every
+other user at rate m'(y) = m(y) − r0·Q0(y) − r1·Q1(y), a ratio ρ_y = w·N(y)/m'(y). For a
+coefficient λ the shares s_y = min(m'(y), w·N(y)/λ) have every ratio ≥ λ, so the bound with share
+S(λ) = Σ_y s_y and neutral weight λ·S(λ) is valid (core module docstring). λ = max_y ρ_y is the
+single share above; the analyzer adds λ = min_y ρ_y and their geometric mean as candidates (they
+win where one neutral pattern is rare among the others and caps the single share, e.g. unary
+encodings). r_j is also capped at pα (the core takes
 q_j = pα/r_j ≥ 1). Rates and shares are shrunk by a relative 1e-9 and the pointwise inequality is
 re-verified with the core's own (α, pα, r0, r1, s) before use.
 
@@ -130,6 +139,33 @@ def _frontier(
     return kept
 
 
+def _typed_points(q0: np.ndarray, q1: np.ndarray, neutral: np.ndarray, col_min: np.ndarray,
+                  w: float, knee: tuple[float, float, float]) -> list[tuple[float, float, float, float]]:
+    """(r0, r1, S(λ), λ) at the knee rates for λ = min ρ_y and √(min ρ_y · max ρ_y) (module doc).
+
+    Only returned when they differ from the single share (max ρ_y); shares shrunk by 1e-9.
+    """
+    r0, r1, _ = knee
+    mass = w * neutral
+    has_n = mass > 0
+    if not np.any(has_n):
+        return []
+    spare = np.maximum(col_min[has_n] - r0 * q0[has_n] - r1 * q1[has_n], 0.0)
+    usable = spare > 0
+    if not np.any(usable):
+        return []
+    ratios = mass[has_n][usable] / spare[usable]
+    low, high = float(np.min(ratios)), float(np.max(ratios))
+    if not low < high * (1.0 - 1e-6):
+        return []
+    points = []
+    for lam in (low, math.sqrt(low * high)):
+        share = float(np.minimum(spare, mass[has_n] / lam).sum())
+        share = max(0.0, min(share, 1.0 - r0 - r1))
+        points.append((r0, r1, share * _SHRINK, lam * (1.0 - 1e-9)))
+    return points
+
+
 def _q_for_rate(p_alpha: float, rate: float) -> float:
     """Smallest float q ≥ 1 with p_alpha / q ≤ rate (the core computes r = pα/q)."""
     q = max(1.0, p_alpha / rate)
@@ -138,24 +174,38 @@ def _q_for_rate(p_alpha: float, rate: float) -> float:
     return q
 
 
-def _build_vr(p: float, beta: float, r0: float, r1: float, share: float) -> VariationRatio:
+def _build_vr(p: float, beta: float, r0: float, r1: float, share: float,
+              weight_ratio: float | None = None) -> VariationRatio:
+    """Core VariationRatio with rates ≤ (r0, r1), share ≤ ``share`` and, if given, neutral weight
+    λ·share (λ = ``weight_ratio``, as the two-part split (λ·S, S), (w − λ·S, 0))."""
     probe = VariationRatio(p, beta, p)  # for the core's own pα
     p_alpha = probe.p_alpha
     q0, q1 = _q_for_rate(p_alpha, r0), _q_for_rate(p_alpha, r1)
     share = min(share, max(0.0, 1.0 - p_alpha / q0 - p_alpha / q1))
-    return VariationRatio(p, beta, q0, q1=q1, neutral_share=share)
+    if weight_ratio is None:
+        return VariationRatio(p, beta, q0, q1=q1, neutral_share=share)
+    weight = min(weight_ratio * share, probe.neutral_mass)
+    return VariationRatio(p, beta, q0, q1=q1,
+                          neutral_parts=((weight, share), (probe.neutral_mass - weight, 0.0)))
 
 
 def _verify(vr: VariationRatio, mu0: np.ndarray, mu1: np.ndarray, col_min: np.ndarray) -> None:
-    """Re-check R(x_i) ≥ r0 Q0 + r1 Q1 + s N pointwise with the core's own numbers."""
+    """Re-check the decomposition pointwise with the core's own numbers: R(x_i) ≥ r0 Q0 + r1 Q1 +
+    Σ_y s_y δ_y with s_y = min(spare(y), w·N(y)/λ), λ = neutral_weight/neutral_share, and
+    Σ_y s_y ≥ neutral_share (for one neutral type, λ = w/s: s_y = s·N(y))."""
     diff = mu0 - mu1
     q0, q1 = np.maximum(diff, 0.0) / vr.beta, np.maximum(-diff, 0.0) / vr.beta
     wn = np.maximum(np.maximum(mu0 - vr.p_alpha * q0 - vr.alpha * q1,
                                mu1 - vr.alpha * q0 - vr.p_alpha * q1), 0.0)
-    neutral = wn / vr.neutral_mass if vr.neutral_mass > 0 else np.zeros_like(wn)
-    need = vr.r0 * q0 + vr.r1 * q1 + vr.neutral_share * neutral
-    if np.any(need > col_min * (1.0 + 1e-12) + 1e-300):
-        raise RuntimeError("internal error: analyzer rates violate the pointwise inequality")
+    spare = col_min * (1.0 + 1e-12) + 1e-300 - vr.r0 * q0 - vr.r1 * q1
+    if np.any(spare < 0.0):
+        raise RuntimeError("internal error: analyzer clone rates violate the pointwise inequality")
+    if vr.neutral_share == 0.0:
+        return
+    lam = vr.neutral_weight / vr.neutral_share
+    available = math.fsum(np.minimum(spare, wn / lam).tolist())
+    if vr.neutral_share > available * (1.0 + 1e-12):
+        raise RuntimeError("internal error: analyzer neutral share violates the pointwise inequality")
 
 
 def _key(value: float) -> float:
@@ -201,19 +251,21 @@ def analyze_pairs(matrix: np.ndarray) -> tuple[list[PairBound], dict[str, float]
             if not points:
                 local_pairs.append((int(i_idx[k]), int(j_idx[k])))
                 continue
+            points = [(*pt, math.inf) for pt in points]  # λ = inf marks one neutral type
+            points += _typed_points(q0, q1, neutral, col_min * _SHRINK, w, points[0][:3])
             generic.append((int(i_idx[k]), int(j_idx[k]), p, probe.beta, float(q_pair[k])))
             key = (p, probe.beta, tuple(tuple(_key(v) for v in pt) for pt in points))
             group = groups.setdefault(key, {"points": [list(pt) for pt in points], "members": []})
             for stored, pt in zip(group["points"], points):
-                for t in range(3):
+                for t in range(4):  # smaller rates, shares and λ stay valid for every member
                     stored[t] = min(stored[t], pt[t])
             group["members"].append((int(i_idx[k]), int(j_idx[k])))
     cover: list[PairBound] = []
     if len(groups) <= MAX_PAIR_KINDS:
         for (p, beta, _), group in groups.items():
             candidates = []
-            for r0, r1, share in group["points"]:
-                vr = _build_vr(p, beta, r0, r1, share)
+            for r0, r1, share, lam in group["points"]:
+                vr = _build_vr(p, beta, r0, r1, share, None if math.isinf(lam) else lam)
                 for i, j in group["members"]:
                     _verify(vr, matrix[i], matrix[j], col_min)
                 candidates.append(vr)
