@@ -46,6 +46,7 @@ dropped mass is below 1e-30, so "exact" means exact to that absolute level.
 from __future__ import annotations
 
 import functools
+import heapq
 import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -56,7 +57,6 @@ from scipy.special import bdtr, bdtrc, gammaln, xlog1py, xlogy
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users, check_range
 
 FULL_SEARCH_MAX_USERS = 3000
-NEAR_END_CONFIGURATIONS = 24
 WINDOW_SIGMAS = 12.0
 _BISECTION_STEPS = 80
 _EPS_SEARCH_CAP = 700.0  # e^700 is still a finite double
@@ -364,122 +364,479 @@ def trinomial_projection(
     return TrinomialInstance(n, victim0, victim1, other, description)
 
 
-# -- binary randomized response -----------------------------------------------------------------
-def _binary_rr_config_logpmf(others: int, holders_of_one: int, keep: float) -> tuple[np.ndarray, int]:
-    """ln pmf of the others' count of ones, Bin(m, a) + Bin(others − m, 1 − a), on a window.
+# -- binary randomized response ------------------------------------------------------------------
+_UNIT_ROUNDOFF = 2.0 ** -53
+BINARY_RR_RTOL = 1e-3
+BINARY_RR_MAX_BLOCKS = 20000
+_TRUNCATION_SHARE = 1e-5  # truncated mass per window, relative to rtol × (the δ being certified)
+_MIN_TRUNCATION = 1e-280
+_LEAF_CONFIGURATIONS = 4  # blocks of at most this many configurations are evaluated one by one
+_TOP_CANDIDATES = 8  # configurations used for the ε bisection of the lower end
+# cumulative probabilities at which the revealed count J of fair coins starts a new band
+_BAND_QUANTILES = (0.0, 1e-12, 1e-8, 1e-5, 1e-3, 0.01, 0.03, 0.06, 0.1, 0.15, 0.2, 0.27, 0.35,
+                   0.43, 0.5, 0.57, 0.65, 0.73, 0.8, 0.87, 0.93, 0.97)
+_EXACT_BANDS_UP_TO = 24  # at most this many free users: every J is its own band
 
-    Returns (log pmf, offset of index 0). Computed by direct convolution of the two windowed
-    binomial pmfs, each scaled by its maximum (all terms nonnegative: relative accuracy).
+
+def _binomial_kl(x: float, p: float) -> float:
+    """KL(Bern(x) ‖ Bern(p)), the Chernoff exponent of a binomial tail at fraction x."""
+    value = 0.0
+    if x > 0.0:
+        value += x * math.log(x / p)
+    if x < 1.0:
+        value += (1.0 - x) * math.log((1.0 - x) / (1.0 - p))
+    return value
+
+
+def _chernoff_below(trials: int, p: float, k: int) -> float:
+    """Upper bound on P[Bin(trials, p) < k] (Chernoff: exp(−trials·KL((k−1)/trials ‖ p)))."""
+    if k <= 0:
+        return 0.0
+    x = (k - 1) / trials
+    if x >= p:
+        return 1.0
+    return min(1.0, math.exp(-trials * _binomial_kl(x, p) * (1.0 - 1e-9)))
+
+
+def _chernoff_above(trials: int, p: float, k: int) -> float:
+    """Upper bound on P[Bin(trials, p) > k]."""
+    if k >= trials:
+        return 0.0
+    x = (k + 1) / trials
+    if x <= p:
+        return 1.0
+    return min(1.0, math.exp(-trials * _binomial_kl(x, p) * (1.0 - 1e-9)))
+
+
+@dataclass(frozen=True)
+class _Law:
+    """A count law on the window offset..offset+len(values)−1, with certified error terms.
+
+    Meaning: there is T ∈ [1 − dropped, 1] such that the true law restricted to the event "every
+    summand inside its window" is T·values[k]·(1 + ζ_k) with |ζ_k| ≤ rel_error, and the rest of the
+    true law (total mass 1 − T ≤ dropped) lies anywhere.
     """
-    m = holders_of_one
-    lo1, hi1 = _window(m, keep)
-    lo0, hi0 = _window(others - m, 1.0 - keep)
-    l1 = binomial_logpmf(np.arange(lo1, hi1 + 1), m, keep)
-    l0 = binomial_logpmf(np.arange(lo0, hi0 + 1), others - m, 1.0 - keep)
-    s1, s0 = float(np.max(l1)), float(np.max(l0))
-    conv = np.convolve(np.exp(l1 - s1), np.exp(l0 - s0))
-    with np.errstate(divide="ignore"):
-        logpmf = np.log(conv) + s1 + s0
-    return logpmf, lo1 + lo0
+
+    values: np.ndarray
+    offset: int
+    rel_error: float
+    dropped: float
 
 
-def _binary_rr_pair(others: int, holders_of_one: int, keep: float, rel_error: float) -> CountPair:
-    """Victim 0 vs 1 (its bit is 1 w.p. 1 − a resp. a), others' count as above."""
-    logpmf, _ = _binary_rr_config_logpmf(others, holders_of_one, keep)
-    la, lb = math.log(keep), math.log1p(-keep)
-    padded = np.concatenate(([-np.inf], logpmf, [-np.inf]))
-    stay, shift = padded[1:], padded[:-1]  # count c: others c (victim 0) / others c − 1 (victim 1)
-    log_p = np.logaddexp(la + stay, lb + shift)  # victim holds 0: outputs 1 w.p. 1 − a
-    log_q = np.logaddexp(lb + stay, la + shift)  # victim holds 1: outputs 1 w.p. a
-    return CountPair(log_p, log_q, rel_error, f"binary RR, {holders_of_one} of {others} others hold 1")
+def _binomial_law(trials: int, p: float, budget: float) -> _Law:
+    """Bin(trials, p) on a Chernoff window of excluded mass ≤ budget.
+
+    The pmf is built by the ratio recurrence P(k+1)/P(k) = (trials − k)/(k + 1)·p/(1 − p) from the
+    mode (each step ≤ 4 roundings) and normalised by its computed sum; the relative error of each
+    cell is then ≤ 2·4·(steps)·u + (len + 2)·u (u = 2⁻⁵³), and the normalising constant is the
+    kept mass T ∈ [1 − dropped, 1]: no special function enters the values.
+    """
+    if trials == 0:
+        return _Law(np.ones(1), 0, 0.0, 0.0)
+    mean, sd = trials * p, math.sqrt(trials * p * (1.0 - p))
+    z = math.sqrt(2.0 * math.log(2.0 / budget)) + 0.5
+    while True:
+        half = z * sd + 2.0 * z
+        lo = max(0, int(math.floor(mean - half)))
+        hi = min(trials, int(math.ceil(mean + half)))
+        dropped = _chernoff_below(trials, p, lo) + _chernoff_above(trials, p, hi)
+        if dropped <= budget:
+            break
+        z += 1.0
+    mode = min(max(int(math.floor((trials + 1) * p)), lo), hi)
+    odds = p / (1.0 - p)
+    ks_up = np.arange(mode, hi, dtype=float)
+    up = np.cumprod((trials - ks_up) / (ks_up + 1.0) * odds)
+    ks_down = np.arange(mode - 1, lo - 1, -1, dtype=float)
+    down = np.cumprod((ks_down + 1.0) / (trials - ks_down) / odds)
+    raw = np.concatenate((down[::-1], [1.0], up))
+    total = float(np.sum(raw))
+    steps = max(hi - mode, mode - lo)
+    rel = 8.0 * (steps + 1) * _UNIT_ROUNDOFF + (raw.size + 4) * _UNIT_ROUNDOFF
+    return _Law(raw / total, lo, rel, dropped)
+
+
+def _trim(values: np.ndarray, budget: float, rel_error: float) -> tuple[np.ndarray, int, float]:
+    """Drop end cells of total (upper-bounded) mass ≤ budget; returns (values, shift, dropped)."""
+    scale = (1.0 + rel_error) * (1.0 + (values.size + 2) * _UNIT_ROUNDOFF)
+    head = np.cumsum(values) * scale
+    tail = np.cumsum(values[::-1]) * scale
+    cut_lo = int(np.searchsorted(head, 0.5 * budget, side="right"))
+    cut_hi = int(np.searchsorted(tail, 0.5 * budget, side="right"))
+    if cut_lo + cut_hi >= values.size:
+        return values, 0, 0.0
+    dropped = (float(head[cut_lo - 1]) if cut_lo else 0.0) + (float(tail[cut_hi - 1]) if cut_hi else 0.0)
+    return values[cut_lo: values.size - cut_hi], cut_lo, dropped
+
+
+def _convolve(first: _Law, second: _Law, budget: float) -> _Law:
+    """Law of the independent sum (direct convolution of nonnegative terms: relative error ≤
+    (min length + 2)·u per cell on top of the summands'), trimmed to excluded mass ≤ budget."""
+    values = np.convolve(first.values, second.values)
+    rel = (first.rel_error + second.rel_error + (min(first.values.size, second.values.size) + 2)
+           * _UNIT_ROUNDOFF) * (1.0 + 1e-6)
+    kept, shift, cut = _trim(values, budget, rel)
+    return _Law(kept, first.offset + second.offset + shift, rel, first.dropped + second.dropped + cut)
+
+
+def _victim_laws(law: _Law, keep: float) -> tuple[np.ndarray, np.ndarray]:
+    """Output count with the victim holding 0 (its bit is 1 w.p. 1 − a) and holding 1."""
+    padded = np.concatenate(([0.0], law.values, [0.0]))
+    stay, shift = padded[1:], padded[:-1]
+    return keep * stay + (1.0 - keep) * shift, (1.0 - keep) * stay + keep * shift
+
+
+def _hockey_stick_bounds(big: np.ndarray, small: np.ndarray, rel_error: np.ndarray | float,
+                         dropped: np.ndarray | float, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """Certified (lower, upper) on D_{e^ε}(P‖Q) for laws given as in :class:`_Law` (last axis =
+    counts; rows may be stacked). With η the cell error (+6u for forming P, Q and P − e^ε·Q):
+
+        lower = (1 − dropped)·Σ_{P̂ − e^ε·Q̂ > m} (P̂ − e^ε·Q̂ − m) − e^ε·dropped,
+        upper = Σ max(0, P̂ − e^ε·Q̂ + m) + dropped,      m = η·(P̂ + e^ε·Q̂),
+
+    each sum of nonnegative terms rounded in the safe direction by (len + 2)·u.
+    """
+    scale = math.exp(eps)
+    eta = np.asarray(rel_error, dtype=float)[..., None] + 6.0 * _UNIT_ROUNDOFF
+    diff = big - scale * small
+    margin = eta * (big + scale * small)
+    width = big.shape[-1]
+    summation = (width + 2) * _UNIT_ROUNDOFF
+    kept = np.sum(np.where(diff > margin, diff - margin, 0.0), axis=-1)
+    drop = np.asarray(dropped, dtype=float)
+    lower = np.maximum(0.0, (1.0 - drop) * kept * (1.0 - summation) - scale * drop)
+    upper = np.sum(np.maximum(diff + margin, 0.0), axis=-1) * (1.0 + summation) + drop
+    return lower, np.minimum(upper, 1.0)
+
+
+class _CandidateSet:
+    """Exact per-configuration laws, stacked for vectorised hockey-stick bounds at any ε."""
+
+    def __init__(self, keep: float) -> None:
+        self.keep = keep
+        self.laws: dict[int, _Law] = {}
+        self._stacked: tuple[tuple[int, ...], np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def add(self, holders: int, law: _Law) -> None:
+        if holders not in self.laws:
+            self.laws[holders] = law
+            self._stacked = None
+
+    def _stack(self, subset: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        laws = [self.laws[m] for m in subset]
+        first = min(law.offset for law in laws)
+        last = max(law.offset + law.values.size for law in laws) + 1
+        big = np.zeros((len(laws), last - first))
+        small = np.zeros_like(big)
+        for row, law in enumerate(laws):
+            p0, p1 = _victim_laws(law, self.keep)
+            start = law.offset - first
+            big[row, start: start + p0.size] = p0
+            small[row, start: start + p1.size] = p1
+        rel = np.array([law.rel_error for law in laws])
+        drop = np.array([law.dropped for law in laws])
+        return big, small, rel, drop
+
+    def bounds(self, eps: float, subset: Sequence[int] | None = None) -> tuple[list[int], np.ndarray, np.ndarray]:
+        """(configurations, lower bounds, upper bounds) of δ_m(ε), max over both directions."""
+        if subset is None:
+            chosen = tuple(sorted(self.laws))
+            if self._stacked is None or self._stacked[0] != chosen:
+                self._stacked = (chosen, *self._stack(chosen))
+            _, big, small, rel, drop = self._stacked
+        else:
+            chosen = tuple(subset)
+            big, small, rel, drop = self._stack(chosen)
+        low0, up0 = _hockey_stick_bounds(big, small, rel, drop, eps)
+        low1, up1 = _hockey_stick_bounds(small, big, rel, drop, eps)
+        return list(chosen), np.maximum(low0, low1), np.maximum(up0, up1)
 
 
 class BinaryRRProfile(InstanceLowerBound):
-    """Shuffled binary randomized response: exact worst case over all configurations (small n).
+    """Shuffled binary randomized response: certified exact worst case over all configurations.
 
-    For n ≤ ``FULL_SEARCH_MAX_USERS`` every m = 0..n−1 (number of other users holding 1) is
-    evaluated and ``is_exact`` is True: δ(ε) is the exact shuffled privacy profile (worst case over
-    neighbouring datasets; by symmetry of the labels the victim pair (0, 1) is the only one, and the
-    shuffled output of binary messages is equivalent to their count). For larger n only the
-    homogeneous configurations and the ``NEAR_END_CONFIGURATIONS`` nearest to them are evaluated
-    (the worst m is near the ends in every case we examined, but not always at them) and the value
-    is a certified lower bound (``is_exact`` False).
+    δ(ε) = max_m δ_m(ε) over m = number of other users holding 1 (module docstring). Every query
+    returns a certified interval: :meth:`delta_interval` (L, U) with L the exact δ_m of an
+    evaluated configuration (rounded down) and U a proved upper bound on every δ_m (branch and
+    bound over blocks of configurations); :meth:`epsilon_interval` (ε_lo, ε_hi) with max_m δ_m(ε_lo)
+    > δ ≥ max_m δ_m(ε_hi). The search stops when U ≤ L·(1 + rtol) (resp. ε_hi ≤ ε_lo·(1 + rtol)),
+    so the profile is exact to that certified relative tolerance. :meth:`delta` and
+    :meth:`epsilon` return the lower ends (certified lower bounds, as for every
+    :class:`InstanceLowerBound`).
+
+    ``is_exact`` is True unless a query stopped at the ``max_blocks`` evaluation budget (or at
+    rounding level) before its interval reached ``rtol``; the interval is certified either way.
+    ``full_search=True`` evaluates every configuration exactly instead of bounding blocks
+    (n ≤ ``FULL_SEARCH_MAX_USERS``; a cross-check).
+
+    Measured (2-core shared machine, n = 10⁶, rtol = 1e-3): one :meth:`epsilon_interval` at
+    δ ∈ [1e-9, 1e-6] takes TIMING_PLACEHOLDER.
     """
 
-    def __init__(self, epsilon0: float, n: int, *, full_search: bool | None = None) -> None:
+    def __init__(self, epsilon0: float, n: int, *, rtol: float = BINARY_RR_RTOL,
+                 full_search: bool | None = None, max_blocks: int = BINARY_RR_MAX_BLOCKS) -> None:
         eps0 = check_range("epsilon0", epsilon0, 0.0, math.inf, low_open=True, high_open=True)
         users = check_num_users(n)
         if users < 2:
             raise ValueError(f"n must be at least 2 for a shuffled profile, got {users}")
-        keep = math.exp(eps0) / (math.exp(eps0) + 1.0)
-        others = users - 1
-        if full_search is None:
-            full_search = users <= FULL_SEARCH_MAX_USERS
-        if full_search:
-            configs = range(0, others + 1)
-        else:
-            near = min(NEAR_END_CONFIGURATIONS, others)
-            configs = sorted(set(range(0, near + 1)) | set(range(others - near, others + 1)))
-        rel = 2.0 * _log_rel_error(others) + 1e-14
-        pairs = [_binary_rr_pair(others, m, keep, rel) for m in configs]
-        kind = "exact worst case over all configurations" if full_search else (
-            "lower bound: homogeneous and near-homogeneous configurations")
-        super().__init__(pairs, f"binary randomized response, eps0={eps0}, n={users}: {kind}",
-                         is_exact=bool(full_search))
+        self.rtol = check_range("rtol", rtol, 0.0, 1.0, low_open=True, high_open=True)
+        if isinstance(max_blocks, bool) or not isinstance(max_blocks, int) or max_blocks < 1:
+            raise ValueError(f"max_blocks must be a positive integer, got {max_blocks!r}")
+        full = bool(full_search)
+        if full and users > FULL_SEARCH_MAX_USERS:
+            raise ValueError(f"n must be at most {FULL_SEARCH_MAX_USERS} with full_search=True, got {users}")
         self.epsilon0 = eps0
         self.n = users
-        self.configurations = tuple(configs)
-        self._stacked = _stack(self.pairs)
+        self.full_search = full
+        self.max_blocks = max_blocks
+        self.keep = math.exp(eps0) / (math.exp(eps0) + 1.0) if eps0 < 700.0 else 1.0
+        if not 0.5 < self.keep < 1.0:
+            raise ValueError(f"epsilon0 must be in (0, 36] for binary randomized response, got {eps0!r}")
+        self.others = users - 1
+        self.half = self.others // 2  # δ_m = δ_{others − m} (relabel 0 ↔ 1): m ≤ half suffices
+        search = "every configuration evaluated" if full else "branch and bound over configurations"
+        self.description = (f"binary randomized response, eps0={eps0}, n={users}: exact worst case "
+                            f"({search}), certified to rtol={self.rtol}")
+        self.pairs = ()
+        self._candidates: dict[float, _CandidateSet] = {}
+        self._delta_cache: dict[float, tuple[float, float, int]] = {}
+        self._epsilon_cache: dict[float, tuple[float, float]] = {}
+        self._all_certified = True
+        self.blocks_evaluated = 0
+
+    # -- public API --------------------------------------------------------------------------
+    @property
+    def is_exact(self) -> bool:  # type: ignore[override]
+        """True while every interval returned so far has relative width ≤ rtol."""
+        return self._all_certified
 
     def delta(self, epsilon: float) -> float:
+        """Certified lower bound on the shuffled δ(ε) (exact to rtol: see :meth:`delta_interval`)."""
+        return self.delta_interval(epsilon)[0]
+
+    def delta_interval(self, epsilon: float) -> tuple[float, float]:
+        """(L, U): L ≤ max_m δ_m(ε) ≤ U, U ≤ L·(1 + rtol) unless ``is_exact`` turned False."""
         eps = check_epsilon(epsilon)
-        return self._stacked.delta(eps)
+        low, up, _ = self._delta_search(eps)
+        return low, up
 
     def worst_configuration(self, epsilon: float) -> int:
-        """The number of other users holding 1 that attains :meth:`delta` (among those evaluated)."""
+        """Number m of other users holding 1 in an evaluated configuration attaining L at ε
+        (m ≤ (n − 1)/2; n − 1 − m is equally bad)."""
         eps = check_epsilon(epsilon)
-        values = [pair.delta(eps) for pair in self.pairs]
-        return self.configurations[int(np.argmax(values))]
+        return self._delta_search(eps)[2]
 
+    def epsilon(self, delta: float) -> float:
+        """Certified lower bound on the shuffled ε(δ) (exact to rtol: see :meth:`epsilon_interval`)."""
+        return self.epsilon_interval(delta)[0]
 
-class _StackedPairs:
-    """Many CountPairs padded into one 2-D array: vectorised max over instances.
+    def epsilon_interval(self, delta: float) -> tuple[float, float]:
+        """(ε_lo, ε_hi) with δ(ε_lo) > δ ≥ δ(ε_hi) certified; ε_hi ≤ ε_lo·(1 + rtol) unless
+        ``is_exact`` turned False. ε_lo = 0 when δ(0) ≤ δ is already certified."""
+        target = check_delta(delta)
+        if target not in self._epsilon_cache:
+            self._epsilon_cache[target] = self._epsilon_search(target)
+        return self._epsilon_cache[target]
 
-    Probabilities and losses are precomputed once; each δ(ε) evaluation is a masked sum.
-    """
+    @property
+    def configurations(self) -> tuple[int, ...]:
+        """Configurations m whose δ_m was evaluated exactly so far."""
+        found: set[int] = set()
+        for cands in self._candidates.values():
+            found.update(cands.laws)
+        return tuple(sorted(found))
 
-    def __init__(self, log_p: np.ndarray, log_q: np.ndarray, log_rel_error: float) -> None:
-        with np.errstate(invalid="ignore"):
-            loss = log_p - log_q
-        self._loss = np.where(np.isnan(loss), 0.0, loss)
-        self._p = np.exp(log_p)
-        self._q = np.exp(log_q)
-        self._rel = log_rel_error
+    # -- laws ----------------------------------------------------------------------------------
+    def _budget(self, level: float) -> float:
+        return max(_MIN_TRUNCATION, _TRUNCATION_SHARE * self.rtol * level)
 
-    def _direction(self, big: np.ndarray, small: np.ndarray, mask: np.ndarray, eps: float) -> float:
-        scale = math.exp(eps)
-        pa = np.where(mask, big, 0.0)
-        pb = np.where(mask, small, 0.0)
-        totals = (pa - scale * pb).sum(axis=1)
-        # pa - e^eps pb has absolute error <= ulp(pa); np.sum of n terms adds <= n ulp relative;
-        # both are far below the margin rel*(pa + e^eps pb) since rel >= 1e-13.
-        values = totals - self._rel * (pa.sum(axis=1) + scale * pb.sum(axis=1))
-        return max(0.0, float(np.max(values)))
+    def _base_law(self, first: int, last: int, budget: float) -> _Law:
+        """Bin(first, a) + Bin(others − last, 1 − a): users holding 1 and 0 outside the block."""
+        ones = _binomial_law(first, self.keep, budget)
+        zeros = _binomial_law(self.others - last, 1.0 - self.keep, budget)
+        return _convolve(ones, zeros, budget)
 
-    def delta(self, eps: float) -> float:
-        forward = self._direction(self._p, self._q, self._loss > eps, eps)
-        backward = self._direction(self._q, self._p, -self._loss > eps, eps)
-        return max(forward, backward)
+    def _candidate_set(self, budget: float) -> _CandidateSet:
+        if budget not in self._candidates:
+            self._candidates[budget] = _CandidateSet(self.keep)
+        return self._candidates[budget]
 
+    def _evaluate(self, cands: _CandidateSet, holders: Sequence[int], budget: float) -> None:
+        for m in holders:
+            if m not in cands.laws:
+                cands.add(m, self._base_law(m, m, budget))
 
-def _stack(pairs: Sequence[CountPair]) -> _StackedPairs:
-    width = max(pair.log_p.size for pair in pairs)
-    log_p = np.full((len(pairs), width), -np.inf)
-    log_q = np.full((len(pairs), width), -np.inf)
-    for i, pair in enumerate(pairs):
-        log_p[i, : pair.log_p.size] = pair.log_p
-        log_q[i, : pair.log_q.size] = pair.log_q
-    return _StackedPairs(log_p, log_q, max(pair.log_rel_error for pair in pairs))
+    def _block_upper(self, first: int, last: int, eps: float, budget: float) -> float:
+        """U_block(ε) ≥ δ_m(ε) for every m in [first, last] (module docstring, block bound).
+
+        J ~ Bin(b, 2(1 − a)) free users drew the fair-coin branch; D_J (per direction) is non-
+        increasing in J (adding an independent fair coin is post-processing), so each band of J
+        values is charged the D of its lowest J; the mass of J below the window is charged 1.
+        """
+        self.blocks_evaluated += 1
+        free = last - first
+        base = self._base_law(first, last, budget)
+        if free == 0:
+            p0, p1 = _victim_laws(base, self.keep)
+            up0 = _hockey_stick_bounds(p0, p1, base.rel_error, base.dropped, eps)[1]
+            up1 = _hockey_stick_bounds(p1, p0, base.rel_error, base.dropped, eps)[1]
+            return float(max(up0, up1))
+        coin_share = 2.0 * (1.0 - self.keep)
+        revealed = _binomial_law(free, coin_share, budget)
+        weights = revealed.values
+        if weights.size <= _EXACT_BANDS_UP_TO:
+            starts = list(range(weights.size))
+        else:
+            cumulative = np.cumsum(weights)
+            starts = sorted({int(np.searchsorted(cumulative, q * cumulative[-1], side="right"))
+                             for q in _BAND_QUANTILES[1:]} | {0})
+            starts = [s for s in starts if s < weights.size]
+        weight_factor = (1.0 + revealed.rel_error) * (1.0 + (weights.size + 2) * _UNIT_ROUNDOFF)
+        totals = [0.0, 0.0]
+        law = base
+        coins = 0
+        for index, start in enumerate(starts):
+            stop = starts[index + 1] if index + 1 < len(starts) else weights.size
+            band_weight = float(np.sum(weights[start:stop])) * weight_factor
+            coins_here = revealed.offset + start
+            law = _convolve(law, _binomial_law(coins_here - coins, 0.5, budget), budget)
+            coins = coins_here
+            p0, p1 = _victim_laws(law, self.keep)
+            totals[0] += band_weight * float(_hockey_stick_bounds(p0, p1, law.rel_error, law.dropped, eps)[1])
+            totals[1] += band_weight * float(_hockey_stick_bounds(p1, p0, law.rel_error, law.dropped, eps)[1])
+        summation = (len(starts) + 4) * _UNIT_ROUNDOFF
+        return min(1.0, max(totals) * (1.0 + summation) + revealed.dropped)
+
+    def _initial_blocks(self) -> list[tuple[int, int]]:
+        """[0, 0], [1, 1], [2, 3], [4, 7], …: geometric (the worst m sits near the ends)."""
+        if self.full_search:
+            return [(m, m) for m in range(self.half + 1)]
+        blocks, first = [], 0
+        while first <= self.half:
+            last = min(self.half, max(first, 2 * first - 1) if first else 0)
+            blocks.append((first, last))
+            first = last + 1
+        return blocks
+
+    # -- δ(ε): best-first branch and bound ---------------------------------------------------
+    def _seeds(self) -> list[int]:
+        return sorted({0, 1, 2, 4, 8, self.half} & set(range(self.half + 1)))
+
+    def _delta_search(self, eps: float) -> tuple[float, float, int]:
+        if eps in self._delta_cache:
+            return self._delta_cache[eps]
+        if eps >= self.epsilon0:
+            result = (0.0, 0.0, 0)  # ε0-LDP: every likelihood ratio is within e^{±ε0}
+            self._delta_cache[eps] = result
+            return result
+        # truncation budget relative to the level of δ: probe it on a few configurations
+        budget = 1e-24
+        while True:
+            probe = self._candidate_set(budget)
+            self._evaluate(probe, self._seeds(), budget)
+            level = float(np.max(probe.bounds(eps, self._seeds())[1]))
+            needed = self._budget(level)
+            if needed >= budget or budget <= _MIN_TRUNCATION:
+                break
+            budget = needed
+        cands = self._candidate_set(budget)
+        blocks = self._initial_blocks()
+        self._evaluate(cands, [b[0] for b in blocks] if self.full_search else self._seeds(), budget)
+        ms, lows, ups = cands.bounds(eps)
+        best = int(np.argmax(lows))
+        low, worst = float(lows[best]), ms[best]
+        if self.full_search:
+            result = (low, max(low, float(np.max(ups))), worst)
+            self._finish_delta(eps, result)
+            return result
+        heap: list[tuple[float, int, int]] = []
+        exact_upper = dict(zip(ms, ups.tolist()))
+        for first, last in blocks:
+            upper = exact_upper[first] if first == last and first in exact_upper else (
+                self._block_upper(first, last, eps, budget))
+            heapq.heappush(heap, (-upper, first, last))
+        unresolved = 0.0
+        evaluated = 0
+        while heap and -heap[0][0] > low * (1.0 + self.rtol) and evaluated < self.max_blocks:
+            _, first, last = heapq.heappop(heap)
+            if last - first + 1 <= _LEAF_CONFIGURATIONS:
+                members = list(range(first, last + 1))
+                self._evaluate(cands, members, budget)
+                _, m_low, m_up = cands.bounds(eps, members)
+                for m, m_lo, m_hi in zip(members, m_low.tolist(), m_up.tolist()):
+                    if m_lo > low:
+                        low, worst = m_lo, m
+                    if m_hi > low * (1.0 + self.rtol):
+                        unresolved = max(unresolved, m_hi)  # rounding-level: cannot split further
+                continue
+            middle = (first + last) // 2
+            self._evaluate(cands, [middle], budget)
+            _, m_low, _ = cands.bounds(eps, [middle])
+            if float(m_low[0]) > low:
+                low, worst = float(m_low[0]), middle
+            for child in ((first, middle), (middle + 1, last)):
+                evaluated += 1
+                heapq.heappush(heap, (-self._block_upper(child[0], child[1], eps, budget), *child))
+        upper = max(low, unresolved, -heap[0][0] if heap else 0.0)
+        result = (low, upper, worst)
+        self._finish_delta(eps, result)
+        return result
+
+    def _finish_delta(self, eps: float, result: tuple[float, float, int]) -> None:
+        low, upper, _ = result
+        if upper > low * (1.0 + self.rtol):
+            self._all_certified = False
+        self._delta_cache[eps] = result
+
+    # -- ε(δ): lower end from exact configurations, upper end certified by blocks -------------
+    def _lower_end(self, cands: _CandidateSet, target: float, rank_at: float) -> float:
+        """Largest ε found with max over the top configurations (ranked at ``rank_at``) of the
+        certified lower δ_m(ε) above ``target``: a certified lower bound on ε(δ)."""
+        ms, lows, _ = cands.bounds(rank_at)
+        top = [ms[i] for i in np.argsort(lows)[::-1][:_TOP_CANDIDATES]]
+        return _epsilon_lower(lambda e: float(np.max(cands.bounds(e, top)[1])), target,
+                              self.epsilon0, rtol=1e-7)
+
+    def _epsilon_search(self, target: float) -> tuple[float, float]:
+        budget = self._budget(target)
+        cands = self._candidate_set(budget)
+        blocks = self._initial_blocks()
+        self._evaluate(cands, self._seeds(), budget)
+        eps_lo = self._lower_end(cands, target, 0.0)
+        if self.full_search:
+            self._evaluate(cands, [b[0] for b in blocks], budget)
+            eps_lo = max(eps_lo, self._lower_end(cands, target, eps_lo))
+        eps_hi = self._epsilon_step(eps_lo)
+        pending = list(reversed(blocks))  # a stack: blocks near the ends first
+        steps = 0
+        while pending:
+            steps += 1
+            if steps > self.max_blocks:
+                self._all_certified = False
+                return eps_lo, self.epsilon0  # the LDP bound: δ(ε0) = 0
+            first, last = pending.pop()
+            if last - first + 1 <= _LEAF_CONFIGURATIONS:
+                members = list(range(first, last + 1))
+                self._evaluate(cands, members, budget)
+                _, m_low, m_up = cands.bounds(eps_hi, members)
+                if float(np.max(m_low)) > target:  # a worse configuration: raise the lower end
+                    eps_lo = max(self._lower_end(cands, target, eps_hi), eps_hi)
+                    eps_hi = self._epsilon_step(eps_lo)
+                    pending.append((first, last))
+                elif float(np.max(m_up)) > target:  # tie at rounding level: step the upper end
+                    eps_hi = self._epsilon_step(max(eps_hi, 1e-9 * self.epsilon0))
+                    pending.append((first, last))
+                continue
+            if self._block_upper(first, last, eps_hi, budget) <= target:
+                continue  # pruned at eps_hi, hence (U non-increasing in ε) at every larger ε
+            middle = (first + last) // 2
+            pending.extend([(middle + 1, last), (first, middle)])
+        if eps_hi > eps_lo * (1.0 + self.rtol) * (1.0 + 1e-12):
+            self._all_certified = False
+        return eps_lo, eps_hi
+
+    def _epsilon_step(self, eps: float) -> float:
+        return min(self.epsilon0, eps * (1.0 + self.rtol))
 
 
 def binary_rr_exact_delta(epsilon0: float, n: int, epsilon: float) -> float:
@@ -498,7 +855,7 @@ def binary_rr_exact_delta(epsilon0: float, n: int, epsilon: float) -> float:
 
 __all__ = [
     "FULL_SEARCH_MAX_USERS",
-    "NEAR_END_CONFIGURATIONS",
+    "BINARY_RR_RTOL",
     "CountPair",
     "InstanceLowerBound",
     "BinaryRRProfile",
