@@ -24,7 +24,8 @@ import math
 import pytest
 
 from dpacct_shuffle import VariationRatio
-from tests.oracle import pair_delta_max, pair_delta_truncated, pair_params
+from dpacct_shuffle.core import bound, numerics
+from tests.oracle import pair_delta_bruteforce, pair_delta_max, pair_delta_truncated, pair_params
 
 REL_EXACT, ABS_EXACT = 1e-9, 1e-15
 ORACLE_REL, ORACLE_ABS = 1e-12, 1e-17
@@ -96,7 +97,8 @@ def test_p_infinite_huge_eps_unique_clone_limit(beta, q, n):
         _assert_certified(vr, eps, n, want, REL_EXACT)
 
 
-@pytest.mark.parametrize("beta,q,n", [(1.0, 100.0, 10**4), (1.0, 1000.0, 10**5), (0.6, 300.0, 10**4)])
+@pytest.mark.parametrize("beta,q,n", [(1.0, 100.0, 10**4), (1.0, 1000.0, 10**5),
+                                      (0.6, 300.0, 10**4)])
 def test_p_infinite_monotone_into_the_limit(beta, q, n):
     """Certified monotonicity in ε across the transition to the limit: lower(ε2) ≤ upper(ε1)."""
     vr = VariationRatio(INF, beta, q)
@@ -108,3 +110,81 @@ def test_p_infinite_monotone_into_the_limit(beta, q, n):
     for lower, upper in brackets:
         assert upper >= limit * (1 - ORACLE_REL)
         assert upper - lower <= DELTA_RTOL * upper
+
+
+# --------------------------------------------------------------------------- tiny δ
+
+
+def _make(p, beta, q, q1=None, s=None):
+    return VariationRatio(p, beta, q, q1=q1, neutral_share=s)
+
+
+E = math.e
+
+# (p, beta, q0, q1, neutral_share, n, eps) with n <= 60: brute force by full enumeration
+SMALL_CASES = [
+    (E**2, 0.5, E**2, None, None, 60, 1.5),
+    (E**3, 0.8, E**3, None, None, 60, 2.5),
+    (E, 0.3, E, None, None, 60, 0.9),
+    (E**2, 0.5, E**2, None, 0.2, 50, 1.7),
+    (E, 0.3, E, E**1.5, None, 40, 0.4),
+]
+
+
+@pytest.mark.parametrize("case", SMALL_CASES)
+def test_tilted_window_path_equals_pair_bruteforce(case):
+    """The tiny-δ path (exponential tilting + every cell of a window) forced at small n, where
+    the public API sums every cell instead: each direction against full enumeration. Its bracket
+    width is √tail·(Chernoff bound/δ) plus rounding margins, far below 1e-6 here."""
+    p, beta, q0, q1, s, n, eps = case
+    vr = _make(p, beta, q0, q1, s)
+    problems = bound._directional_problems(vr._key(), eps, n)
+    for direction, problem in enumerate(problems):
+        result = numerics.tilted_window_bracket(problem, 1e-18, max_delta=1.0)
+        assert result is not None
+        want = pair_delta_bruteforce(p, beta, q0, q1, s, n, eps, direction)
+        context = f"{case}, direction {direction}: oracle={want!r}, got={result!r}"
+        assert result.upper >= want * (1 - ORACLE_REL) - ORACLE_ABS, context
+        assert result.lower <= want * (1 + ORACLE_REL) + ORACLE_ABS, context
+        assert result.upper <= want * (1 + 1e-6), context
+
+
+# (p, beta, q0, q1, neutral_share, n, eps): δ between 1e-10 and 1e-69 at n in the hundreds
+# (beyond the every-cell limit of the public API, so the fast path and its tiny-δ branch run)
+TINY_CASES = [
+    (E, 0.3, E, None, None, 500, 0.6),
+    (E, 0.3, E, None, None, 500, 0.9),
+    (E, 0.3, E, E**1.5, None, 400, 0.7),
+    (E**2, 0.5, E**2, None, 0.05, 400, 0.8),
+]
+
+
+@pytest.mark.parametrize("case", TINY_CASES)
+def test_tiny_delta_against_slow_sum(case):
+    """The slow oracle sum with tail 1e-280 is a rigorous bracket [lo, lo + 1e-280] here."""
+    p, beta, q0, q1, s, n, eps = case
+    vr = _make(p, beta, q0, q1, s)
+    problems = bound._directional_problems(vr._key(), eps, n)
+    assert all(numerics.tilted_window_bracket(problem, 1e-18) is not None for problem in problems)
+    brackets = [pair_delta_truncated(p, beta, q0, q1, s, n, eps, direction, tail=1e-280)
+                for direction in range(len(problems))]
+    low = max(b[0] for b in brackets)
+    high = max(b[1] for b in brackets)
+    assert high - low <= ORACLE_REL * low
+    lower, upper = vr.delta_interval(eps, n)
+    context = f"{case}: oracle=({low!r}, {high!r}), interval=({lower!r}, {upper!r})"
+    assert upper >= low * (1 - ORACLE_REL), context
+    assert lower <= high * (1 + ORACLE_REL), context
+    assert upper <= high * (1 + DELTA_RTOL), context
+
+
+def test_tiny_delta_regime_is_monotone_in_n():
+    """δ ≈ 3e-216 at n = 1e5 (a single call once took ~19 s with a 2.4% wide bracket, and the
+    reported bound at n = 1e6 once exceeded it). Bound non-increasing in n (SPEC §3 bound.py)."""
+    vr = VariationRatio(E, 0.3, E)
+    lower, upper = vr.delta_interval(0.1, 10**5)
+    assert 1e-300 < upper
+    assert upper - lower <= DELTA_RTOL * upper
+    assert vr.delta(0.1, 10**6) <= upper * (1 + DELTA_RTOL)
+    # the pair for 1e5 users is a post-processing of the one for 5e4 users
+    assert lower <= vr.delta_interval(0.1, 5 * 10**4).upper

@@ -28,7 +28,11 @@ Every quantity returned as an upper bound carries explicit margins:
   (1 + ``SUMMATION_RTOL`` + special_function_rtol(n)), the dropped mass by (1 + special_function_rtol(n)).
 
 The fast path (:func:`directional_bracket`) is documented there; its extra approximations (coupled
-K laws per block of C values, recurrences re-anchored exactly) are all on the safe side.
+K laws per block of C values, recurrences re-anchored exactly) are all on the safe side. Two regimes
+have their own evaluation, used by both paths where stated: huge e^ε, where only cells without
+B- (and K-) clones can be positive (:func:`isolated_clone_bracket`, a closed form: p = ∞ tends to
+β·(1 − r_B − s)^(n−1)), and tiny δ on the fast path (:func:`tilted_window_bracket`: every cell of a
+window around the exponentially tilted law, the rest bounded by Chernoff times a tilted tail mass).
 """
 
 from __future__ import annotations
@@ -719,7 +723,8 @@ def directional_bracket(problem: DirectionalProblem, bands: int, tail: float,
                         shift_tol: float = 1e-4, max_block: int = MAX_BLOCK) -> DirectionalResult:
     """Bracket (1/n)·E[(c_A·A + c_B·B + c_K·K)⁺] for one direction (fast path).
 
-    Small problems (≤ ``EXACT_CELL_LIMIT`` cells) sum every cell (:func:`reference_directional_bracket`).
+    Small problems (≤ ``EXACT_CELL_LIMIT`` cells) sum every cell (:func:`reference_directional_bracket`);
+    huge e^ε and tiny δ go to :func:`isolated_clone_bracket` and :func:`tilted_window_bracket`.
     Otherwise the kept C range is cut into blocks of at most ``max_block`` consecutive values. In each
     block, K | c is replaced by the coupled bounds K' (upper) and K'' (lower) of :func:`_block_bands`,
     so the band edges k_j are fixed and along c the threshold t(c) of A | C = c moves by 0 or 1 per
@@ -744,6 +749,9 @@ def directional_bracket(problem: DirectionalProblem, bands: int, tail: float,
     r_c, pi, x, k_rate, cells = _derived(problem)
     if cells <= EXACT_CELL_LIMIT:
         return reference_directional_bracket(problem, bands, tail)
+    tilted = tilted_window_bracket(problem, tail)
+    if tilted is not None:
+        return tilted
     # s' = 1 (no "rest" users): K = n − c exactly, a one-dimensional problem. A rest share at the
     # rounding level of 1 − r_A − r_B (e.g. s = 1 − r0 − r1 computed in floating point) counts as 0.
     no_rest = k_rate > 0.0 and (1.0 - r_c - s) <= 8.0 * UNIT_ROUNDOFF
@@ -855,12 +863,12 @@ def directional_bracket(problem: DirectionalProblem, bands: int, tail: float,
     return DirectionalResult(lower, upper, dropped)
 
 
-def _reanchor(state: ChainState, where: np.ndarray, c: np.ndarray, pi: float
-              ) -> tuple[ChainState, np.ndarray]:
+def _reanchor(state: ChainState, where: np.ndarray, c: np.ndarray, pi: float,
+              floor: float = _UNDERFLOW) -> tuple[ChainState, np.ndarray]:
     """Replace the carried values at ``where`` by exact evaluations at (c, t).
 
-    Returns the new state and the mask of chains that cannot be carried from here (t > c or an
-    underflowing point probability); their values are zeroed and they are evaluated exactly.
+    Returns the new state and the mask of chains that cannot be carried from here (t > c or a
+    point probability below ``floor``); their values are zeroed and they are evaluated exactly.
     """
     fresh = anchor_chains(c[where], state.t[where], pi)
     tail, pmf = state.tail.copy(), state.pmf.copy()
@@ -869,7 +877,7 @@ def _reanchor(state: ChainState, where: np.ndarray, c: np.ndarray, pi: float
     tail[where], pmf[where], error[where], rtol[where] = (fresh.tail, fresh.pmf, fresh.tail_error,
                                                           fresh.pmf_rtol)
     lost = np.zeros_like(where)
-    lost[where] = (state.t[where] > c[where]) | ~(fresh.pmf >= _UNDERFLOW)
+    lost[where] = (state.t[where] > c[where]) | ~(fresh.pmf >= floor)
     tail[lost], pmf[lost], error[lost] = 0.0, 0.0, 0.0
     return ChainState(state.t, tail, pmf, error, rtol), lost
 
@@ -928,6 +936,228 @@ def chernoff_log_upper(problem: DirectionalProblem) -> float:
     return best
 
 
+# -------------------------------------------------------------------------------------------------
+# Tiny δ: every cell of a window around the exponentially tilted law, the rest by Chernoff.
+# -------------------------------------------------------------------------------------------------
+
+# The tilted window is used when the Chernoff bound is below this (δ far in the tail, where the
+# banded paths need truncation near 1e-300 and hundreds of K bands to resolve g's e^(λ·c_K)
+# variation per unit of K) and the window has at most TILTED_WINDOW_CELL_LIMIT (c, k) cells
+# (cost ≈ 0.05 µs per cell) …
+TILTED_WINDOW_MAX_DELTA = 1e-30
+TILTED_WINDOW_CELL_LIMIT = 3 * 10**7
+# … or when the Chernoff bound is below this and the window is ten times smaller (then it is
+# faster than the banded paths as well).
+TILTED_WINDOW_SMALL_MAX_DELTA = 1e-8
+# Cells whose weight P[C = c]·P[K = k | c] underflows below this are charged at this weight.
+_TINY_WEIGHT = 4.5e-308
+# Chains are carried while P[A = t] is at least this (normal floats: the recurrences keep their
+# relative accuracy); below it they are bounded (see tilted_window_bracket).
+_TILTED_UNDERFLOW = 1e-300
+
+
+def _tilt_terms(problem: DirectionalProblem) -> list[tuple[float, float]]:
+    """(rate, coefficient) of the four per-user types A, B, K, rest (SPEC §3)."""
+    rest = max(0.0, 1.0 - problem.r_a - problem.r_b - problem.s)
+    return [(problem.r_a, problem.c_a), (problem.r_b, problem.c_b), (problem.s, problem.c_k),
+            (rest, 0.0)]
+
+
+def _tilt_log_bound(problem: DirectionalProblem, lam: float) -> float:
+    """ln of M(λ)ⁿ/(e·λ·n) rounded up (see :func:`chernoff_log_upper`); +inf on overflow."""
+    terms = [(rate, coef) for rate, coef in _tilt_terms(problem)[:3] if rate > 0.0]
+    if lam * problem.c_a > 700.0:
+        return math.inf
+    increment = sum(rate * math.expm1(lam * coef) for rate, coef in terms)
+    if increment <= -1.0:
+        return math.inf
+    log_m = math.log1p(increment)
+    n = problem.n
+    value = n * log_m - 1.0 - math.log(lam * n)
+    return value + 16.0 * UNIT_ROUNDOFF * n * (abs(log_m) + 1.0) + 1e-9
+
+
+def _chernoff_tilt(problem: DirectionalProblem) -> float:
+    """λ > 0 minimising n·ln M(λ) − ln λ (convex in λ): bisection in ln λ on the derivative
+    n·E_λ[z] − 1/λ, with E_λ[z] = Σ rate·coef·e^(λ·coef) / M(λ) evaluated with shifted exponents.
+
+    Any λ > 0 gives a valid bound; the optimum centres the tilted law where the divergence lives.
+    """
+    terms = [(rate, coef) for rate, coef in _tilt_terms(problem) if rate > 0.0]
+    n = problem.n
+
+    def slope(lam: float) -> float:
+        top = max(lam * coef for _, coef in terms)
+        weights = [rate * math.exp(lam * coef - top) for rate, coef in terms]
+        mean = sum(w * coef for w, (_, coef) in zip(weights, terms)) / sum(weights)
+        return n * mean - 1.0 / lam
+
+    low, high = math.log(1e-12 / problem.c_a), math.log(1e3 / problem.c_a)
+    for _ in range(100):
+        middle = 0.5 * (low + high)
+        if slope(math.exp(middle)) < 0.0:
+            low = middle
+        else:
+            high = middle
+    return math.exp(high)
+
+
+def _binomial_window(n: int, rate: float, tail: float) -> tuple[int, int, float]:
+    """[lo, hi] with P[Bin(n, rate) < lo] ≤ tail and P[Bin(n, rate) > hi] ≤ tail (bisection on
+    scipy's cdf/sf), and the certified mass outside, rounded up by special_function_rtol(n)."""
+    mean = min(n, max(0, int(n * rate)))
+    hi = _integer_search(lambda k: float(stats.binom.sf(k, n, rate)) <= tail, mean, n)
+    lo = _integer_search(lambda k: float(stats.binom.cdf(mean - k - 1, n, rate)) <= tail, 0, mean)
+    lo = mean - lo
+    outside = (float(stats.binom.cdf(lo - 1, n, rate)) if lo >= 1 else 0.0)
+    outside += float(stats.binom.sf(hi, n, rate)) if hi < n else 0.0
+    return lo, hi, outside * (1.0 + float(special_function_rtol(n)))
+
+
+def _assign(values: np.ndarray, index: np.ndarray, value: float) -> np.ndarray:
+    out = values.copy()
+    out[index] = value
+    return out
+
+
+def _binomial_pmf_upper(c: np.ndarray, t: np.ndarray, pi: float) -> np.ndarray:
+    """Upper bound on P[Bin(c, π) = t] (0 ≤ t ≤ c) from log-gamma functions, rounding covered.
+
+    ln pmf = lnΓ(c+1) − lnΓ(t+1) − lnΓ(c−t+1) + t·ln π + (c−t)·ln(1−π); every term is accurate to
+    a few units of rounding of its magnitude, so 32u of the sum of magnitudes (+1e-12) is added.
+    """
+    terms = (special.gammaln(c + 1.0), -special.gammaln(t + 1.0), -special.gammaln(c - t + 1.0),
+             t * math.log(pi), (c - t) * math.log1p(-pi))
+    log_pmf = sum(terms)
+    error = 32.0 * UNIT_ROUNDOFF * sum(np.abs(term) for term in terms) + 1e-12
+    return np.maximum(np.exp(np.minimum(log_pmf + error, 0.0)), 5e-324)
+
+
+def tilted_window_bracket(problem: DirectionalProblem, tail: float,
+                          max_delta: float = TILTED_WINDOW_MAX_DELTA) -> DirectionalResult | None:
+    """Bracket of (1/n)·E[(c_A·A + c_B·B + c_K·K)⁺] for tiny values; ``None`` if not applicable.
+
+    Exponential tilting: with z the per-user value (c_A, c_B, c_K or 0) and M(λ) = E[e^(λz)],
+    E[f] = M(λ)ⁿ·E_λ[f·e^(−λZ)] where under E_λ the users are independent with type probabilities
+    rate·e^(λ·coef)/M(λ). Since Z⁺·e^(−λZ) ≤ 1/(eλ), the cells outside any set W contribute at most
+    M(λ)ⁿ/(eλn)·P_λ[(C, K) ∉ W] (the Chernoff bound times a tilted probability). W is the rectangle
+    of C ~ Bin(n, tilted r_A + r_B) and K ~ Bin(n, tilted s) values whose tilted tails beyond it are
+    ≤ √tail each, at the λ minimising the Chernoff bound (so W sits where the divergence lives);
+    P_λ[∉ W] is bounded by the four tail masses (union bound), doubled for the rounding of the
+    tilted rates.
+
+    Inside W every cell is summed: for each c, k runs down from the top of W, P[K = k | c] is
+    carried by the pmf ratio (k + 1)(1 − s')/((m − k)·s') (m = n − c, anchored with scipy's pmf;
+    a column whose anchor underflows above its mode declines this path) and P[A ≥ t], P[A = t] by
+    :func:`move_threshold` (t only decreases, so the tail sums only add positive terms), with the
+    error bounds of :func:`_chain_values`. Chains with a carried margin grown stale or a point
+    probability below 1e-300 are re-anchored or evaluated by the closed form (t > c: g = 0
+    exactly); chains far in A's upper tail (P[A = t] < 1e-300, t > c·π) are bounded by
+    g ≤ x·c·P[A = t]/(1 − ρ_t), ρ_t = (c − t)π/((t + 1)(1 − π)) < 0.99 (the pmf decays at least
+    geometrically beyond t), with a log-gamma bound on P[A = t], until that point probability is
+    representable again. Weights below 4.5e-308 (underflow) are charged at that weight with
+    g ≤ x·c·π, and 1e-320 per cell covers denormal rounding: absolute slacks that only matter for
+    values near 1e-300.
+
+    Returns ``None`` unless 0 < s' < 1 (with rest users), c_K < 0, and either the Chernoff bound is
+    below ``max_delta`` and W has at most ``TILTED_WINDOW_CELL_LIMIT`` cells, or it is below
+    ``TILTED_WINDOW_SMALL_MAX_DELTA`` and W has a tenth of that. The bracket is valid for
+    any ``max_delta``; the default selects the regime where this path is the efficient one.
+    """
+    n = problem.n
+    r_c, pi, x, k_rate, _ = _derived(problem)
+    if not (0.0 < k_rate < 1.0 and problem.c_k < 0.0 and problem.c_a > 0.0):
+        return None
+    if 1.0 - r_c - problem.s <= 8.0 * UNIT_ROUNDOFF:  # no rest users: K = n − C (1-D problem)
+        return None
+    log_chernoff = chernoff_log_upper(problem)
+    if log_chernoff >= math.log(max(max_delta, TILTED_WINDOW_SMALL_MAX_DELTA)):
+        return None
+    cell_limit = TILTED_WINDOW_CELL_LIMIT
+    if log_chernoff >= math.log(max_delta):
+        cell_limit //= 10
+    lam = _chernoff_tilt(problem)
+    log_bound = _tilt_log_bound(problem, lam)
+    if not math.isfinite(log_bound):
+        return None
+    terms = _tilt_terms(problem)
+    top = max(lam * coef for _, coef in terms)
+    tilted = [rate * math.exp(lam * coef - top) for rate, coef in terms]
+    total = sum(tilted)
+    window_tail = math.sqrt(tail)
+    c1, c2, out_c = _binomial_window(n, (tilted[0] + tilted[1]) / total, window_tail)
+    k1, k2, out_k = _binomial_window(n, tilted[2] / total, window_tail)
+    if (c2 - c1 + 1) * (k2 - k1 + 1) > cell_limit:
+        return None
+    outside = 2.0 * (out_c + out_k) * math.exp(log_bound)
+
+    c = np.arange(c1, c2 + 1, dtype=float)
+    m = n - c
+    c_b, c_k = problem.c_b, problem.c_k
+    weight_c = _binom_pmf(c, n, r_c)
+    k_anchor = np.minimum(float(k2), m)
+    with np.errstate(all="ignore"):
+        anchor_k = np.where(k_anchor >= 0.0, stats.binom.pmf(k_anchor, m, k_rate), 0.0)
+    # a column whose anchor underflows above its mode would be carried from 0: not this path
+    if np.any((anchor_k < _UNDERFLOW) & (k_anchor > np.floor((m + 1.0) * k_rate))
+              & (k_anchor >= k1) & (weight_c >= _TINY_WEIGHT)):
+        return None
+    odds = (1.0 - k_rate) / k_rate
+    weight_k = np.zeros_like(c)
+    state = anchor_chains(c, _threshold(c_b * c + c_k * float(k2), x), pi)
+    upper_total = lower_total = 0.0
+    tiny_cells = 0
+    for k in range(k2, k1 - 1, -1):
+        with np.errstate(all="ignore"):
+            weight_k = np.where(k_anchor == k, anchor_k,
+                                weight_k * ((k + 1.0) * odds / np.where(m - k > 0.0, m - k, 1.0)))
+        weight_k = np.where(k <= m, weight_k, 0.0)
+        weight = weight_c * weight_k
+        y = c_b * c + c_k * float(k)
+        if k < k2:
+            state = move_threshold(state, c, _threshold(y, x), pi)
+        g_lo, g_up, stale = _chain_values(state, c, y, x, pi)
+        redo = (stale | ~(state.pmf >= _TILTED_UNDERFLOW)) & (state.t <= c) & (weight > 0.0)
+        if np.any(redo):
+            # far in A's upper tail (P[A = t] below _TILTED_UNDERFLOW): g ≤ x·c·P[A ≥ t] ≤
+            # x·c·P[A = t]/(1 − ρ_t), ρ_t = (c − t)π/((t + 1)(1 − π)) < 0.99 (pmf ratios decrease)
+            where = np.nonzero(redo)[0]
+            cw, tw = c[where], state.t[where]
+            point = _binomial_pmf_upper(cw, tw, pi)
+            ratio = (cw - tw) * pi / ((tw + 1.0) * (1.0 - pi))
+            dormant = (tw > cw * pi) & (ratio < 0.99) & (point < _TILTED_UNDERFLOW)
+            if np.any(dormant):
+                idle = where[dormant]
+                state = state._replace(tail=_assign(state.tail, idle, 0.0),
+                                       pmf=_assign(state.pmf, idle, 0.0))
+                redo[idle] = False
+            if np.any(redo):
+                state, lost = _reanchor(state, redo, c, pi, _TILTED_UNDERFLOW)
+                g_lo, g_up, _ = _chain_values(state, c, y, x, pi)
+                if np.any(lost):  # closed form at this cell
+                    lo_e, up_e = inner_expectation(c[lost], np.full(int(np.sum(lost)), float(k)),
+                                                   x, c_b, c_k, pi, problem.c_a)
+                    g_lo[lost], g_up[lost] = lo_e, up_e
+            if np.any(dormant):
+                idle = where[dormant]
+                g_lo[idle] = 0.0
+                # 1 − ρ_t ≥ 0.01 has relative rounding error ≤ 400u
+                g_up[idle] = (x * cw[dormant] * point[dormant] / (1.0 - ratio[dormant])
+                              * (1.0 + 1e-12))
+        tiny_cells += int(np.sum((weight < _TINY_WEIGHT) & (k <= m)))
+        upper_total += float(np.dot(weight, g_up))
+        lower_total += float(np.dot(weight, g_lo))
+    steps = k2 - k1 + 1
+    weight_rtol = (SUMMATION_RTOL + 2.0 * float(special_function_rtol(n))
+                   + (steps + 2) * 6.0 * UNIT_ROUNDOFF)
+    # underflowing weights, plus 1e-320 per cell for denormal rounding of the products
+    slack = tiny_cells * _TINY_WEIGHT * x * float(c2) * pi + (c2 - c1 + 1) * steps * 1e-320
+    dropped = (outside + slack / n) * (1.0 + weight_rtol)
+    upper = min(1.0, upper_total / n * (1.0 + weight_rtol) + dropped)
+    lower = max(0.0, lower_total / n * (1.0 - weight_rtol))
+    return DirectionalResult(min(lower, upper), upper, dropped)
+
+
 __all__ = [
     "Bracket",
     "ChainState",
@@ -945,4 +1175,5 @@ __all__ = [
     "isolated_clone_bracket",
     "reference_directional_bracket",
     "special_function_rtol",
+    "tilted_window_bracket",
 ]
