@@ -187,11 +187,14 @@ def catalog_names() -> list[str]:
 
 
 def _factory(name: str) -> Callable[..., Any]:
+    """Catalog factory called ``name`` or one of its aliases (``randomizers.ALIASES``, e.g. oue)."""
+    module = _randomizers_module()
     names = catalog_names()
-    if name not in names:
+    canonical = module.ALIASES.get(name, name)
+    if canonical not in names:
         raise UsageError(f"unknown randomizer {name!r}; available: {', '.join(names)} "
-                         "(or use --matrix FILE)")
-    return _randomizers_module().CATALOG[name]
+                         f"(aliases: {', '.join(sorted(module.ALIASES))}; or use --matrix FILE)")
+    return module.CATALOG[canonical]
 
 
 def _resolve_keywords(name: str, factory: Callable[..., Any], params: Mapping[str, object],

@@ -19,6 +19,7 @@ from dpacct_shuffle.randomizers.base import (
     VariationRatioBound,
 )
 from dpacct_shuffle.randomizers.catalog import (
+    ALIASES,
     CATALOG,
     balcer_binary_summation,
     balls_into_bins,
@@ -60,6 +61,7 @@ __all__ = [
     "LocalPairBound",
     "from_matrix",
     "CATALOG",
+    "ALIASES",
     "worst_case_ldp",
     "binary_rr",
     "krr",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import types
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num
 from dpacct_shuffle.randomizers.exact import InstanceLowerBound
 
 LowerBoundFactory = Callable[[int], "InstanceLowerBound | None"]
+Rebuild = Callable[[], "Randomizer"]
 
 
 class PairBound:
@@ -132,6 +133,15 @@ class Randomizer:
         else ``None``. Read-only.
       published: the (p, β, q, q1) of the variation-ratio paper's table, when the entry has one.
       notes: validity statements specific to this randomizer.
+
+    Equality and pickling. Catalog entries and :func:`~dpacct_shuffle.randomizers.from_matrix`
+    randomizers record their origin: they compare (and hash) by value — catalog entries by
+    (``name``, ``parameters``), analyzed ones by (``name``, the analyzed matrix's shape and the SHA-256
+    of its bytes)
+    — and pickle / ``copy.deepcopy`` as that origin (the catalog call with its arguments, or the
+    analyzed matrix and name), rebuilt on loading: the copy equals the original and gives the same
+    bounds. A Randomizer built directly with this constructor compares by identity and cannot be
+    pickled (TypeError).
     """
 
     def __init__(
@@ -161,6 +171,15 @@ class Randomizer:
         self._lower_bound = lower_bound
         self.published = published
         self.notes = notes
+        self._rebuild: Rebuild | None = None
+        self._identity: Hashable | None = None
+
+    def _record_origin(self, rebuild: Rebuild, identity: Hashable) -> None:
+        """Set by the catalog and ``from_matrix``: ``rebuild()`` (a picklable callable, e.g. a
+        ``functools.partial`` of a module-level function) returns a Randomizer whose ``identity``
+        equals ``identity`` (its value key for ``==``/``hash``)."""
+        self._rebuild = rebuild
+        self._identity = identity
 
     @property
     def variation_ratios(self) -> tuple[VariationRatio, ...]:
@@ -185,6 +204,23 @@ class Randomizer:
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.parameters.items())
         return f"Randomizer({self.name}: {params})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Randomizer):
+            return NotImplemented
+        if self._identity is None or other._identity is None:
+            return self is other
+        return self._identity == other._identity
+
+    def __hash__(self) -> int:
+        return object.__hash__(self) if self._identity is None else hash(self._identity)
+
+    def __reduce__(self) -> tuple[Rebuild, tuple[()]]:
+        """Pickled (and deep-copied) as its origin, called again on loading (class docstring)."""
+        if self._rebuild is None:
+            raise TypeError(f"{self!r} cannot be pickled: only catalog entries and from_matrix "
+                            "randomizers record how to rebuild themselves")
+        return self._rebuild, ()
 
 
 class ShuffledRandomizer:

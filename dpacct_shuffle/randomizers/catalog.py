@@ -23,9 +23,10 @@ post-processing (:mod:`dpacct_shuffle.randomizers.exact`); entries without a fin
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
-from typing import Sequence
+from typing import Callable, ParamSpec, Sequence
 
 import numpy as np
 from scipy.linalg import hadamard
@@ -37,6 +38,27 @@ from dpacct_shuffle.randomizers.exact import BinaryRRProfile, InstanceLowerBound
 from dpacct_shuffle.randomizers.matrix import matrix_lower_bound
 
 MAX_MATRIX_CELLS = 4_000_000
+
+ALIASES = {"oue": "optimized_unary_encoding"}  # short names of CATALOG entries (also functions)
+
+_Args = ParamSpec("_Args")
+
+
+def _catalog_entry(constructor: Callable[_Args, Randomizer]) -> Callable[_Args, Randomizer]:
+    """Decorator of the catalog functions: every Randomizer returned records its origin
+    (:class:`~dpacct_shuffle.randomizers.base.Randomizer`, "Equality and pickling"): it is rebuilt
+    by calling the entry again with the same arguments (pickle, ``copy.deepcopy``) and compares by
+    (``name``, ``parameters``) — the parameters determine the entry, so equal keys mean equal
+    bounds."""
+
+    @functools.wraps(constructor)
+    def entry(*args: _Args.args, **kwargs: _Args.kwargs) -> Randomizer:
+        randomizer = constructor(*args, **kwargs)
+        identity = ("catalog", randomizer.name, tuple(sorted(randomizer.parameters.items())))
+        randomizer._record_origin(functools.partial(entry, *args, **kwargs), identity)
+        return randomizer
+
+    return entry
 
 
 # -- validation helpers -------------------------------------------------------------------------
@@ -95,6 +117,7 @@ def _matrix_lower(matrix: np.ndarray | None) -> LowerBoundFactory | None:
 
 
 # -- ε0-LDP ---------------------------------------------------------------------------------------
+@_catalog_entry
 def worst_case_ldp(epsilon0: float) -> Randomizer:
     """Any ε0-LDP randomizer: p = q = e^ε0, β = (e^ε0 − 1)/(e^ε0 + 1) (w = 0, s irrelevant).
 
@@ -109,6 +132,7 @@ def worst_case_ldp(epsilon0: float) -> Randomizer:
                    notes="class of all eps0-LDP randomizers; lower bound from binary RR")
 
 
+@_catalog_entry
 def binary_rr(epsilon0: float) -> Randomizer:
     """Binary randomized response: keep the bit w.p. e/(e + 1); p = q = e, β = (e − 1)/(e + 1).
 
@@ -123,6 +147,7 @@ def binary_rr(epsilon0: float) -> Randomizer:
                    lower=_binary_rr_lower(eps0), published=(e, vr.beta, e, e))
 
 
+@_catalog_entry
 def krr(epsilon0: float, domain_size: int) -> Randomizer:
     """k-ary randomized response on d options: report x w.p. e·g, any other value w.p. g.
 
@@ -176,6 +201,7 @@ def _unary_matrix(d: int, one_prob_true: float, one_prob_false: float,
     return np.array(rows)
 
 
+@_catalog_entry
 def rappor(epsilon0: float, domain_size: int) -> Randomizer:
     """RAPPOR / symmetric unary encoding: one-hot bits, each flipped w.p. b = 1/(e^{ε0/2} + 1).
 
@@ -212,6 +238,7 @@ def rappor(epsilon0: float, domain_size: int) -> Randomizer:
                    published=(e, beta, e, e))
 
 
+@_catalog_entry
 def optimized_unary_encoding(epsilon0: float, domain_size: int) -> Randomizer:
     """OUE: bit x is 1 w.p. 1/2, every other bit is 1 w.p. c = 1/(e + 1).
 
@@ -251,10 +278,11 @@ def optimized_unary_encoding(epsilon0: float, domain_size: int) -> Randomizer:
                    published=(e, beta, e, e))
 
 
-oue = optimized_unary_encoding
+oue = optimized_unary_encoding  # ALIASES["oue"]
 
 
 # -- subset selection ---------------------------------------------------------------------------
+@_catalog_entry
 def subset_selection(epsilon0: float, domain_size: int, subset_size: int) -> Randomizer:
     """k-subset: output a k-subset S w.p. e/Z if x ∈ S else 1/Z, Z = e·C(d−1, k−1) + C(d−1, k).
 
@@ -308,6 +336,7 @@ def _set_boost_vr(e: float, outputs: int, set_size: int, difference: int) -> Var
     return VariationRatio(e, beta, e)
 
 
+@_catalog_entry
 def local_hashing(epsilon0: float, hash_range: int, domain_size: int | None = None, *,
                   collision_probability: float | None = None) -> Randomizer:
     """Local hashing: pick a hash h: [d] → [l] at random, report (h, GRR_l(h(x))).
@@ -356,6 +385,7 @@ def local_hashing(epsilon0: float, hash_range: int, domain_size: int | None = No
                    notes="beta carries the collision factor (1 - collision_probability)")
 
 
+@_catalog_entry
 def hadamard_response(epsilon0: float, num_outputs: int, blocks: int = 1,
                       domain_size: int | None = None) -> Randomizer:
     """Hadamard response with K outputs in B blocks of b = K/B (a power of two), s = b/2.
@@ -446,6 +476,7 @@ def _set_response(name: str, eps0: float, outputs: int, set_size: int, differenc
                       published=(e, published_difference * (e - 1.0) * g, e, e))
 
 
+@_catalog_entry
 def pckv_grr(epsilon0: float, domain_size: int, set_size: int) -> Randomizer:
     """PCKV-GRR as parametrised in seed 001: β = s(e − 1)/(s·e + 2d − s), p = q = e.
 
@@ -463,6 +494,7 @@ def pckv_grr(epsilon0: float, domain_size: int, set_size: int) -> Randomizer:
                          {"epsilon0": eps0, "domain_size": d, "set_size": s}, s)
 
 
+@_catalog_entry
 def collision(epsilon0: float, domain_size: int, output_length: int, set_size: int) -> Randomizer:
     """(d, s)-collision with output length l: input x boosts the cyclic window
     C_x = {x·s, …, x·s + s − 1} mod l (prob. e·g, g = 1/(s·e + l − s)).
@@ -488,6 +520,7 @@ def collision(epsilon0: float, domain_size: int, output_length: int, set_size: i
                          min(s, l - s))
 
 
+@_catalog_entry
 def sampling_rappor(epsilon0: float, domain_size: int, sample_size: int, *,
                     sampled_bits: bool = False) -> Randomizer:
     """Sampling RAPPOR, s of d. Two implementations, with different valid β.
@@ -540,6 +573,7 @@ def sampling_rappor(epsilon0: float, domain_size: int, sample_size: int, *,
 
 
 # -- continuous LDP randomizers -----------------------------------------------------------------
+@_catalog_entry
 def laplace(epsilon0: float) -> Randomizer:
     """Laplace mechanism on [0, 1]: y = x + Lap(1/ε0). p = q = e, β = 1 − e^{−ε0/2} (published).
 
@@ -550,6 +584,7 @@ def laplace(epsilon0: float) -> Randomizer:
     return _laplace("laplace", eps0, eps0, {"epsilon0": eps0})
 
 
+@_catalog_entry
 def metric_laplace(d01: float, d_max: float) -> Randomizer:
     """Metric-LDP Laplace on R with d(x, x') = |x − x'|/scale: victim distance d01, the largest
     distance from a victim input to any user's input d_max ≥ d01.
@@ -571,6 +606,7 @@ def _laplace(name: str, d01: float, dmax: float, params: dict[str, object]) -> R
     return _single(name, params, vr, lower=lower, published=(p, beta, q, q))
 
 
+@_catalog_entry
 def piecewise(epsilon0: float) -> Randomizer:
     """Piecewise mechanism on [−1, 1] (Wang et al. 2019): output in [−C, C], C = (h + 1)/(h − 1),
     h = e^{ε0/2}; density p_hi = (e − h)/(2h + 2) on [l(x), l(x) + C − 1], l(x) = (C + 1)x/2 − (C − 1)/2,
@@ -592,6 +628,7 @@ def piecewise(epsilon0: float) -> Randomizer:
     return _single("piecewise", {"epsilon0": eps0}, vr, lower=lower, published=(e, beta, e, e))
 
 
+@_catalog_entry
 def duchi(epsilon0: float) -> Randomizer:
     """Duchi et al. (1-D): output ±B with P(+B | x) = 1/2 + x(e − 1)/(2(e + 1)), x ∈ [−1, 1].
 
@@ -604,6 +641,7 @@ def duchi(epsilon0: float) -> Randomizer:
                    published=(vr.p, vr.beta, vr.q0, vr.q1))
 
 
+@_catalog_entry
 def harmony(epsilon0: float, dimension: int) -> Randomizer:
     """Harmony (Nguyen et al. 2016): sample one of the `dimension` coordinates, report Duchi's ±
     on it. Worst-case β, p = q = e (inputs (1, …, 1) vs (−1, …, −1) give binary RR on the sign,
@@ -617,6 +655,7 @@ def harmony(epsilon0: float, dimension: int) -> Randomizer:
 
 
 # -- metric LDP ----------------------------------------------------------------------------------
+@_catalog_entry
 def metric_ldp(d01: float, d0_max: float, d1_max: float | None = None) -> Randomizer:
     """General metric-LDP randomizer: R(a) ≤ e^{d(a,b)} R(b).
 
@@ -635,6 +674,7 @@ def metric_ldp(d01: float, d0_max: float, d1_max: float | None = None) -> Random
 
 
 # -- multi-message protocols (published parameters, upper bounds only) ---------------------------
+@_catalog_entry
 def balcer_binary_summation(coin_probability: float) -> Randomizer:
     """Balcer et al. binary summation with coin probability c: p = ∞, β = 1, q = max(1/c, 1/(1−c))."""
     c = check_range("coin_probability", coin_probability, 0.0, 1.0, low_open=True, high_open=True)
@@ -644,6 +684,7 @@ def balcer_binary_summation(coin_probability: float) -> Randomizer:
                    published=(math.inf, 1.0, q, q), notes="multi-message; no lower-bound instance")
 
 
+@_catalog_entry
 def cheu_binary_summation(flip_probability: float) -> Randomizer:
     """Cheu et al. binary summation with flip probability f ∈ (0, 1/2):
     p = (1 − f)²/f², β = 1 − 2f, q = (1 − f)/f."""
@@ -654,6 +695,7 @@ def cheu_binary_summation(flip_probability: float) -> Randomizer:
                    notes="multi-message; no lower-bound instance")
 
 
+@_catalog_entry
 def balls_into_bins(num_bins: int, num_special: int) -> Randomizer:
     """Balls-into-bins with d bins, s special: p = ∞, β = 1, q = d/s (needs 2s ≤ d: r0 + r1 ≤ 1)."""
     d = _integer("num_bins", num_bins, 2)
@@ -664,6 +706,7 @@ def balls_into_bins(num_bins: int, num_special: int) -> Randomizer:
                    published=(math.inf, 1.0, q, q), notes="multi-message; no lower-bound instance")
 
 
+@_catalog_entry
 def mix_dump(flip_probability: float, num_bins: int) -> Randomizer:
     """mixDUMP with flip probability f on d bins: p = (1 − f)(d − 1)/f,
     β = ((1 − f)(d − 1) − f)/(d − 1), q = (1 − f)d; f ∈ (0, (d − 1)/d) so that p > 1."""
@@ -702,4 +745,4 @@ CATALOG = {
     "mix_dump": mix_dump,
 }
 
-__all__ = list(CATALOG) + ["oue", "CATALOG"]
+__all__ = list(CATALOG) + list(ALIASES) + ["CATALOG", "ALIASES"]

@@ -47,6 +47,8 @@ hockey-stick divergence.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import math
 from typing import Sequence
 
@@ -344,9 +346,15 @@ def from_matrix(matrix: Sequence[Sequence[float]] | np.ndarray, name: str = "mat
 
     Returns a :class:`Randomizer` whose shuffled bound is the maximum over victim pairs of each
     pair's own variation-ratio bound (module docstring), with a certified lower bound from the
-    trinomial projection of the pair with the largest total variation.
+    trinomial projection of the pair with the largest total variation. It compares equal to (and
+    pickles as) any analysis of the same validated matrix under the same ``name``.
     """
-    mat = validate_matrix(matrix)
+    return _analyze(validate_matrix(matrix), name)
+
+
+def _analyze(mat: np.ndarray, name: str) -> Randomizer:
+    """:func:`from_matrix` of a validated (row-renormalised) matrix; also the unpickling path,
+    which must not renormalise again (that could move entries by an ulp)."""
     cover, extremes, pairs = analyze_pairs(mat)
     p_max, beta_max = extremes["p_max"], extremes["beta_max"]
     fallbacks: list[PairBound] = []
@@ -360,16 +368,26 @@ def from_matrix(matrix: Sequence[Sequence[float]] | np.ndarray, name: str = "mat
         fallbacks.append(LocalPairBound(mat[pairs[:, 0]], mat[pairs[:, 1]]))
     if not cover:  # every pair identical: nothing to protect
         cover = [LocalPairBound(mat[:1], mat[:1])]
-    return Randomizer(
+    randomizer = Randomizer(
         name,
         {"inputs": mat.shape[0], "outputs": mat.shape[1], "p_max": p_max, "beta_max": beta_max},
         cover,
         variation_ratio=summary,
         fallbacks=fallbacks,
         matrix=mat,
-        lower_bound=(lambda n: matrix_lower_bound(mat, n)) if beta_max > 0 else None,
+        lower_bound=functools.partial(matrix_lower_bound, mat) if beta_max > 0 else None,
         notes="analyzed matrix: per-pair exact decomposition, rates from column minima",
     )
+    analyzed = randomizer.matrix  # the read-only copy the Randomizer keeps
+    identity = ("matrix", name, analyzed.shape, hashlib.sha256(analyzed.tobytes()).hexdigest())
+    randomizer._record_origin(functools.partial(_reanalyze, analyzed, name), identity)
+    return randomizer
+
+
+def _reanalyze(matrix: np.ndarray, name: str) -> Randomizer:
+    """Unpickling of a :func:`from_matrix` randomizer: the stored matrix is checked (stochastic,
+    within tolerance) and analyzed as it is."""
+    return _analyze(check_stochastic_matrix("matrix", matrix, min_rows=2), name)
 
 
 __all__ = ["from_matrix", "validate_matrix", "analyze_pairs", "matrix_lower_bound"]
