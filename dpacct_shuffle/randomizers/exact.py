@@ -370,42 +370,46 @@ BINARY_RR_RTOL = 1e-3
 BINARY_RR_MAX_BLOCKS = 20000
 _TRUNCATION_SHARE = 1e-5  # truncated mass per window, relative to rtol × (the δ being certified)
 _MIN_TRUNCATION = 1e-280
+_UNDERFLOW = 1e-290
+_NEGLIGIBLE_DELTA = 1e-200  # intervals [L, U] with U below this count as exact (δ = 0 to 1e-200)
 _LEAF_CONFIGURATIONS = 4  # blocks of at most this many configurations are evaluated one by one
 _TOP_CANDIDATES = 8  # configurations used for the ε bisection of the lower end
+_RETAINED_CANDIDATES = 32  # exact configuration laws kept between queries (per truncation budget)
+_MAX_CANDIDATE_SETS = 6
 # cumulative probabilities at which the revealed count J of fair coins starts a new band
-_BAND_QUANTILES = (0.0, 1e-12, 1e-8, 1e-5, 1e-3, 0.01, 0.03, 0.06, 0.1, 0.15, 0.2, 0.27, 0.35,
-                   0.43, 0.5, 0.57, 0.65, 0.73, 0.8, 0.87, 0.93, 0.97)
-_EXACT_BANDS_UP_TO = 24  # at most this many free users: every J is its own band
+# (11 bands: within 1e-4 relative of summing every J at n = 10⁶, blocks of 10³–10⁴ configurations)
+_BAND_QUANTILES = (0.0, 1e-12, 1e-8, 1e-5, 1e-3, 0.01, 0.05, 0.15, 0.3, 0.5, 0.7)
+_EXACT_BANDS_UP_TO = 12  # at most this many values of J: every J is its own band
 
 
-def _binomial_kl(x: float, p: float) -> float:
-    """KL(Bern(x) ‖ Bern(p)), the Chernoff exponent of a binomial tail at fraction x."""
+def _binomial_kl(x: float, p: float, q: float) -> float:
+    """KL(Bern(x) ‖ Bern(p)) with q = 1 − p given separately (accurate for p near 1)."""
     value = 0.0
     if x > 0.0:
         value += x * math.log(x / p)
     if x < 1.0:
-        value += (1.0 - x) * math.log((1.0 - x) / (1.0 - p))
+        value += (1.0 - x) * math.log((1.0 - x) / q)
     return value
 
 
-def _chernoff_below(trials: int, p: float, k: int) -> float:
+def _chernoff_below(trials: int, p: float, q: float, k: int) -> float:
     """Upper bound on P[Bin(trials, p) < k] (Chernoff: exp(−trials·KL((k−1)/trials ‖ p)))."""
     if k <= 0:
         return 0.0
     x = (k - 1) / trials
     if x >= p:
         return 1.0
-    return min(1.0, math.exp(-trials * _binomial_kl(x, p) * (1.0 - 1e-9)))
+    return min(1.0, math.exp(-trials * _binomial_kl(x, p, q) * (1.0 - 1e-9)))
 
 
-def _chernoff_above(trials: int, p: float, k: int) -> float:
+def _chernoff_above(trials: int, p: float, q: float, k: int) -> float:
     """Upper bound on P[Bin(trials, p) > k]."""
     if k >= trials:
         return 0.0
     x = (k + 1) / trials
     if x <= p:
         return 1.0
-    return min(1.0, math.exp(-trials * _binomial_kl(x, p) * (1.0 - 1e-9)))
+    return min(1.0, math.exp(-trials * _binomial_kl(x, p, q) * (1.0 - 1e-9)))
 
 
 @dataclass(frozen=True)
@@ -423,36 +427,44 @@ class _Law:
     dropped: float
 
 
-def _binomial_law(trials: int, p: float, budget: float) -> _Law:
-    """Bin(trials, p) on a Chernoff window of excluded mass ≤ budget.
+def _binomial_law(trials: int, p: float, q: float, budget: float) -> _Law:
+    """Bin(trials, p) (q = 1 − p given separately) on a Chernoff window of excluded mass ≤ budget.
 
-    The pmf is built by the ratio recurrence P(k+1)/P(k) = (trials − k)/(k + 1)·p/(1 − p) from the
-    mode (each step ≤ 4 roundings) and normalised by its computed sum; the relative error of each
-    cell is then ≤ 2·4·(steps)·u + (len + 2)·u (u = 2⁻⁵³), and the normalising constant is the
-    kept mass T ∈ [1 − dropped, 1]: no special function enters the values.
+    The pmf is built by the ratio recurrence P(k+1)/P(k) = (trials − k)/(k + 1)·p/q from the
+    mode and normalised by its computed sum. Each step has ≤ 2 roundings plus the ≤ 10u relative
+    error of p/q (p and q are themselves rounded results), so the relative error of each cell is
+    ≤ 2·12·(steps + 1)·u + (len + 4)·u (u = 2⁻⁵³), and the normalising constant is the
+    kept mass T ∈ [1 − dropped, 1]: no special function enters the values. Cells below
+    ``_UNDERFLOW`` (relative to the mode) are zeroed and counted as dropped mass.
     """
-    if trials == 0:
+    if trials == 0 or p == 0.0:
         return _Law(np.ones(1), 0, 0.0, 0.0)
-    mean, sd = trials * p, math.sqrt(trials * p * (1.0 - p))
+    if q == 0.0:
+        return _Law(np.ones(1), trials, 0.0, 0.0)
+    mean, sd = trials * p, math.sqrt(trials * p * q)
     z = math.sqrt(2.0 * math.log(2.0 / budget)) + 0.5
     while True:
         half = z * sd + 2.0 * z
         lo = max(0, int(math.floor(mean - half)))
         hi = min(trials, int(math.ceil(mean + half)))
-        dropped = _chernoff_below(trials, p, lo) + _chernoff_above(trials, p, hi)
+        dropped = _chernoff_below(trials, p, q, lo) + _chernoff_above(trials, p, q, hi)
         if dropped <= budget:
             break
         z += 1.0
     mode = min(max(int(math.floor((trials + 1) * p)), lo), hi)
-    odds = p / (1.0 - p)
+    odds = p / q
     ks_up = np.arange(mode, hi, dtype=float)
     up = np.cumprod((trials - ks_up) / (ks_up + 1.0) * odds)
     ks_down = np.arange(mode - 1, lo - 1, -1, dtype=float)
     down = np.cumprod((ks_down + 1.0) / (trials - ks_down) / odds)
     raw = np.concatenate((down[::-1], [1.0], up))
+    tiny = raw < _UNDERFLOW
+    if np.any(tiny):  # below the mode by > 1e290: true mass < 1e-290 per cell
+        raw = np.where(tiny, 0.0, raw)
+        dropped += float(np.count_nonzero(tiny)) * _UNDERFLOW
     total = float(np.sum(raw))
     steps = max(hi - mode, mode - lo)
-    rel = 8.0 * (steps + 1) * _UNIT_ROUNDOFF + (raw.size + 4) * _UNIT_ROUNDOFF
+    rel = (24.0 * (steps + 1) + raw.size + 4) * _UNIT_ROUNDOFF * (1.0 + 1e-6)
     return _Law(raw / total, lo, rel, dropped)
 
 
@@ -479,25 +491,26 @@ def _convolve(first: _Law, second: _Law, budget: float) -> _Law:
     return _Law(kept, first.offset + second.offset + shift, rel, first.dropped + second.dropped + cut)
 
 
-def _victim_laws(law: _Law, keep: float) -> tuple[np.ndarray, np.ndarray]:
-    """Output count with the victim holding 0 (its bit is 1 w.p. 1 − a) and holding 1."""
+def _victim_laws(law: _Law, keep: float, flip: float) -> tuple[np.ndarray, np.ndarray]:
+    """Output count with the victim holding 0 (its bit is 1 w.p. flip = 1 − a) and holding 1."""
     padded = np.concatenate(([0.0], law.values, [0.0]))
     stay, shift = padded[1:], padded[:-1]
-    return keep * stay + (1.0 - keep) * shift, (1.0 - keep) * stay + keep * shift
+    return keep * stay + flip * shift, flip * stay + keep * shift
 
 
 def _hockey_stick_bounds(big: np.ndarray, small: np.ndarray, rel_error: np.ndarray | float,
                          dropped: np.ndarray | float, eps: float) -> tuple[np.ndarray, np.ndarray]:
     """Certified (lower, upper) on D_{e^ε}(P‖Q) for laws given as in :class:`_Law` (last axis =
-    counts; rows may be stacked). With η the cell error (+6u for forming P, Q and P − e^ε·Q):
+    counts; rows may be stacked). With η the cell error (+16u for the rounded a, 1 − a, e^ε and
+    for forming P, Q and P − e^ε·Q):
 
         lower = (1 − dropped)·Σ_{P̂ − e^ε·Q̂ > m} (P̂ − e^ε·Q̂ − m) − e^ε·dropped,
         upper = Σ max(0, P̂ − e^ε·Q̂ + m) + dropped,      m = η·(P̂ + e^ε·Q̂),
 
     each sum of nonnegative terms rounded in the safe direction by (len + 2)·u.
     """
-    scale = math.exp(eps)
-    eta = np.asarray(rel_error, dtype=float)[..., None] + 6.0 * _UNIT_ROUNDOFF
+    scale = math.exp(min(eps, _EPS_SEARCH_CAP))  # D is non-increasing in ε: capping keeps U valid
+    eta = np.asarray(rel_error, dtype=float)[..., None] + 16.0 * _UNIT_ROUNDOFF
     diff = big - scale * small
     margin = eta * (big + scale * small)
     width = big.shape[-1]
@@ -505,6 +518,8 @@ def _hockey_stick_bounds(big: np.ndarray, small: np.ndarray, rel_error: np.ndarr
     kept = np.sum(np.where(diff > margin, diff - margin, 0.0), axis=-1)
     drop = np.asarray(dropped, dtype=float)
     lower = np.maximum(0.0, (1.0 - drop) * kept * (1.0 - summation) - scale * drop)
+    if eps > _EPS_SEARCH_CAP:
+        lower = np.zeros_like(lower)
     upper = np.sum(np.maximum(diff + margin, 0.0), axis=-1) * (1.0 + summation) + drop
     return lower, np.minimum(upper, 1.0)
 
@@ -512,8 +527,9 @@ def _hockey_stick_bounds(big: np.ndarray, small: np.ndarray, rel_error: np.ndarr
 class _CandidateSet:
     """Exact per-configuration laws, stacked for vectorised hockey-stick bounds at any ε."""
 
-    def __init__(self, keep: float) -> None:
+    def __init__(self, keep: float, flip: float) -> None:
         self.keep = keep
+        self.flip = flip
         self.laws: dict[int, _Law] = {}
         self._stacked: tuple[tuple[int, ...], np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
@@ -524,18 +540,24 @@ class _CandidateSet:
 
     def _stack(self, subset: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         laws = [self.laws[m] for m in subset]
-        first = min(law.offset for law in laws)
-        last = max(law.offset + law.values.size for law in laws) + 1
-        big = np.zeros((len(laws), last - first))
+        width = max(law.values.size for law in laws) + 1
+        big = np.zeros((len(laws), width))  # rows left-aligned: a hockey-stick is shift-invariant
         small = np.zeros_like(big)
         for row, law in enumerate(laws):
-            p0, p1 = _victim_laws(law, self.keep)
-            start = law.offset - first
-            big[row, start: start + p0.size] = p0
-            small[row, start: start + p1.size] = p1
+            p0, p1 = _victim_laws(law, self.keep, self.flip)
+            big[row, : p0.size] = p0
+            small[row, : p1.size] = p1
         rel = np.array([law.rel_error for law in laws])
         drop = np.array([law.dropped for law in laws])
         return big, small, rel, drop
+
+    def retain(self, eps: float, count: int) -> None:
+        """Keep the ``count`` configurations with the largest lower bound at ε (bounded memory)."""
+        if len(self.laws) > count:
+            ms, lows, _ = self.bounds(eps)
+            chosen = {ms[i] for i in np.argsort(lows)[::-1][:count]}
+            self.laws = {m: law for m, law in self.laws.items() if m in chosen}
+            self._stacked = None
 
     def bounds(self, eps: float, subset: Sequence[int] | None = None) -> tuple[list[int], np.ndarray, np.ndarray]:
         """(configurations, lower bounds, upper bounds) of δ_m(ε), max over both directions."""
@@ -589,9 +611,11 @@ class BinaryRRProfile(InstanceLowerBound):
         self.n = users
         self.full_search = full
         self.max_blocks = max_blocks
-        self.keep = math.exp(eps0) / (math.exp(eps0) + 1.0) if eps0 < 700.0 else 1.0
-        if not 0.5 < self.keep < 1.0:
-            raise ValueError(f"epsilon0 must be in (0, 36] for binary randomized response, got {eps0!r}")
+        # a = e^ε0/(e^ε0 + 1) and 1 − a, each to full relative precision (1 − a may underflow)
+        self.keep = 1.0 / (1.0 + math.exp(-eps0))
+        self.flip = 1.0 / (1.0 + math.exp(eps0)) if eps0 < _EPS_SEARCH_CAP else 0.0
+        self.coin_share = 2.0 * self.flip  # P(a user's message is a fair coin) = 2(1 − a)
+        self.fixed_share = math.tanh(eps0 / 2.0)  # 1 − 2(1 − a) = 2a − 1
         self.others = users - 1
         self.half = self.others // 2  # δ_m = δ_{others − m} (relabel 0 ↔ 1): m ≤ half suffices
         search = "every configuration evaluated" if full else "branch and bound over configurations"
@@ -648,17 +672,22 @@ class BinaryRRProfile(InstanceLowerBound):
 
     # -- laws ----------------------------------------------------------------------------------
     def _budget(self, level: float) -> float:
-        return max(_MIN_TRUNCATION, _TRUNCATION_SHARE * self.rtol * level)
+        """Truncated mass allowed per window: ≤ 1e-5·rtol·level, rounded down to a power of ten
+        (so that queries at similar levels share their exact configuration laws)."""
+        raw = max(_MIN_TRUNCATION, _TRUNCATION_SHARE * self.rtol * level)
+        return 10.0 ** math.floor(math.log10(raw))
 
     def _base_law(self, first: int, last: int, budget: float) -> _Law:
         """Bin(first, a) + Bin(others − last, 1 − a): users holding 1 and 0 outside the block."""
-        ones = _binomial_law(first, self.keep, budget)
-        zeros = _binomial_law(self.others - last, 1.0 - self.keep, budget)
+        ones = _binomial_law(first, self.keep, self.flip, budget)
+        zeros = _binomial_law(self.others - last, self.flip, self.keep, budget)
         return _convolve(ones, zeros, budget)
 
     def _candidate_set(self, budget: float) -> _CandidateSet:
         if budget not in self._candidates:
-            self._candidates[budget] = _CandidateSet(self.keep)
+            if len(self._candidates) >= _MAX_CANDIDATE_SETS:  # bound the memory: drop the oldest
+                del self._candidates[next(iter(self._candidates))]
+            self._candidates[budget] = _CandidateSet(self.keep, self.flip)
         return self._candidates[budget]
 
     def _evaluate(self, cands: _CandidateSet, holders: Sequence[int], budget: float) -> None:
@@ -677,12 +706,11 @@ class BinaryRRProfile(InstanceLowerBound):
         free = last - first
         base = self._base_law(first, last, budget)
         if free == 0:
-            p0, p1 = _victim_laws(base, self.keep)
+            p0, p1 = _victim_laws(base, self.keep, self.flip)
             up0 = _hockey_stick_bounds(p0, p1, base.rel_error, base.dropped, eps)[1]
             up1 = _hockey_stick_bounds(p1, p0, base.rel_error, base.dropped, eps)[1]
             return float(max(up0, up1))
-        coin_share = 2.0 * (1.0 - self.keep)
-        revealed = _binomial_law(free, coin_share, budget)
+        revealed = _binomial_law(free, self.coin_share, self.fixed_share, budget)
         weights = revealed.values
         if weights.size <= _EXACT_BANDS_UP_TO:
             starts = list(range(weights.size))
@@ -699,9 +727,9 @@ class BinaryRRProfile(InstanceLowerBound):
             stop = starts[index + 1] if index + 1 < len(starts) else weights.size
             band_weight = float(np.sum(weights[start:stop])) * weight_factor
             coins_here = revealed.offset + start
-            law = _convolve(law, _binomial_law(coins_here - coins, 0.5, budget), budget)
+            law = _convolve(law, _binomial_law(coins_here - coins, 0.5, 0.5, budget), budget)
             coins = coins_here
-            p0, p1 = _victim_laws(law, self.keep)
+            p0, p1 = _victim_laws(law, self.keep, self.flip)
             totals[0] += band_weight * float(_hockey_stick_bounds(p0, p1, law.rel_error, law.dropped, eps)[1])
             totals[1] += band_weight * float(_hockey_stick_bounds(p1, p0, law.rel_error, law.dropped, eps)[1])
         summation = (len(starts) + 4) * _UNIT_ROUNDOFF
@@ -720,7 +748,7 @@ class BinaryRRProfile(InstanceLowerBound):
 
     # -- δ(ε): best-first branch and bound ---------------------------------------------------
     def _seeds(self) -> list[int]:
-        return sorted({0, 1, 2, 4, 8, self.half} & set(range(self.half + 1)))
+        return sorted(m for m in {0, 1, 2, 4, 8, self.half} if m <= self.half)
 
     def _delta_search(self, eps: float) -> tuple[float, float, int]:
         if eps in self._delta_cache:
@@ -737,6 +765,7 @@ class BinaryRRProfile(InstanceLowerBound):
             level = float(np.max(probe.bounds(eps, self._seeds())[1]))
             needed = self._budget(level)
             if needed >= budget or budget <= _MIN_TRUNCATION:
+                budget = max(budget, needed)
                 break
             budget = needed
         cands = self._candidate_set(budget)
@@ -757,7 +786,8 @@ class BinaryRRProfile(InstanceLowerBound):
             heapq.heappush(heap, (-upper, first, last))
         unresolved = 0.0
         evaluated = 0
-        while heap and -heap[0][0] > low * (1.0 + self.rtol) and evaluated < self.max_blocks:
+        while heap and -heap[0][0] > max(low * (1.0 + self.rtol), _NEGLIGIBLE_DELTA) and (
+                evaluated < self.max_blocks):
             _, first, last = heapq.heappop(heap)
             if last - first + 1 <= _LEAF_CONFIGURATIONS:
                 members = list(range(first, last + 1))
@@ -766,7 +796,7 @@ class BinaryRRProfile(InstanceLowerBound):
                 for m, m_lo, m_hi in zip(members, m_low.tolist(), m_up.tolist()):
                     if m_lo > low:
                         low, worst = m_lo, m
-                    if m_hi > low * (1.0 + self.rtol):
+                    if m_hi > max(low * (1.0 + self.rtol), _NEGLIGIBLE_DELTA):
                         unresolved = max(unresolved, m_hi)  # rounding-level: cannot split further
                 continue
             middle = (first + last) // 2
@@ -779,12 +809,13 @@ class BinaryRRProfile(InstanceLowerBound):
                 heapq.heappush(heap, (-self._block_upper(child[0], child[1], eps, budget), *child))
         upper = max(low, unresolved, -heap[0][0] if heap else 0.0)
         result = (low, upper, worst)
+        cands.retain(eps, _RETAINED_CANDIDATES)
         self._finish_delta(eps, result)
         return result
 
     def _finish_delta(self, eps: float, result: tuple[float, float, int]) -> None:
         low, upper, _ = result
-        if upper > low * (1.0 + self.rtol):
+        if upper > max(low * (1.0 + self.rtol), _NEGLIGIBLE_DELTA):
             self._all_certified = False
         self._delta_cache[eps] = result
 
@@ -833,6 +864,8 @@ class BinaryRRProfile(InstanceLowerBound):
             pending.extend([(middle + 1, last), (first, middle)])
         if eps_hi > eps_lo * (1.0 + self.rtol) * (1.0 + 1e-12):
             self._all_certified = False
+        if not self.full_search:
+            cands.retain(eps_hi, _RETAINED_CANDIDATES)
         return eps_lo, eps_hi
 
     def _epsilon_step(self, eps: float) -> float:
