@@ -73,7 +73,10 @@ def scipy_configuration_delta(eps0: float, n: int, m: int, eps: float) -> float:
 
 # -- (a) small n: the certified interval contains the exhaustive high-precision maximum ----------
 @pytest.mark.parametrize("eps0,n,eps", [(1.0, 50, 0.3), (2.0, 10, 0.1), (0.5, 30, 0.05), (3.0, 25, 1.0),
-                                        (1.0, 60, 0.02), (4.0, 40, 0.5), (0.2, 45, 0.01)])
+                                        (1.0, 60, 0.02), (4.0, 40, 0.5), (0.2, 45, 0.01),
+                                        # every block resolved one by one (the search ends empty)
+                                        (1.4562727224152174, 26, 0.0012278825696232466),
+                                        (0.7779990746926687, 29, 0.004345039062136408)])
 def test_delta_interval_contains_exhaustive_maximum(eps0: float, n: int, eps: float) -> None:
     values = mp_configuration_deltas(eps0, n, eps)
     brute = float(max(values))

@@ -784,7 +784,7 @@ class BinaryRRProfile(InstanceLowerBound):
             upper = exact_upper[first] if first == last and first in exact_upper else (
                 self._block_upper(first, last, eps, budget))
             heapq.heappush(heap, (-upper, first, last))
-        unresolved = 0.0
+        settled = 0.0  # largest upper bound of the configurations evaluated one by one
         evaluated = 0
         while heap and -heap[0][0] > max(low * (1.0 + self.rtol), _NEGLIGIBLE_DELTA) and (
                 evaluated < self.max_blocks):
@@ -796,8 +796,7 @@ class BinaryRRProfile(InstanceLowerBound):
                 for m, m_lo, m_hi in zip(members, m_low.tolist(), m_up.tolist()):
                     if m_lo > low:
                         low, worst = m_lo, m
-                    if m_hi > max(low * (1.0 + self.rtol), _NEGLIGIBLE_DELTA):
-                        unresolved = max(unresolved, m_hi)  # rounding-level: cannot split further
+                    settled = max(settled, m_hi)  # (above L·(1 + rtol) only at rounding level)
                 continue
             middle = (first + last) // 2
             self._evaluate(cands, [middle], budget)
@@ -807,7 +806,7 @@ class BinaryRRProfile(InstanceLowerBound):
             for child in ((first, middle), (middle + 1, last)):
                 evaluated += 1
                 heapq.heappush(heap, (-self._block_upper(child[0], child[1], eps, budget), *child))
-        upper = max(low, unresolved, -heap[0][0] if heap else 0.0)
+        upper = max(low, settled, -heap[0][0] if heap else 0.0)
         result = (low, upper, worst)
         cands.retain(eps, _RETAINED_CANDIDATES)
         self._finish_delta(eps, result)
