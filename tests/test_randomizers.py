@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from collections import defaultdict
 
 import numpy as np
@@ -273,13 +272,14 @@ def test_binary_rr_exact_epsilon_reference_value() -> None:
     assert shuffled.delta(lower * 0.999) > 1e-6  # the upper bound is above the exact profile
 
 
-def test_binary_rr_large_n_is_fast_and_below_upper() -> None:
-    start = time.perf_counter()
+def test_binary_rr_large_n_exact_and_below_upper() -> None:
+    """n = 1e6: the certified configuration search is exact (tests/test_binary_rr_exact.py checks
+    it in depth); its ε is a lower bound on the clone bound's, which is ~22% above (FMT-type pair)."""
     profile = BinaryRRProfile(1.0, 10**6)
     eps_low = profile.epsilon(1e-8)
-    assert time.perf_counter() - start < 10.0
-    assert not profile.is_exact
-    assert 0.003 < eps_low < 0.006
+    assert profile.is_exact
+    upper = rz.binary_rr(1.0).shuffled(10**6).epsilon(1e-8)
+    assert upper * 0.7 < eps_low < upper
     assert profile.delta(eps_low) > 1e-8 >= profile.delta(eps_low * 1.001)
 
 
@@ -387,12 +387,12 @@ def test_trinomial_projection_matches_oracle_when_lossless() -> None:
         assert pair.delta(eps) <= exact
 
 
-def test_krr_lower_bound_fast_at_a_million_users() -> None:
+def test_krr_lower_bound_tight_at_a_million_users() -> None:
+    """The gap at a million users: the explicit instance is within 0.1% of the upper bound."""
     shuffled = rz.krr(2.0, 100).shuffled(10**6)
-    start = time.perf_counter()
     eps_low = shuffled.epsilon_lower(1e-8)
-    assert time.perf_counter() - start < 20.0
-    assert 0.002 < eps_low < 0.006
+    upper = shuffled.epsilon(1e-8)
+    assert upper * (1 - 1e-3) < eps_low <= upper
     assert shuffled.delta_lower(eps_low) > 1e-8
 
 
