@@ -484,6 +484,13 @@ def pckv_grr(epsilon0: float, domain_size: int, set_size: int) -> Randomizer:
     input boosts (prob. e·g, g = 1/(s·e + 2d − s)) its own set of s outputs and the sets of the
     two victim inputs are disjoint; the catalog implements that structure (inputs = the 2d/s
     disjoint sets when s divides 2d) and, because the sets are disjoint, uses s_neutral = w.
+
+    Reading checked against the PCKV authors' code (Gu et al., USENIX Security 2020): s is the
+    padding length ℓ and d the key domain GRR runs over *including the ℓ dummy keys*
+    (d = K + ℓ for K real keys); with PCKV's budget split, sampling one of the user's ℓ pairs and
+    perturbing it with GRR over the 2d (key, ±1) outputs gives exactly this structure. Pass
+    d = K + ℓ, not K. Inputs that share some key-value pairs are less distinguishable than the
+    disjoint victim pair covered here (smaller TV).
     """
     eps0 = _epsilon0(epsilon0)
     d = _integer("domain_size", domain_size, 1)
@@ -503,6 +510,12 @@ def collision(epsilon0: float, domain_size: int, output_length: int, set_size: i
     x = 0, 1. p = q = e. Neutral share: pairs with disjoint windows use s = w; when windows wrap
     around the cycle some pairs overlap partially, and those get a generic-share VariationRatio
     (cover of two kinds; ``variation_ratio`` is the generic one at the largest β).
+
+    The original mechanism (arXiv 2304.04410) hashes each of the user's s items into [l] with a
+    per-user random seed sent along with the report; these deterministic cyclic windows are a
+    representative with the same worst-case (p, β, q), not the seeded protocol itself (for it,
+    every output keeps probability ≥ g under every seed, so the disjoint-pair share w holds per
+    seed).
     """
     eps0 = _epsilon0(epsilon0)
     d = _integer("domain_size", domain_size, 2)
@@ -529,7 +542,11 @@ def sampling_rappor(epsilon0: float, domain_size: int, sample_size: int, *,
     item only with probability s/d — R(x) = (s/d)·RAPPOR(x) + (1 − s/d)·RAPPOR(∅), RAPPOR at
     ε0/2 per bit and ∅ the all-zero vector (the user samples s of d slots; only its own slot's
     report carries its item). Then TV = (s/d)(h − 1)/(h + 1), h = e^{ε0/2} (published β),
-    p = q = e, generic neutral share.
+    p = q = e, generic neutral share. This is the only reading we found that reproduces the
+    published β; the protocol the paper's table refers to is unconfirmed. In particular, the
+    LDPMiner-style sampling RAPPOR (pad the item set to s, sample one item, RAPPOR it at full ε0)
+    has a much larger TV (e.g. 0.245 vs 0.041 at ε0 = 1, d = 6, s = 1): for it use
+    :func:`from_matrix` on its matrix instead.
 
     ``sampled_bits=True``: the user reports s uniformly sampled bits of its RAPPOR vector. Then a
     pair is distinguishable whenever x⁰ or x¹ is sampled, TV = (1 − C(d−2, s)/C(d, s))(h − 1)/(h + 1)
