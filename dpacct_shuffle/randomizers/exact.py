@@ -22,25 +22,55 @@ exact δ of that configuration. It is evaluated row by row in C = H0 + H1: on ea
 likelihood ratio is monotone in H0, so the positive part is a binomial tail
 (:class:`TrinomialInstance`), O(√n) special-function calls per ε — fast at n = 10⁶.
 
-Binary randomized response (:class:`BinaryRRProfile`). The output is the count of ones; with m of
-the others holding 1 it is Bin(m, a) + Bin(n − 1 − m, 1 − a) plus the victim's bit,
-a = e^ε0/(e^ε0 + 1). **The homogeneous configuration (all others holding the same value) is not
-always the worst one**: e.g. ε0 = 1, n = 50, ε = 0.3 gives δ = 2.2563e-3 for m = 0 but
-2.3562e-3 for m = 1, and ε0 = 2, n = 10, ε = 0.1 gives 0.2604 (m = 0) vs 0.3064 (m = 5). So the
-exact worst case is found by searching every m (vectorised; used up to
-``FULL_SEARCH_MAX_USERS`` users). Beyond that, the reported value maximises over the homogeneous
-configurations and the ``NEAR_END_CONFIGURATIONS`` values of m nearest to them at both ends and is
-labelled a lower bound (``is_exact`` is False).
+Binary randomized response (:class:`BinaryRRProfile`): **exact to a certified tolerance**. The
+output is the count of ones; with m of the others holding 1 it is
+S_m + V, S_m = Bin(m, a) + Bin(n − 1 − m, 1 − a), a = e^ε0/(e^ε0 + 1), V the victim's bit, and the
+protocol's δ(ε) = max_m δ_m(ε) (δ_m: max of both hockey-stick directions; δ_m = δ_{n−1−m} by
+relabelling 0 ↔ 1, so m ≤ (n − 1)/2 suffices). **The homogeneous configuration (all others
+holding the same value) is not always the worst one**: e.g. ε0 = 1, n = 50, ε = 0.3 gives
+δ = 2.2563e-3 for m = 0 but 2.3562e-3 for m = 1, and ε0 = 2, n = 10, ε = 0.1 gives 0.2604 (m = 0)
+vs 0.3064 (m = 5). The worst m is found by a certified branch and bound over blocks of m:
 
-Numerics (every reported value stays below the exact value of its instance). Binomial log-pmfs use
-``scipy.special.gammaln``, whose absolute error is a few ulp of ln((n − 1)!), i.e. a relative error
-η of each probability; binomial tails come from
+* Block bound. Bern(a) = (2a − 1)·δ_1 + 2(1 − a)·Bern(½) and Bern(1 − a) = (2a − 1)·δ_0 +
+  2(1 − a)·Bern(½). For a block m ∈ [m1, m2] order the others so that m1 of them hold 1,
+  n − 1 − m2 hold 0 and the b = m2 − m1 "free" ones hold 1 or 0 depending on m. Reveal to the
+  adversary, for each free user, whether it drew the deterministic branch and, if so, its output.
+  The revealed information has the same law under both victim inputs, and the count given it is
+  a known shift (the deterministic outputs) of Bin(m1, a) + Bin(n − 1 − m2, 1 − a) + Bin(J, ½) + V,
+  J = number of free users that drew the fair coin, J ~ Bin(b, 2(1 − a)). The shuffled count is a
+  post-processing of (revealed, count) and a hockey-stick divergence is shift-invariant, so for
+  every m in the block and each direction
+  δ_m(ε) ≤ U_block(ε) = Σ_J P[J] · D_{e^ε}(law of that sum with V from victim 0 ‖ with victim 1).
+  D_J is non-increasing in J (an added independent fair coin is post-processing), so J is grouped
+  in bands charged at their lowest J; J outside its window is charged 1. A block of one
+  configuration (b = 0) gives its exact δ_m. Revealing b users removes ≈ b·(1 − a)(a − ½) of the
+  count's variance, so U_block is within rtol of the block's δ_m once b is a small fraction of n.
+* δ(ε) (:meth:`BinaryRRProfile.delta_interval`): L = largest certified lower δ_m over evaluated
+  configurations (the ends, the middle, block midpoints, small blocks one by one), U = largest
+  U_block over a partition of [0, (n − 1)/2] (best first: the block with the largest U is split in
+  halves) until U ≤ L·(1 + rtol).
+* ε(δ) (:meth:`BinaryRRProfile.epsilon_interval`): ε_lo = largest ε with some evaluated lower
+  δ_m(ε) > δ (regula falsi over the best configurations), then ε_hi = ε_lo·(1 + rtol) is certified
+  by splitting blocks until every U_block(ε_hi) ≤ δ; U_block is non-increasing in ε, so a block
+  pruned at one ε_hi stays pruned when a worse configuration found on the way raises ε_lo.
+
+"Exact" (``is_exact``) means: the returned interval is certified and its relative width is at
+most rtol (default ``BINARY_RR_RTOL`` = 1e-3); values below 1e-200 count as 0. The lower ends
+(:meth:`delta`, :meth:`epsilon`) are certified lower bounds on the protocol's profile, the upper
+ends certified upper bounds. Numerics of this search: binomial pmfs by a ratio recurrence from
+the mode, normalised by their sum (relative error ≤ 24·steps·u, no special functions), Chernoff
+windows whose excluded mass (≤ 1e-5·rtol·δ per window) is added to upper ends, direct
+convolutions of nonnegative terms (relative error ≤ length·u), margins η·(P + e^ε·Q) per cell
+(:class:`_Law`, :func:`_hockey_stick_bounds`).
+
+Numerics of the trinomial instances (every reported value stays below the exact value of its
+instance). Binomial log-pmfs use ``scipy.special.gammaln``, whose absolute error is a few ulp of
+ln((n − 1)!), i.e. a relative error η of each probability; binomial tails come from
 ``scipy.special.bdtr``/``bdtrc`` (relative error covered by ``TrinomialInstance.TAIL_REL_ERROR``).
 Every summed set S contributes Σ_S(P − e^ε·Q) − η·Σ_S(P + e^ε·Q). The hockey-stick divergence is a
 supremum over sets, so a set that is not exactly the positive part (a rounding-level error in a
 threshold) still gives a lower bound. Cells beyond ±``WINDOW_SIGMAS`` standard deviations are
-dropped: dropping nonnegative terms keeps a lower bound; for the exhaustive binary search the
-dropped mass is below 1e-30, so "exact" means exact to that absolute level.
+dropped: dropping nonnegative terms keeps a lower bound.
 """
 
 from __future__ import annotations
@@ -371,6 +401,7 @@ BINARY_RR_MAX_BLOCKS = 20000
 _TRUNCATION_SHARE = 1e-5  # truncated mass per window, relative to rtol × (the δ being certified)
 _MIN_TRUNCATION = 1e-280
 _UNDERFLOW = 1e-290
+_SUBNORMAL = 5e-324  # absolute rounding error of a result in the subnormal range
 _NEGLIGIBLE_DELTA = 1e-200  # intervals [L, U] with U below this count as exact (δ = 0 to 1e-200)
 _LEAF_CONFIGURATIONS = 4  # blocks of at most this many configurations are evaluated one by one
 _TOP_CANDIDATES = 8  # configurations used for the ε bisection of the lower end
@@ -399,7 +430,7 @@ def _chernoff_below(trials: int, p: float, q: float, k: int) -> float:
     x = (k - 1) / trials
     if x >= p:
         return 1.0
-    return min(1.0, math.exp(-trials * _binomial_kl(x, p, q) * (1.0 - 1e-9)))
+    return min(1.0, math.exp(-trials * _binomial_kl(x, p, q) * (1.0 - 1e-6)))
 
 
 def _chernoff_above(trials: int, p: float, q: float, k: int) -> float:
@@ -409,7 +440,7 @@ def _chernoff_above(trials: int, p: float, q: float, k: int) -> float:
     x = (k + 1) / trials
     if x <= p:
         return 1.0
-    return min(1.0, math.exp(-trials * _binomial_kl(x, p, q) * (1.0 - 1e-9)))
+    return min(1.0, math.exp(-trials * _binomial_kl(x, p, q) * (1.0 - 1e-6)))
 
 
 @dataclass(frozen=True)
@@ -461,7 +492,7 @@ def _binomial_law(trials: int, p: float, q: float, budget: float) -> _Law:
     tiny = raw < _UNDERFLOW
     if np.any(tiny):  # below the mode by > 1e290: true mass < 1e-290 per cell
         raw = np.where(tiny, 0.0, raw)
-        dropped += float(np.count_nonzero(tiny)) * _UNDERFLOW
+        dropped += float(np.count_nonzero(tiny)) * 2.0 * _UNDERFLOW
     total = float(np.sum(raw))
     steps = max(hi - mode, mode - lo)
     rel = (24.0 * (steps + 1) + raw.size + 4) * _UNIT_ROUNDOFF * (1.0 + 1e-6)
@@ -483,12 +514,16 @@ def _trim(values: np.ndarray, budget: float, rel_error: float) -> tuple[np.ndarr
 
 def _convolve(first: _Law, second: _Law, budget: float) -> _Law:
     """Law of the independent sum (direct convolution of nonnegative terms: relative error ≤
-    (min length + 2)·u per cell on top of the summands'), trimmed to excluded mass ≤ budget."""
+    (min length + 2)·u per cell on top of the summands'), trimmed to excluded mass ≤ budget.
+    Products in the subnormal range have an absolute error ≤ 5e-324 each; their total is
+    counted as dropped mass."""
     values = np.convolve(first.values, second.values)
     rel = (first.rel_error + second.rel_error + (min(first.values.size, second.values.size) + 2)
            * _UNIT_ROUNDOFF) * (1.0 + 1e-6)
     kept, shift, cut = _trim(values, budget, rel)
-    return _Law(kept, first.offset + second.offset + shift, rel, first.dropped + second.dropped + cut)
+    subnormal = float(first.values.size) * float(second.values.size) * _SUBNORMAL
+    return _Law(kept, first.offset + second.offset + shift, rel,
+                first.dropped + second.dropped + cut + subnormal)
 
 
 def _victim_laws(law: _Law, keep: float, flip: float) -> tuple[np.ndarray, np.ndarray]:
@@ -507,7 +542,8 @@ def _hockey_stick_bounds(big: np.ndarray, small: np.ndarray, rel_error: np.ndarr
         lower = (1 − dropped)·Σ_{P̂ − e^ε·Q̂ > m} (P̂ − e^ε·Q̂ − m) − e^ε·dropped,
         upper = Σ max(0, P̂ − e^ε·Q̂ + m) + dropped,      m = η·(P̂ + e^ε·Q̂),
 
-    each sum of nonnegative terms rounded in the safe direction by (len + 2)·u.
+    each sum of nonnegative terms rounded in the safe direction by (len + 2)·u; results in the
+    subnormal range are covered by adding 8·len·5e-324 to ``dropped``.
     """
     scale = math.exp(min(eps, _EPS_SEARCH_CAP))  # D is non-increasing in ε: capping keeps U valid
     eta = np.asarray(rel_error, dtype=float)[..., None] + 16.0 * _UNIT_ROUNDOFF
@@ -516,7 +552,7 @@ def _hockey_stick_bounds(big: np.ndarray, small: np.ndarray, rel_error: np.ndarr
     width = big.shape[-1]
     summation = (width + 2) * _UNIT_ROUNDOFF
     kept = np.sum(np.where(diff > margin, diff - margin, 0.0), axis=-1)
-    drop = np.asarray(dropped, dtype=float)
+    drop = np.asarray(dropped, dtype=float) + 8.0 * width * _SUBNORMAL  # subnormal cells
     lower = np.maximum(0.0, (1.0 - drop) * kept * (1.0 - summation) - scale * drop)
     if eps > _EPS_SEARCH_CAP:
         lower = np.zeros_like(lower)
@@ -559,7 +595,8 @@ class _CandidateSet:
             self.laws = {m: law for m, law in self.laws.items() if m in chosen}
             self._stacked = None
 
-    def bounds(self, eps: float, subset: Sequence[int] | None = None) -> tuple[list[int], np.ndarray, np.ndarray]:
+    def bounds(self, eps: float,
+               subset: Sequence[int] | None = None) -> tuple[list[int], np.ndarray, np.ndarray]:
         """(configurations, lower bounds, upper bounds) of δ_m(ε), max over both directions."""
         if subset is None:
             chosen = tuple(sorted(self.laws))
@@ -591,8 +628,12 @@ class BinaryRRProfile(InstanceLowerBound):
     ``full_search=True`` evaluates every configuration exactly instead of bounding blocks
     (n ≤ ``FULL_SEARCH_MAX_USERS``; a cross-check).
 
-    Measured (2-core shared machine, n = 10⁶, rtol = 1e-3): one :meth:`epsilon_interval` at
-    δ ∈ [1e-9, 1e-6] takes TIMING_PLACEHOLDER.
+    Measured (2-core shared machine under load, n = 10⁶, rtol = 1e-3): one
+    :meth:`epsilon_interval` at δ ∈ {1e-6, 1e-9} takes 1.0 s (ε0 = 0.5, 1), 0.6–0.7 s (ε0 = 2),
+    0.2 s (ε0 = 4), 76–180 block bounds; one :meth:`delta_interval` at δ(ε) ≈ 1e-6..1e-9 takes
+    0.3–4.5 s (tighter: rtol applies to δ, which moves ~40× faster than ε). Slow corner: ε so far
+    in the tail that δ(ε) < 1e-200 at tiny ε0 (e.g. ε0 = 1e-3, ε = ε0/2): ~6 s, the interval is
+    (0, ≤ 1e-279).
     """
 
     def __init__(self, epsilon0: float, n: int, *, rtol: float = BINARY_RR_RTOL,
