@@ -85,6 +85,8 @@ _TINY_RATE = 1e-290
 # δ bounds this small are reported without relative refinement (see _delta_bracket)
 _NEGLIGIBLE_DELTA = 1e-300
 _ULP = 2.0**-52
+# (p, β, q0, q1, neutral share, neutral weight): the hashable identity of a VariationRatio
+BoundKey = tuple[float, float, float, float, float, float]
 
 
 class VariationRatio:
@@ -204,7 +206,7 @@ class VariationRatio:
         """ln p: the shuffled divergence vanishes for ε ≥ ln p (post-processing of the victim)."""
         return math.log(self.p)
 
-    def _key(self) -> tuple[float, float, float, float, float, float]:
+    def _key(self) -> BoundKey:
         return (self.p, self.beta, self.q0, self.q1, self.neutral_share, self.neutral_weight)
 
     def __eq__(self, other: object) -> bool:
@@ -269,7 +271,7 @@ class VariationRatio:
         return _epsilon_search(self, target, users, tolerance)
 
 
-def _directional_problems(key: tuple[float, float, float, float, float], eps: float, n: int
+def _directional_problems(key: BoundKey, eps: float, n: int
                           ) -> list[DirectionalProblem]:
     vr = _from_key(key)
     e = math.exp(eps)
@@ -285,7 +287,7 @@ def _directional_problems(key: tuple[float, float, float, float, float], eps: fl
 
 
 @functools.lru_cache(maxsize=512)
-def _from_key(key: tuple[float, float, float, float, float, float]) -> VariationRatio:
+def _from_key(key: BoundKey) -> VariationRatio:
     p, beta, q0, q1, s, weight = key
     probe = VariationRatio(p, beta, q0, q1=q1, neutral_share=s)
     if weight == probe.neutral_weight:
@@ -321,7 +323,7 @@ def _merge_neutral_parts(parts: Sequence[tuple[float, float]], neutral_mass: flo
 
 
 @functools.lru_cache(maxsize=4096)
-def _delta_bracket(key: tuple[float, float, float, float, float], eps: float, n: int,
+def _delta_bracket(key: BoundKey, eps: float, n: int,
                    rtol: float, tail: float = 1e-18, bands: int = 4,
                    reference: bool = False, stop_below: float = _NEGLIGIBLE_DELTA) -> Bracket:
     """Bracket of the two-sided divergence, refined until its relative width is ≤ rtol.
