@@ -368,7 +368,7 @@ def matrix_lower_bound(matrix: np.ndarray, n: int, max_configurations: int = 4,
         others = matrix[c]
         set_pairs = [(s0, s1, "")]
         for t in _restricted_set_levels(mu0, mu1, others, s0, s1, max_levels):
-            limit = t * (1.0 + 1e-9)
+            limit = t * (1.0 + 1e-8)  # levels are rounded to 9 significant digits
             set_pairs.append((s0 & (others <= limit * mu0), s1 & (others <= limit * mu1),
                               f", outputs with pi/mu <= {t:.6g}"))
         for set0, set1, label in set_pairs:
