@@ -272,11 +272,21 @@ class TrinomialInstance:
         A_j(C) = u_j0·w(C−1)·P[Bin(C−1, θ) ≥ t−1] + u_j1·w(C−1)·P[Bin(C−1, θ) ≥ t]
                  + u_j2·w(C)·P[Bin(C, θ) ≥ t],   w(C) = P[Bin(n − 1, π0 + π1) = C],  θ = π0/(π0 + π1).
 
-    t_C is located by a vectorised bisection on the sign of the log-likelihood ratio. Any choice of
-    the sets {H0 ≥ t_C} gives a valid lower bound (the hockey-stick divergence is the supremum over
-    sets), so an inexact t_C or monotonicity direction only costs tightness, never validity. Each row
-    contributes max(0, A0 − e^ε·A1 − η·(A0 + e^ε·A1)) with η = ``TAIL_REL_ERROR`` covering the
-    relative error of the special functions plus that of the gammaln-based log-pmf (for w).
+    Threshold in closed form (0 < θ < 1): dividing by w(C)·P[Bin(C, θ) = h] and using
+    w(C−1)/w(C) = ρ_C = C(1 − π)/((n − C)π) (π = π0 + π1, n − 1 others),
+    P[Bin(C−1, θ) = h−1]/P[Bin(C, θ) = h] = h/(Cθ) and P[Bin(C−1, θ) = h]/P[Bin(C, θ) = h] =
+    (C − h)/(C(1 − θ)), the sign of P0 − e^ε·P1 in the cell (C, h) is that of the affine function
+    g(h) = ρ_C·(d0·h/(Cθ) + d1·(C − h)/(C(1 − θ))) + d2, d_k = u_0k − e^ε·u_1k; its slope has the sign
+    of d0/θ − d1/(1 − θ) on every row, so the positive part is an upper or a lower tail in H0 cut at
+    the root of g. (θ ∈ {0, 1}: a vectorised bisection on the log-likelihood ratio instead.) Any
+    choice of the sets {H0 ≥ t_C} gives a valid lower bound (the hockey-stick divergence is the
+    supremum over sets), so a rounding error in t_C only costs tightness, never validity.
+
+    Rounding. A row is w(C)·(a − e^ε·b) with a, b the tail combinations relative to w(C) (using ρ_C,
+    accurate to a few ulp): it contributes w(C)·(1 − η_w)·max(0, a − e^ε·b − η·(a + e^ε·b)), with η =
+    ``TAIL_REL_ERROR`` for the special functions and η_w the relative error of the gammaln-based
+    w(C) — a common factor of the row, so it scales the row's (small) positive part instead of its
+    (large) masses; this keeps the bound informative at n = 10⁸.
     """
 
     TAIL_REL_ERROR = 1e-10
@@ -299,9 +309,26 @@ class TrinomialInstance:
         self.c = np.arange(c_lo, c_hi + 2)
         self.log_w = binomial_logpmf(self.c, self.others, pi_c)
         self.log_w_prev = binomial_logpmf(self.c - 1, self.others, pi_c)
+        # each row's probabilities relative to W(C) = max(w(C), w(C − 1)): factors of w(C − 1) and
+        # w(C) from ρ_C = w(C − 1)/w(C) (w(−1) = w(others + 1) = 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(
+                (self.c >= 1) & (self.c <= self.others) & (0.0 < pi_c < 1.0),
+                self.c * (1.0 - pi_c) / ((self.others - self.c + 1) * pi_c), np.nan)
+        ratio = np.where(self.c == 0, 0.0, np.where(self.c > self.others, np.inf, ratio))
+        exact_rows = np.isfinite(ratio) | np.isinf(ratio)  # NaN: π ∈ {0, 1}, use the log-pmfs
+        with np.errstate(invalid="ignore"):
+            from_logs = np.exp(self.log_w_prev - self.log_w)
+        # rows where both weights vanish carry no mass: any finite factor
+        ratio = np.where(exact_rows, ratio, np.where(np.isnan(from_logs), 1.0, from_logs))
+        cur_larger = ratio <= 1.0
+        with np.errstate(divide="ignore"):
+            self.prev_factor = np.where(cur_larger, ratio, 1.0)
+            self.cur_factor = np.where(cur_larger, 1.0, 1.0 / ratio)
+        self.log_base = np.where(cur_larger, self.log_w, self.log_w_prev)
         # does P0/P1 increase with H0? (victim 0 favours S0 relative to victim 1)
         self.increasing = bool(self.u[0] * self.v[1] >= self.u[1] * self.v[0])
-        self._rel_error = self.TAIL_REL_ERROR + 2.0 * _log_rel_error(self.others)
+        self._weight_error = 2.0 * _log_rel_error(self.others)
 
     def _log_law(self, weights: np.ndarray, h: np.ndarray) -> np.ndarray:
         c, theta = self.c, self.theta
@@ -339,28 +366,47 @@ class TrinomialInstance:
                 break
         return hi if increasing else lo
 
-    def _mass(self, weights: np.ndarray, t: np.ndarray, increasing: bool) -> np.ndarray:
+    def _linear_threshold(self, num: np.ndarray, den: np.ndarray, eps: float
+                          ) -> tuple[np.ndarray, bool]:
+        """(t_C, upper): the positive part of row C is {H0 ≥ t_C} (upper) or {H0 ≤ t_C}, from the
+        root of the affine g(h) of the class docstring (0 < θ < 1)."""
+        theta, scale = self.theta, math.exp(eps)
+        d0, d1, d2 = (num[k] - scale * den[k] for k in range(3))
+        direction = d0 / theta - d1 / (1.0 - theta)
+        c = self.c.astype(float)
+        slope = self.prev_factor / np.maximum(c, 1.0) * direction
+        intercept = self.prev_factor * d1 / (1.0 - theta) + self.cur_factor * d2
+        upper = direction >= 0.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            root = np.where(slope != 0.0, -intercept / slope, 0.0)
+        if upper:  # g > 0 for h > root (slope > 0), or everywhere/nowhere (slope = 0)
+            cut = np.where(slope > 0.0, np.floor(np.clip(root, -1.0, c + 1.0)) + 1.0,
+                           np.where(intercept > 0.0, 0.0, c + 1.0))
+            return np.clip(cut, 0.0, c + 1.0).astype(np.int64), True
+        cut = np.where(slope < 0.0, np.ceil(np.clip(root, -1.0, c + 1.0)) - 1.0,
+                       np.where(intercept > 0.0, c, -1.0))
+        return np.clip(cut, -1.0, c).astype(np.int64), False
+
+    def _relative_mass(self, weights: np.ndarray, t: np.ndarray, upper: bool) -> np.ndarray:
+        """Σ_k weights_k·(tail k) relative to W(C) = max(w(C), w(C − 1))."""
         c, theta = self.c, self.theta
         prev_n = np.maximum(c - 1, 0)
-        w_prev = np.exp(self.log_w_prev)
-        w_cur = np.exp(self.log_w)
-        if increasing:
-            t0 = _binomial_tail(t - 1, prev_n, theta, True)
-            t1 = _binomial_tail(t, prev_n, theta, True)
-            t2 = _binomial_tail(t, c, theta, True)
-        else:
-            t0 = _binomial_tail(t - 1, prev_n, theta, False)
-            t1 = _binomial_tail(t, prev_n, theta, False)
-            t2 = _binomial_tail(t, c, theta, False)
-        return weights[0] * w_prev * t0 + weights[1] * w_prev * t1 + weights[2] * w_cur * t2
+        t0 = _binomial_tail(t - 1, prev_n, theta, upper)
+        t1 = _binomial_tail(t, prev_n, theta, upper)
+        t2 = _binomial_tail(t, c, theta, upper)
+        return self.prev_factor * (weights[0] * t0 + weights[1] * t1) + self.cur_factor * weights[2] * t2
 
     def _direction(self, num: np.ndarray, den: np.ndarray, eps: float, increasing: bool) -> float:
-        t = self._threshold(num, den, eps, increasing)
-        a = self._mass(num, t, increasing)
-        b = self._mass(den, t, increasing)
+        if 0.0 < self.theta < 1.0:
+            t, upper = self._linear_threshold(num, den, eps)
+        else:
+            t, upper = self._threshold(num, den, eps, increasing), increasing
+        a = self._relative_mass(num, t, upper)
+        b = self._relative_mass(den, t, upper)
         scale = math.exp(eps)
-        rows = a - scale * b - self._rel_error * (a + scale * b)
-        return float(np.sum(np.maximum(rows, 0.0)) * (1.0 - 1e-12))
+        rows = np.maximum(a - scale * b - self.TAIL_REL_ERROR * (a + scale * b), 0.0)
+        total = math.fsum((np.exp(self.log_base) * rows).tolist())
+        return total * (1.0 - self._weight_error) * (1.0 - 1e-12)
 
     def delta(self, epsilon: float) -> float:
         """max(D_{e^ε}(P0‖P1), D_{e^ε}(P1‖P0)) of the projected counts, rounded down."""
