@@ -282,7 +282,7 @@ def test_binary_rr_upper_is_exact_and_certified(eps0: float, n: int) -> None:
         assert upper >= brute * (1 - 1e-9)
         assert upper >= shuffled.delta_lower(eps)
         assert upper <= clone.delta(eps, n) * (1 + 1e-12)
-        assert upper <= brute * (1 + 1.1e-2) + 1e-200  # the δ queries are certified to rtol 1e-2
+        assert upper <= brute * (1 + 0.051) + 1e-200  # the δ queries are certified to rtol 0.05
     for delta in (1e-3, 1e-6):
         lower, upper = shuffled.epsilon_interval(delta)
         assert lower <= upper <= max(lower * (1 + 1.1e-3), 1e-12)
