@@ -122,7 +122,8 @@ def _all_configurations(d: int, others: int) -> list[list[int]]:
     return [list(c) for c in itertools.combinations_with_replacement(range(d), others)]
 
 
-@pytest.mark.parametrize("make", [rz.oue, rz.rappor], ids=["oue", "rappor"])
+@pytest.mark.parametrize("make", [rz.oue, rz.rappor, lambda e0, d: rz.sampling_rappor(e0, d, 1)],
+                         ids=["oue", "rappor", "sampling_rappor"])
 @pytest.mark.parametrize("eps0", [0.7, 2.0, 4.0])
 def test_unary_candidates_bound_exact_shuffled_delta(make, eps0: float) -> None:
     randomizer = make(eps0, 3)

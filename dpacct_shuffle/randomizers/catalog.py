@@ -325,6 +325,25 @@ def _unary_matrix(d: int, one_prob_true: float, one_prob_false: float,
     return np.array(rows)
 
 
+
+def _unary_two_types(p: float, beta: float, one_true: float, one_false: float) -> VariationRatio:
+    """Unary encoding (own bit 1 w.p. t = ``one_true``, every other bit w.p. f = ``one_false``) with
+    the neutral part split into the two patterns of the victim bits (x⁰, x¹) (core
+    ``neutral_parts``).
+
+    The victim's neutral part is N_00 = δ_(0,0) ⊗ ρ (mass w_00 = (1 − t)(1 − f)) plus
+    N_11 = δ_(1,1) ⊗ ρ (mass w_11 = t·f), ρ the law of the other bits (Bern(f) each). A user holding
+    x_i ∉ {x⁰, x¹} differs from ρ only on bit x_i (Bern(t) instead of Bern(f)), so for both values
+    v of that bit s_00·P_f(v) ≤ (1 − f)²·P_t(v) and s_11·P_f(v) ≤ f²·P_t(v) (P_t(1) = t,
+    P_t(0) = 1 − t): s_00 = (1 − f)(1 − t) = w_00 (at v = 0; t ≥ f) and s_11 = f²(1 − t)/(1 − f)
+    (at v = 0); users holding x⁰ or x¹ produce both at least at these rates. Ratios w_t/s_t: 1 and
+    t(1 − f)/(f(1 − t)) = p, so the bound has share w_00 + s_11 and λ = 1.
+    """
+    t, f = one_true, one_false
+    common = (1.0 - t) * (1.0 - f)
+    return VariationRatio(p, beta, p, neutral_parts=((common, common),
+                                                     (t * f, f * f * (1.0 - t) / (1.0 - f))))
+
 @_catalog_entry
 def rappor(epsilon0: float, domain_size: int) -> Randomizer:
     """RAPPOR / symmetric unary encoding: one-hot bits, each flipped w.p. b = 1/(e^{ε0/2} + 1).
@@ -352,7 +371,7 @@ def rappor(epsilon0: float, domain_size: int) -> Randomizer:
     e = math.exp(eps0)
     beta = (h - 1.0) / (h + 1.0)
     vr = VariationRatio(e, beta, e)
-    two_types = VariationRatio(e, beta, e, neutral_parts=((a * b, a * b), (a * b, b**3 / a)))
+    two_types = _unary_two_types(e, beta, a, b)
     matrix = _unary_matrix(d, a, b)
     others = [(a * a, b * b)] + ([(a * b, a * b)] if d >= 3 else [])
     lower = _projection_lower((a * a, b * b), (b * b, a * a), others,
@@ -392,8 +411,7 @@ def optimized_unary_encoding(epsilon0: float, domain_size: int) -> Randomizer:
     c = 1.0 / (e + 1.0)
     beta = (e - 1.0) / (2.0 * (e + 1.0))
     vr = VariationRatio(e, beta, e)
-    two_types = VariationRatio(e, beta, e, neutral_parts=((0.5 * (1.0 - c), 0.5 * (1.0 - c)),
-                                                          (0.5 * c, 0.5 * c / e)))
+    two_types = _unary_two_types(e, beta, 0.5, c)
     matrix = _unary_matrix(d, 0.5, c)
     victim0, victim1 = (0.5 * (1.0 - c), 0.5 * c), (0.5 * c, 0.5 * (1.0 - c))
     others = [victim0] + ([(c * (1.0 - c), c * (1.0 - c))] if d >= 3 else [])
@@ -746,8 +764,12 @@ def sampling_rappor(epsilon0: float, domain_size: int, sample_size: int, *,
     Default (``sampled_bits=False``, the published parameters): the user's report depends on its
     item only with probability s/d — R(x) = (s/d)·RAPPOR(x) + (1 − s/d)·RAPPOR(∅), RAPPOR at
     ε0/2 per bit and ∅ the all-zero vector (the user samples s of d slots; only its own slot's
-    report carries its item). Then TV = (s/d)(h − 1)/(h + 1), h = e^{ε0/2} (published β),
-    p = q = e, generic neutral share. This is the only reading we found that reproduces the
+    report carries its item). Then TV = (s/d)(h − 1)/(h + 1), h = e^{ε0/2} (published β). The
+    published p = q = e^ε0 is valid but not tight: this is a unary encoding whose own bit is 1 w.p.
+    t = (s/d)·a + (1 − s/d)·b and every other bit w.p. b, so every ratio of two inputs' laws is at
+    most p = q = t·a/(b·(1 − t)) (bits (x⁰, x¹) = (1, 0) vs (0, 1); = e^ε0 only for s = d), which
+    is used (e.g. ε0 = 4, d = 10, s = 2, n = 1e4, δ = 1e-8: ε 0.032 instead of 0.200), with the
+    generic share and, as for RAPPOR, the two neutral types (:func:`_unary_two_types`). This is the only reading we found that reproduces the
     published β; the protocol the paper's table refers to is unconfirmed. In particular, the
     LDPMiner-style sampling RAPPOR (pad the item set to s, sample one item, RAPPOR it at full ε0)
     has a much larger TV (e.g. 0.245 vs 0.041 at ε0 = 1, d = 6, s = 1): for it use
@@ -776,15 +798,19 @@ def sampling_rappor(epsilon0: float, domain_size: int, sample_size: int, *,
                                  "sampled_bits": sampled_bits}
     if not sampled_bits:
         lam = s / d
-        vr = VariationRatio(e, lam * base_beta, e)
-        matrix = _unary_matrix(d, a, b, mix_zero=1.0 - lam)
         own_one = lam * a + (1.0 - lam) * b  # P[bit x = 1 | input x]; every other bit: Bern(b)
+        # exact ratio of a unary encoding with one-probabilities (t, b): t·a/(b·(1 − t)) ≤ e^ε0
+        p_exact = min(e, own_one * a / (b * (1.0 - own_one)) * (1.0 + 1e-15))  # rounded up
+        vr = VariationRatio(p_exact, lam * base_beta, p_exact)
+        two_types = _unary_two_types(p_exact, lam * base_beta, own_one, b)
+        matrix = _unary_matrix(d, a, b, mix_zero=1.0 - lam)
         victim0 = (a * own_one, b * (1.0 - own_one))
         victim1 = (victim0[1], victim0[0])
         others = [victim0] + ([(a * b, a * b)] if d >= 3 else [])
         lower = _projection_lower(victim0, victim1, others, f"sampling RAPPOR s={s}, d={d}",
                                   extra=[_unary_third_bit_projection(own_one, b)] if d >= 3 else [])
-        return _single("sampling_rappor", params, vr, matrix=matrix, lower=lower, published=published)
+        return _single("sampling_rappor", params, vr, alternatives=[two_types], matrix=matrix,
+                       lower=lower, published=published)
     hit = 1.0 - math.comb(d - 2, s) / math.comb(d, s)
     p = e if s >= 2 else h
     vr = VariationRatio(p, hit * base_beta, p)
