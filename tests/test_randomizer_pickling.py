@@ -148,6 +148,7 @@ def test_opacus_checkpoint_round_trip_with_randomizers() -> None:
 
     from dpacct_shuffle.events import ShuffleEvent
     from dpacct_shuffle.opacus import ShuffleAccountant
+    from tests.test_opacus import torch_round_trip
 
     analyzed = rz.from_matrix(MATRIX, name="three")
     engine = PrivacyEngine(accountant="shuffle")
@@ -162,11 +163,7 @@ def test_opacus_checkpoint_round_trip_with_randomizers() -> None:
                                  (ShuffleEvent(analyzed, 500), 2)]
     expected = accountant.get_epsilon(DELTA)
 
-    buffer = io.BytesIO()
-    torch.save(accountant.state_dict(), buffer)
-    buffer.seek(0)
-    restored = ShuffleAccountant()
-    restored.load_state_dict(torch.load(buffer, weights_only=False))
+    restored = torch_round_trip(accountant)
     assert restored.events == accountant.events and restored.history == accountant.history
     assert restored.events[0][0].randomizer is not accountant.events[0][0].randomizer
     assert restored.get_epsilon(DELTA) == expected
