@@ -198,3 +198,20 @@ def test_unary_lower_bounds_close_the_gap() -> None:
     for make, ratio in ((rz.oue, 0.97), (rz.rappor, 0.9)):
         lower, upper = make(4.0, 10).shuffled(10**4).epsilon_interval(1e-8)
         assert ratio * upper <= lower <= upper, (make, lower, upper)
+
+
+def test_analyzer_extreme_entries_do_not_trip_the_verification() -> None:
+    """Entries spanning 1e-12..1: the neutral part's float sum differs from w = 1 − (p + 1)α by
+    ~1e-11 relative. The single-type candidates are re-checked output by output (as before the
+    typed candidates existed), so the analysis succeeds; the bound stays above brute force.
+    (Found by an independent audit: from_matrix raised RuntimeError here.)"""
+    matrix = np.array([[0.9979805614677382, 9.97980561467738e-10, 0.0020194375342812297],
+                       [0.9136603492664712, 0.04530582031401179, 0.04103383041951698],
+                       [1.2244752109506862e-06, 0.9999987755235645, 1.2244752109506864e-12]])
+    analyzed = rz.from_matrix(matrix)
+    for n, eps in ((3, 0.3), (5, 1.0)):
+        exact = max(exact_shuffled_delta(analyzed.matrix, x0, x1, list(c), eps)
+                    for x0, x1 in itertools.combinations(range(3), 2)
+                    for c in itertools.combinations_with_replacement(range(3), n - 1))
+        lower, upper = analyzed.shuffled(n).delta_interval(eps)
+        assert lower <= exact * (1 + 1e-9) and exact <= upper * (1 + 1e-12), (n, eps, lower, exact, upper)

@@ -193,8 +193,8 @@ def _build_vr(p: float, beta: float, r0: float, r1: float, share: float,
 
 def _verify(vr: VariationRatio, mu0: np.ndarray, mu1: np.ndarray, col_min: np.ndarray) -> None:
     """Re-check the decomposition pointwise with the core's own numbers: R(x_i) ≥ r0 Q0 + r1 Q1 +
-    Σ_y s_y δ_y with s_y = min(spare(y), w·N(y)/λ), λ = neutral_weight/neutral_share, and
-    Σ_y s_y ≥ neutral_share (for one neutral type, λ = w/s: s_y = s·N(y))."""
+    s·N (one neutral type), or R(x_i) ≥ r0 Q0 + r1 Q1 + Σ_y s_y δ_y with s_y = min(spare(y),
+    w·N(y)/λ), λ = neutral_weight/neutral_share, and Σ_y s_y ≥ neutral_share (several types)."""
     diff = mu0 - mu1
     q0, q1 = np.maximum(diff, 0.0) / vr.beta, np.maximum(-diff, 0.0) / vr.beta
     wn = np.maximum(np.maximum(mu0 - vr.p_alpha * q0 - vr.alpha * q1,
@@ -203,6 +203,10 @@ def _verify(vr: VariationRatio, mu0: np.ndarray, mu1: np.ndarray, col_min: np.nd
     if np.any(spare < 0.0):
         raise RuntimeError("internal error: analyzer clone rates violate the pointwise inequality")
     if vr.neutral_share == 0.0:
+        return
+    if vr.neutral_weight == vr.neutral_mass:  # one type: s·N(y) ≤ spare(y) at every output
+        if np.any(vr.neutral_share * wn / vr.neutral_mass > spare):
+            raise RuntimeError("internal error: analyzer neutral share violates the pointwise inequality")
         return
     lam = vr.neutral_weight / vr.neutral_share
     available = math.fsum(np.minimum(spare, wn / lam).tolist())
