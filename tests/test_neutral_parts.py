@@ -208,6 +208,8 @@ def test_analyzer_extreme_entries_do_not_trip_the_verification() -> None:
     matrix = np.array([[0.9979805614677382, 9.97980561467738e-10, 0.0020194375342812297],
                        [0.9136603492664712, 0.04530582031401179, 0.04103383041951698],
                        [1.2244752109506862e-06, 0.9999987755235645, 1.2244752109506864e-12]])
+    for eps0, d in ((20.0, 3), (28.0, 4)):  # k-RR matrices at large ε0 raised the same error
+        assert rz.from_matrix(rz.krr(eps0, d).matrix).shuffled(10).delta(1.0) > 0.99
     analyzed = rz.from_matrix(matrix)
     for n, eps in ((3, 0.3), (5, 1.0)):
         exact = max(exact_shuffled_delta(analyzed.matrix, x0, x1, list(c), eps)

@@ -483,3 +483,32 @@ def test_krr_lower_bound_tight_at_ten_million_users() -> None:
     shuffled = rz.krr(2.0, 100).shuffled(10**7)
     lower, upper = shuffled.epsilon_interval(1e-8)
     assert upper * (1 - 1e-3) < lower <= upper
+
+
+def test_near_epsilon0_upper_bounds_stay_above_exact() -> None:
+    """Within ~1e-13 of ε0, p − e^ε cancels: p = exp(ε0) rounded down under-reported δ (audit:
+    krr(1, 3), n = 2, ε = 1 − 1e-13: 3.31962e-14 vs exact 3.32014e-14; binary_rr(1): 5.34058e-14 vs
+    5.34613e-14, exact values from 60-digit arithmetic). The core now takes p 4 ulps up and e^ε
+    rounded down."""
+    assert rz.krr(1.0, 3).shuffled(2).delta(0.9999999999999) >= 3.32014e-14
+    assert rz.krr(2.2, 3).shuffled(3).delta(2.19999999999978) >= 1.20825e-13
+    assert rz.binary_rr(1.0).shuffled(2).delta(0.9999999999999) >= 5.34613e-14
+
+
+def test_matrix_lower_bound_with_tiny_rest_mass_stays_below_exact() -> None:
+    """A 1e-13 entry: the victim's rest mass 1 − R(S0) − R(S1) loses ~0.1% by cancellation, which
+    made the analyzer's instance exceed the exact δ (audit: n = 2, ε = 29: 0.0464964 vs 0.0463048)
+    and even report 2.4e-4 at ε = ε0 where the exact value is 3.9e-16. The row margin now covers
+    the cancellation."""
+    from tests.oracle import exact_shuffled_delta
+
+    matrix = np.array([[0.4910068950189542, 0.4910068950189542, 0.00899310498104578, 0.00899310498104578],
+                       [0.49546264257779316, 1.0090747148442121e-13, 0.49546264257779316,
+                        0.009074714844312833]])
+    analyzed = rz.from_matrix(matrix)
+    eps0 = math.log(matrix[0, 1] / matrix[1, 1])
+    for n, eps in ((2, 29.0), (3, 29.0), (2, eps0)):
+        exact = max(exact_shuffled_delta(analyzed.matrix, 0, 1, list(c), eps)
+                    for c in itertools.combinations_with_replacement(range(2), n - 1))
+        lower, upper = analyzed.shuffled(n).delta_interval(eps)
+        assert lower <= exact and exact <= upper, (n, eps, lower, exact, upper)

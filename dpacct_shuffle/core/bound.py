@@ -190,10 +190,13 @@ class VariationRatio:
     # -- construction helpers -------------------------------------------------------------
     @classmethod
     def worst_case(cls, epsilon0: float) -> "VariationRatio":
-        """Any ε0-LDP randomizer: p = q = e^ε0, β = (e^ε0 − 1)/(e^ε0 + 1) (w = 0, SPEC §3)."""
+        """Any ε0-LDP randomizer: p = q = e^ε0, β = (e^ε0 − 1)/(e^ε0 + 1) (w = 0, SPEC §3).
+
+        p is exp(ε0) taken 4 ulps up: near ε = ε0 the coefficient α(p − e^ε) cancels, and a p
+        rounded below the true e^ε0 under-reports δ (binary RR, ε0 = 1, n = 2, ε = 1 − 1e-13)."""
         eps0 = check_range("epsilon0", epsilon0, 0.0, math.inf, low_open=True, high_open=True)
-        p = math.exp(eps0)
-        return cls(p, math.tanh(eps0 / 2.0), p)
+        p = math.exp(eps0) * (1.0 + 4.0 * _ULP)
+        return cls(p, (p - 1.0) / (p + 1.0), p)  # β of the rounded p: ≥ tanh(ε0/2), still w = 0
 
     # -- derived quantities ---------------------------------------------------------------
     @property

@@ -68,6 +68,15 @@ def _epsilon0(value: object, name: str = "epsilon0") -> float:
     return check_range(name, value, 0.0, math.inf, low_open=True, high_open=True)
 
 
+def _up(ratio: float) -> float:
+    """A ratio bound computed in floats (exp(ε0), a quotient), taken 4 ulps up: p ≥ the true ratio.
+
+    The bound's coefficient α(p − e^ε) cancels near ε = ln p, where a p rounded down under-reports
+    δ (k-RR, ε0 = 1, n = 2, ε = 1 − 1e-13: 3.31962e-14 vs the exact 3.32014e-14); a larger p keeps
+    every decomposition valid."""
+    return ratio * (1.0 + 4.0 * 2.0**-52)
+
+
 def _integer(name: str, value: object, low: int, high: float = math.inf) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         if not (isinstance(value, float) and value.is_integer()):
@@ -296,7 +305,7 @@ def krr(epsilon0: float, domain_size: int) -> Randomizer:
     e = math.exp(eps0)
     g = 1.0 / (e + d - 1.0)
     beta = (e - 1.0) * g
-    vr = VariationRatio(e, beta, e, neutral_share=(d - 2) * g)
+    vr = VariationRatio(_up(e), beta, _up(e), neutral_share=(d - 2) * g)
     matrix = None
     if d * d <= MAX_MATRIX_CELLS:
         matrix = np.full((d, d), g)
@@ -370,8 +379,8 @@ def rappor(epsilon0: float, domain_size: int) -> Randomizer:
     a, b = h / (h + 1.0), 1.0 / (h + 1.0)
     e = math.exp(eps0)
     beta = (h - 1.0) / (h + 1.0)
-    vr = VariationRatio(e, beta, e)
-    two_types = _unary_two_types(e, beta, a, b)
+    vr = VariationRatio(_up(e), beta, _up(e))
+    two_types = _unary_two_types(_up(e), beta, a, b)
     matrix = _unary_matrix(d, a, b)
     others = [(a * a, b * b)] + ([(a * b, a * b)] if d >= 3 else [])
     lower = _projection_lower((a * a, b * b), (b * b, a * a), others,
@@ -410,8 +419,8 @@ def optimized_unary_encoding(epsilon0: float, domain_size: int) -> Randomizer:
     e = math.exp(eps0)
     c = 1.0 / (e + 1.0)
     beta = (e - 1.0) / (2.0 * (e + 1.0))
-    vr = VariationRatio(e, beta, e)
-    two_types = _unary_two_types(e, beta, 0.5, c)
+    vr = VariationRatio(_up(e), beta, _up(e))
+    two_types = _unary_two_types(_up(e), beta, 0.5, c)
     matrix = _unary_matrix(d, 0.5, c)
     victim0, victim1 = (0.5 * (1.0 - c), 0.5 * c), (0.5 * c, 0.5 * (1.0 - c))
     others = [victim0] + ([(c * (1.0 - c), c * (1.0 - c))] if d >= 3 else [])
@@ -453,7 +462,7 @@ def subset_selection(epsilon0: float, domain_size: int, subset_size: int) -> Ran
     e = math.exp(eps0)
     z = e * math.comb(d - 1, k - 1) + math.comb(d - 1, k)
     beta = (e - 1.0) * (math.comb(d - 1, k - 1) - math.comb(d - 2, k - 2)) / z
-    vr = VariationRatio(e, beta, e)
+    vr = VariationRatio(_up(e), beta, _up(e))
     matrix = None
     n_sets = math.comb(d, k)
     if n_sets * d <= MAX_MATRIX_CELLS and n_sets <= 50_000:
@@ -486,8 +495,8 @@ def _set_boost_vr(e: float, outputs: int, set_size: int, difference: int) -> Var
     beta = difference * (e - 1.0) * g
     if difference == set_size:
         w = (outputs - 2 * set_size) * g
-        return VariationRatio(e, beta, e, neutral_share=max(0.0, w))
-    return VariationRatio(e, beta, e)
+        return VariationRatio(_up(e), beta, _up(e), neutral_share=max(0.0, w))
+    return VariationRatio(_up(e), beta, _up(e))
 
 
 @_catalog_entry
@@ -523,7 +532,7 @@ def local_hashing(epsilon0: float, hash_range: int, domain_size: int | None = No
     g = 1.0 / (e + l - 1.0)
     published_beta = (e - 1.0) * g
     beta = (1.0 - coll) * published_beta
-    vr = VariationRatio(e, beta, e)
+    vr = VariationRatio(_up(e), beta, _up(e))
     matrix = None
     uniform_family = collision_probability is None or coll == 1.0 / l
     if d is not None and uniform_family and l**d * l * d <= MAX_MATRIX_CELLS:
@@ -599,7 +608,7 @@ def hadamard_response(epsilon0: float, num_outputs: int, blocks: int = 1,
     cover = [VariationRatioBound([_set_boost_vr(e, k_out, s, m)]) for _, m in kinds]
     m_max = max(m for _, m in kinds)
     beta_max = m_max * (e - 1.0) * g
-    summary = VariationRatio(e, beta_max, e)
+    summary = VariationRatio(_up(e), beta_max, _up(e))
     published_m = s / 2.0 if n_blocks == 1 else float(s)
     published = (e, published_m * (e - 1.0) * g, e, e)
     h = hadamard(b)
@@ -657,7 +666,7 @@ def _set_response(name: str, eps0: float, outputs: int, set_size: int, differenc
         kinds.append(max(partial))
     cover = [VariationRatioBound([_set_boost_vr(e, outputs, set_size, m)]) for m in kinds]
     m_max = max(positive)
-    summary = VariationRatio(e, m_max * (e - 1.0) * g, e)
+    summary = VariationRatio(_up(e), m_max * (e - 1.0) * g, _up(e))
     matrix = None
     if sets is not None and len(sets) * outputs <= MAX_MATRIX_CELLS:
         matrix = np.full((len(sets), outputs), g)
@@ -800,7 +809,7 @@ def sampling_rappor(epsilon0: float, domain_size: int, sample_size: int, *,
         lam = s / d
         own_one = lam * a + (1.0 - lam) * b  # P[bit x = 1 | input x]; every other bit: Bern(b)
         # exact ratio of a unary encoding with one-probabilities (t, b): t·a/(b·(1 − t)) ≤ e^ε0
-        p_exact = min(e, own_one * a / (b * (1.0 - own_one)) * (1.0 + 1e-15))  # rounded up
+        p_exact = min(_up(e), _up(own_one * a / (b * (1.0 - own_one))))
         vr = VariationRatio(p_exact, lam * base_beta, p_exact)
         two_types = _unary_two_types(p_exact, lam * base_beta, own_one, b)
         matrix = _unary_matrix(d, a, b, mix_zero=1.0 - lam)
@@ -813,7 +822,7 @@ def sampling_rappor(epsilon0: float, domain_size: int, sample_size: int, *,
                        lower=lower, published=published)
     hit = 1.0 - math.comb(d - 2, s) / math.comb(d, s)
     p = e if s >= 2 else h
-    vr = VariationRatio(p, hit * base_beta, p)
+    vr = VariationRatio(_up(p), hit * base_beta, _up(p))
     matrix = None
     subsets = math.comb(d, s)
     if d * subsets * 2**s <= MAX_MATRIX_CELLS:
@@ -858,7 +867,7 @@ def metric_laplace(d01: float, d_max: float) -> Randomizer:
 def _laplace(name: str, d01: float, dmax: float, params: dict[str, object]) -> Randomizer:
     p, q = math.exp(d01), math.exp(dmax)
     beta = -math.expm1(-d01 / 2.0)
-    vr = VariationRatio(p, beta, q)
+    vr = VariationRatio(_up(p), beta, _up(q))
     half_tail = 0.5 * math.exp(-d01 / 2.0)
     victim0, victim1 = (1.0 - half_tail, half_tail), (half_tail, 1.0 - half_tail)
     lower = _projection_lower(victim0, victim1, [victim0], f"{name}: sign of y - midpoint",
@@ -902,7 +911,7 @@ def piecewise(epsilon0: float) -> Randomizer:
     eps0 = _epsilon0(epsilon0)
     e, h = math.exp(eps0), math.exp(eps0 / 2.0)
     beta = (e - 1.0) / (e + h)
-    vr = VariationRatio(e, beta, e)
+    vr = VariationRatio(_up(e), beta, _up(e))
     big_c = (h + 1.0) / (h - 1.0)
     p_hi = (e - h) / (2.0 * h + 2.0)
     hi_mass, lo_mass = p_hi * (big_c - 1.0), p_hi / e * (big_c - 1.0)
@@ -953,7 +962,7 @@ def metric_ldp(d01: float, d0_max: float, d1_max: float | None = None) -> Random
     d1 = d0 if d1_max is None else check_range("d1_max", d1_max, dist, math.inf, high_open=True)
     p = math.exp(dist)
     beta = math.tanh(dist / 2.0)
-    vr = VariationRatio(p, beta, math.exp(d0), q1=math.exp(d1))
+    vr = VariationRatio(_up(p), beta, _up(math.exp(d0)), q1=_up(math.exp(d1)))
     return _single("metric_ldp", {"d01": dist, "d0_max": d0, "d1_max": d1}, vr,
                    published=(p, beta, math.exp(d0), math.exp(d1)))
 
@@ -975,7 +984,7 @@ def cheu_binary_summation(flip_probability: float) -> Randomizer:
     p = (1 − f)²/f², β = 1 − 2f, q = (1 − f)/f."""
     f = check_range("flip_probability", flip_probability, 0.0, 0.5, low_open=True, high_open=True)
     p, beta, q = (1.0 - f) ** 2 / f**2, 1.0 - 2.0 * f, (1.0 - f) / f
-    vr = VariationRatio(p, beta, q)
+    vr = VariationRatio(_up(p), beta, _up(q))
     return _single("cheu_binary_summation", {"flip_probability": f}, vr, published=(p, beta, q, q),
                    notes="multi-message; no lower-bound instance")
 
@@ -1001,7 +1010,7 @@ def mix_dump(flip_probability: float, num_bins: int) -> Randomizer:
     p = (1.0 - f) * (d - 1.0) / f
     beta = ((1.0 - f) * (d - 1.0) - f) / (d - 1.0)
     q = (1.0 - f) * d
-    vr = VariationRatio(p, beta, q)
+    vr = VariationRatio(_up(p), beta, _up(q))
     return _single("mix_dump", {"flip_probability": f, "num_bins": d}, vr,
                    published=(p, beta, q, q), notes="multi-message; no lower-bound instance")
 

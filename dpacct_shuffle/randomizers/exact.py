@@ -88,6 +88,7 @@ from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num
 
 FULL_SEARCH_MAX_USERS = 3000
 WINDOW_SIGMAS = 12.0
+_UNIT_ROUNDOFF = 2.0 ** -53
 _BISECTION_STEPS = 80
 _EPS_SEARCH_CAP = 700.0  # e^700 is still a finite double
 
@@ -328,7 +329,21 @@ class TrinomialInstance:
         self.log_base = np.where(cur_larger, self.log_w, self.log_w_prev)
         # does P0/P1 increase with H0? (victim 0 favours S0 relative to victim 1)
         self.increasing = bool(self.u[0] * self.v[1] >= self.u[1] * self.v[0])
-        self._weight_error = 2.0 * _log_rel_error(self.others)
+        # Derived masses that lose relative accuracy by cancellation (module docstring): the
+        # victims' rest masses 1 − R(S0) − R(S1), the others' 1 − π and the binomial parameter θ
+        # near 0 or 1 (a C-trial law's relative sensitivity to θ is ≤ C/min(θ, 1 − θ)). Their
+        # relative errors widen the row margin; w(C) carries (others − C)·(error of ln(1 − π)).
+        unit = 8.0 * _UNIT_ROUNDOFF
+        cancel = 0.0
+        for rest in (self.u[2], self.v[2]):
+            if rest > 0.0:
+                cancel += unit / rest
+        rest_others = 1.0 - pi_c
+        others_error = unit / rest_others if rest_others > 0.0 else 0.0
+        if 0.0 < self.theta < 1.0:
+            cancel += float(self.c.max()) * unit / min(self.theta, 1.0 - self.theta)
+        self._row_error = self.TAIL_REL_ERROR + cancel + others_error
+        self._weight_error = 2.0 * _log_rel_error(self.others) + self.others * others_error
 
     def _log_law(self, weights: np.ndarray, h: np.ndarray) -> np.ndarray:
         c, theta = self.c, self.theta
@@ -404,9 +419,9 @@ class TrinomialInstance:
         a = self._relative_mass(num, t, upper)
         b = self._relative_mass(den, t, upper)
         scale = math.exp(eps)
-        rows = np.maximum(a - scale * b - self.TAIL_REL_ERROR * (a + scale * b), 0.0)
+        rows = np.maximum(a - scale * b - self._row_error * (a + scale * b), 0.0)
         total = math.fsum((np.exp(self.log_base) * rows).tolist())
-        return total * (1.0 - self._weight_error) * (1.0 - 1e-12)
+        return total * max(0.0, 1.0 - self._weight_error) * (1.0 - 1e-12)
 
     def delta(self, epsilon: float) -> float:
         """max(D_{e^ε}(P0‖P1), D_{e^ε}(P1‖P0)) of the projected counts, rounded down."""
@@ -441,7 +456,6 @@ def trinomial_projection(
 
 
 # -- binary randomized response ------------------------------------------------------------------
-_UNIT_ROUNDOFF = 2.0 ** -53
 BINARY_RR_RTOL = 1e-3
 BINARY_RR_MAX_BLOCKS = 20000
 _TRUNCATION_SHARE = 1e-5  # truncated mass per window, relative to rtol × (the δ being certified)
