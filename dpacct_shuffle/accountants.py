@@ -99,7 +99,7 @@ def _sampled_profile(event: dp_event.PoissonSampledDpEvent) -> PrivacyProfile:
         return poisson_sampled_shuffle_profile(inner.randomizer, inner.num_users, gamma,
                                                inner.honest_fraction)
     if inner.mode is ParallelMode.RANDOM:
-        return poisson_sampled_shuffle_profile(inner.composite_randomizer(), inner.num_users, gamma,
+        return poisson_sampled_shuffle_profile(inner.composite_bound(), inner.num_users, gamma,
                                                inner.honest_fraction)
     return max_profile([poisson_sampled_shuffle_profile(branch, size, gamma, inner.honest_fraction)
                         for branch, size in zip(inner.branches, inner.num_users)])
