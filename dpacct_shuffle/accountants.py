@@ -9,16 +9,21 @@ Under that relation dp-accounting's PLD treats a ``GaussianDpEvent`` with sensit
 replaced record can move a norm-≤C sum by 2C); :class:`ShuffleRdpAccountant` does the same (its
 parent used sensitivity 1 — see below). Pass another relation explicitly to get the parents'
 behaviour for their own events; the events of :mod:`dpacct_shuffle.events` are then unsupported
-(``supports()`` returns False, never raises).
+(``supports()`` returns False, never raises) — except Poisson-sampled shuffle rounds, which
+:class:`ShufflePLDAccountant` also accounts under ``ADD_OR_REMOVE_ONE`` (client sampling hides
+whether the victim is present; an unsampled round's message count reveals it).
 
 Supported, anywhere inside ``ComposedDpEvent`` / ``SelfComposedDpEvent``:
 
 * :class:`~dpacct_shuffle.events.ShuffleEvent`, :class:`~dpacct_shuffle.events.ParallelCompositionEvent`
   (PLD via :func:`dpacct_shuffle.profiles.pld_from_profile`, RDP via
   :func:`dpacct_shuffle.profiles.rdp_from_profile`);
-* ``PoissonSampledDpEvent`` around either of them (client sampling, replace-one; profile
-  γ·δ(ε) at the same ε with the sampled round's user count, see
-  :func:`dpacct_shuffle.profiles.poisson_sampled_shuffle_profile`);
+* ``PoissonSampledDpEvent(γ, ·)`` around either of them (client sampling from a population of
+  ``num_users``): replace-one and, PLD only, add/remove-one, through the void view of
+  :mod:`dpacct_shuffle.sampling` (:func:`~dpacct_shuffle.sampling.poisson_sampled_profile`; the
+  Rényi divergence under add/remove-one is infinite, so the RDP accountant refuses it);
+* ``SampledWithoutReplacementDpEvent(N, m, ShuffleEvent(R, m))`` (a fixed-size cohort of m of N
+  users, replace-one; :func:`~dpacct_shuffle.sampling.sampled_without_replacement_profile`);
 * :class:`~dpacct_shuffle.events.LDPCompositionEvent` (PLD: leaky randomized response losses,
   dp-accounting's ``from_privacy_parameters``; RDP: binary randomized response, pure LDP only);
 * everything the parent supports.
@@ -74,11 +79,11 @@ from dpacct_shuffle.profiles import (
     ldp_pld,
     max_profile,
     pld_from_grid,
-    poisson_sampled_shuffle_profile,
     profile_grid,
     randomized_response_rdp,
     rdp_from_grid,
 )
+from dpacct_shuffle.sampling import poisson_sampled_profile, sampled_without_replacement_profile
 
 NeighborRel = privacy_accountant.NeighboringRelation
 CompositionErrorDetails = privacy_accountant.PrivacyAccountant.CompositionErrorDetails
@@ -92,23 +97,45 @@ _OWN_EVENTS = (ShuffleEvent, ParallelCompositionEvent, LDPCompositionEvent)
 # ---------------------------------------------------------------------------------------------
 
 
-def _sampled_profile(event: dp_event.PoissonSampledDpEvent) -> PrivacyProfile:
-    """Profile of ``PoissonSampledDpEvent(γ, ShuffleEvent | ParallelCompositionEvent)``."""
+def _sampled_profile(event: dp_event.PoissonSampledDpEvent,
+                     relation: NeighborRel = NeighborRel.REPLACE_ONE) -> PrivacyProfile:
+    """Profile of ``PoissonSampledDpEvent(γ, ShuffleEvent | ParallelCompositionEvent)``: the void
+    view (:func:`dpacct_shuffle.sampling.poisson_sampled_profile`) under ``relation``."""
     inner, gamma = event.event, event.sampling_probability
     if isinstance(inner, ShuffleEvent):
-        return poisson_sampled_shuffle_profile(inner.randomizer, inner.num_users, gamma,
-                                               inner.honest_fraction)
+        return poisson_sampled_profile(inner.randomizer, inner.num_users, gamma,
+                                       inner.honest_fraction, relation)
     if inner.mode is ParallelMode.RANDOM:
-        return poisson_sampled_shuffle_profile(inner.composite_randomizer(), inner.num_users, gamma,
-                                               inner.honest_fraction)
-    return max_profile([poisson_sampled_shuffle_profile(branch, size, gamma, inner.honest_fraction)
+        return poisson_sampled_profile(inner.composite_randomizer(), inner.num_users, gamma,
+                                       inner.honest_fraction, relation)
+    return max_profile([poisson_sampled_profile(branch, size, gamma, inner.honest_fraction, relation)
                         for branch, size in zip(inner.branches, inner.num_users)])
 
 
-def event_profile(event: dp_event.DpEvent) -> PrivacyProfile:
-    """The privacy profile of a (possibly Poisson-sampled) shuffle event."""
+def _cohort_profile(event: dp_event.SampledWithoutReplacementDpEvent) -> PrivacyProfile:
+    """Profile of ``SampledWithoutReplacementDpEvent(N, m, ShuffleEvent(R, m))`` (replace-one,
+    :func:`dpacct_shuffle.sampling.sampled_without_replacement_profile`)."""
+    inner = event.event
+    if inner.num_users != event.sample_size:
+        raise ValueError(f"the ShuffleEvent inside SampledWithoutReplacementDpEvent must have "
+                         f"num_users == sample_size ({event.sample_size}), got {inner.num_users}")
+    return sampled_without_replacement_profile(inner.randomizer, event.source_dataset_size,
+                                               event.sample_size, inner.honest_fraction)
+
+
+def event_profile(event: dp_event.DpEvent,
+                  relation: NeighborRel = NeighborRel.REPLACE_ONE) -> PrivacyProfile:
+    """The privacy profile of a (possibly sampled) shuffle event under ``relation``.
+
+    Unsampled rounds and fixed-size cohorts have one only under ``REPLACE_ONE``; Poisson-sampled
+    rounds also under ``ADD_OR_REMOVE_ONE``.
+    """
+    if relation is not NeighborRel.REPLACE_ONE and not _is_sampled_shuffle(event):
+        raise ValueError(_relation_message(event, relation))
     if isinstance(event, dp_event.PoissonSampledDpEvent):
-        return _sampled_profile(event)
+        return _sampled_profile(event, relation)
+    if isinstance(event, dp_event.SampledWithoutReplacementDpEvent):
+        return _cohort_profile(event)
     if isinstance(event, _SHUFFLE_EVENTS):
         return event.profile()
     raise TypeError(f"no shuffle profile for {type(event).__name__}")
@@ -117,6 +144,21 @@ def event_profile(event: dp_event.DpEvent) -> PrivacyProfile:
 def _is_sampled_shuffle(event: dp_event.DpEvent) -> bool:
     return (isinstance(event, dp_event.PoissonSampledDpEvent)
             and isinstance(event.event, _SHUFFLE_EVENTS))
+
+
+def _is_cohort_shuffle(event: dp_event.DpEvent) -> bool:
+    return (isinstance(event, dp_event.SampledWithoutReplacementDpEvent)
+            and isinstance(event.event, ShuffleEvent))
+
+
+def _is_shuffle_round(event: dp_event.DpEvent) -> bool:
+    return isinstance(event, _OWN_EVENTS) or _is_sampled_shuffle(event) or _is_cohort_shuffle(event)
+
+
+def _supported_relation(event: dp_event.DpEvent, relation: NeighborRel) -> bool:
+    if relation is NeighborRel.REPLACE_ONE:
+        return True
+    return relation is NeighborRel.ADD_OR_REMOVE_ONE and _is_sampled_shuffle(event)
 
 
 _Result = TypeVar("_Result")
@@ -139,24 +181,27 @@ def _cached(function: Callable[..., _Result]) -> Callable[..., _Result]:
 
 @_cached
 def shuffle_event_grid(event: dp_event.DpEvent,
-                       value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION
+                       value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION,
+                       relation: NeighborRel = NeighborRel.REPLACE_ONE
                        ) -> tuple[ProfileGrid, float]:
-    """Profile grid and ε cap of one (possibly Poisson-sampled) shuffle event (cached per event,
-    shared by the PLD and the RDP conversions)."""
-    profile = event_profile(event)
+    """Profile grid and ε cap of one (possibly sampled) shuffle event under ``relation`` (cached
+    per event, shared by the PLD and the RDP conversions)."""
+    profile = event_profile(event, relation)
     return profile_grid(profile, value_discretization_interval), profile.epsilon_cap
 
 
 @_cached
 def shuffle_event_pld(event: dp_event.DpEvent,
-                      value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION
+                      value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION,
+                      relation: NeighborRel = NeighborRel.REPLACE_ONE
                       ) -> pld_lib.PrivacyLossDistribution:
-    """Pessimistic PLD of one (possibly Poisson-sampled) shuffle event (cached per event)."""
-    return pld_from_grid(shuffle_event_grid(event, value_discretization_interval)[0])
+    """Pessimistic PLD of one (possibly sampled) shuffle event under ``relation`` (cached per
+    event)."""
+    return pld_from_grid(shuffle_event_grid(event, value_discretization_interval, relation)[0])
 
 
 def shuffle_event_rdp(event: dp_event.DpEvent, orders: Sequence[float]) -> NDArray[np.float64]:
-    """RDP upper bound (both directions) of one (possibly Poisson-sampled) shuffle event."""
+    """RDP upper bound (both directions) of one (possibly sampled) shuffle event, replace-one."""
     grid, epsilon_cap = shuffle_event_grid(event)
     return rdp_from_grid(grid, orders, epsilon_cap)
 
@@ -193,12 +238,22 @@ def ldp_event_rdp(event: LDPCompositionEvent, orders: Sequence[float]) -> Option
     return randomized_response_rdp(cap, orders_array)
 
 
+def _relation_message(event: dp_event.DpEvent, relation: NeighborRel) -> str:
+    if isinstance(event, (ShuffleEvent, ParallelCompositionEvent)) or _is_cohort_shuffle(event):
+        return (f"{type(event).__name__} has no guarantee under {relation}: the number of shuffled "
+                "reports reveals whether the victim is present. Use neighboring_relation "
+                "REPLACE_ONE, or wrap the round in PoissonSampledDpEvent(sampling_probability, "
+                "...) (client sampling hides presence; accepted under ADD_OR_REMOVE_ONE).")
+    if _is_sampled_shuffle(event):
+        return (f"a Poisson-sampled shuffle round has a guarantee under REPLACE_ONE and "
+                f"ADD_OR_REMOVE_ONE only. Found {relation}.")
+    return (f"neighboring_relation must be `REPLACE_ONE` for {type(event).__name__} "
+            f"(local-report bounds hold for replace-one neighbours). Found {relation}.")
+
+
 def _relation_error(event: dp_event.DpEvent, relation: NeighborRel) -> CompositionErrorDetails:
-    return CompositionErrorDetails(
-        invalid_event=event,
-        error_message=(f"neighboring_relation must be `REPLACE_ONE` for {type(event).__name__} "
-                       f"(shuffle and local bounds hold for replace-one neighbours). Found {relation}."),
-    )
+    return CompositionErrorDetails(invalid_event=event,
+                                   error_message=_relation_message(event, relation))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,14 +280,15 @@ class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
 
     def _maybe_compose(self, event: dp_event.DpEvent, count: int,
                        do_compose: bool) -> Optional[CompositionErrorDetails]:
-        if isinstance(event, _OWN_EVENTS) or _is_sampled_shuffle(event):
-            if self.neighboring_relation is not NeighborRel.REPLACE_ONE:
+        if _is_shuffle_round(event):
+            if not _supported_relation(event, self.neighboring_relation):
                 return _relation_error(event, self.neighboring_relation)
             if do_compose:
                 if isinstance(event, LDPCompositionEvent):
                     pld = ldp_event_pld(event, self._value_discretization_interval)
                 else:
-                    pld = shuffle_event_pld(event, self._value_discretization_interval)
+                    pld = shuffle_event_pld(event, self._value_discretization_interval,
+                                            self.neighboring_relation)
                 self._compose_pld(pld, count)
             return None
         if (isinstance(event, dp_event.RandomizedResponseDpEvent)
@@ -267,7 +323,14 @@ class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):
     def _maybe_compose(self, event: dp_event.DpEvent, count: int,
                        do_compose: bool) -> Optional[CompositionErrorDetails]:
         replace_one = self.neighboring_relation is NeighborRel.REPLACE_ONE
-        if isinstance(event, _OWN_EVENTS) or _is_sampled_shuffle(event):
+        if _is_shuffle_round(event):
+            if not replace_one and _supported_relation(event, self.neighboring_relation):
+                return CompositionErrorDetails(
+                    invalid_event=event,
+                    error_message="the Rényi divergence of a Poisson-sampled shuffle round under "
+                                  "ADD_OR_REMOVE_ONE is infinite (with the victim present every "
+                                  "user may report, an outcome impossible without it); use "
+                                  "ShufflePLDAccountant.")
             if not replace_one:
                 return _relation_error(event, self.neighboring_relation)
             if isinstance(event, LDPCompositionEvent):
