@@ -88,6 +88,9 @@ _SHARE_SHRINK = 1.0 - 1e-12
 # core evaluations use this relative bracket width (the upper end is certified whatever the width)
 _CORE_RTOL = 1e-2
 
+# splits r1 = t·(1 − γ) of the others' ⊥ mass in the add/remove pair (add_remove_variation_ratios)
+_PRESENCE_SPLITS = (0.02, 0.2, 0.5, 0.75)
+
 DeltaFunction = Callable[[float, int], float]
 
 
@@ -166,7 +169,10 @@ def add_remove_variation_ratios(randomizer: object,
     (γ/q)·R(x) + r1·δ_⊥ + s·δ_⊥ for any r1 + s ≤ 1 − γ, where q bounds R(x)/R(x_i) over all
     inputs — max(q0, q1) of parameters valid for every victim pair (every input is the x⁰ or x¹
     of some pair). So VariationRatio(∞, γ, q, q1 = γ/r1, s) is valid, r1 ≤ γ (q1 ≥ 1). The
-    candidates use r1 = min(γ, t·(1 − γ)) for t ∈ {1/2, 3/4}. With num_users = N the bound holds
+    candidates use r1 = min(γ, t·(1 − γ)) for t ∈ ``_PRESENCE_SPLITS``: a large r1 suits the
+    direction present‖absent (direction 0), a small one absent‖present (direction 1: splitting ⊥
+    into two labelled types lets the adversary see the absent victim's Q1 label, with probability
+    about γ(1 − γ/q − s)^(N−1) when no other user carries it). With num_users = N the bound holds
     for the victim added to or removed from a population of N (the others number N − 1 or N; the
     bound is non-increasing in the number of users).
 
@@ -183,15 +189,36 @@ def add_remove_variation_ratios(randomizer: object,
         return (VariationRatio(math.inf, 0.0, q),)
     g_up = _gamma_up(gamma)
     silent = 1.0 - g_up
-    if silent <= 0.0:  # everyone always sends: presence is visible, only the local guarantee
+    if silent <= 0.0:  # everyone always sends: presence is visible
         return (VariationRatio(math.inf, 1.0, q, q1=1.0, neutral_share=0.0),)
     candidates: dict[VariationRatio, None] = {}
-    for t in (0.5, 0.75):
+    for t in _PRESENCE_SPLITS:
         r1 = min(g_up, t * silent)
         q1 = g_up / r1 * (1.0 + 4.0 * _ULP)
         share = (silent - r1) * _SHARE_SHRINK
         candidates.setdefault(VariationRatio(math.inf, g_up, q, q1=q1, neutral_share=share), None)
     return tuple(candidates)
+
+
+def _presence_delta(randomizer: object, gamma: float, users: int) -> Callable[[float], float]:
+    """δ(ε) = max(present‖absent, absent‖present) of the add/remove pair, each direction the
+    minimum over :func:`add_remove_variation_ratios`; absent‖present is also 0 for
+    ε ≥ −ln(1 − γ), because the law with the victim is ≥ (1 − γ) times the law without it (the
+    victim does not report with probability 1 − γ)."""
+    vrs = add_remove_variation_ratios(randomizer, gamma)
+    g_up = _gamma_up(gamma)
+    absent_cap = -math.log1p(-g_up) * (1.0 + 4.0 * _ULP) if g_up < 1.0 else math.inf
+
+    def direction_delta(epsilon: float, direction: int) -> float:
+        return min(vr.delta_interval(epsilon, users, rtol=_CORE_RTOL, direction=direction).upper
+                   for vr in vrs)
+
+    def delta_upper(epsilon: float) -> float:
+        present = direction_delta(epsilon, 0)
+        absent = 0.0 if epsilon >= absent_cap else direction_delta(epsilon, 1)
+        return max(present, absent)
+
+    return delta_upper
 
 
 # ---------------------------------------------------------------------------------------------
@@ -323,12 +350,7 @@ def poisson_sampled_profile(randomizer: object, num_users: int, sampling_probabi
     population = check_num_users(num_users, "num_users")
     if neighboring_relation is NeighborRel.ADD_OR_REMOVE_ONE:
         users = honest_users(population, honest_fraction)
-        evaluate = _min_over(add_remove_variation_ratios(randomizer, gamma))
-
-        def add_remove_delta(epsilon: float) -> float:
-            return evaluate(epsilon, users)
-
-        return PrivacyProfile(add_remove_delta, math.inf,
+        return PrivacyProfile(_presence_delta(randomizer, gamma, users), math.inf,
                               f"poisson_add_remove({gamma!r}, {randomizer!r}, N={users})")
     if neighboring_relation is not NeighborRel.REPLACE_ONE:
         raise ValueError("neighboring_relation must be REPLACE_ONE or ADD_OR_REMOVE_ONE, "
