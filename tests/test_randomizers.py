@@ -290,12 +290,12 @@ def test_binary_rr_large_n_exact_and_below_upper() -> None:
 
 # -- lower bounds ----------------------------------------------------------------------------------------
 def test_krr_projection_is_lossless_for_others_at_x0() -> None:
-    # SPEC §3: eps0 = 1, d = 3, n = 20, eps = 0.8, others holding x0: exact 3.31e-5
+    # docs/theory.md, "Published pair": eps0 = 1, d = 3, n = 20, eps = 0.8, others holding x0: exact 3.31e-5
     e = math.exp(1.0)
     g = 1 / (e + 2)
     pair = trinomial_projection(20, (e * g, g), (g, e * g), (e * g, g))
     assert pair.delta(0.8) == pytest.approx(3.31e-5, rel=2e-3)
-    # SPEC §3: eps0 = 2, d = 5, n = 30, eps = 0.8: worst configuration exact 0.016845
+    # docs/theory.md, "Published pair": eps0 = 2, d = 5, n = 30, eps = 0.8: worst configuration exact 0.016845
     shuffled = rz.krr(2.0, 5).shuffled(30)
     lower, upper = shuffled.delta_interval(0.8)
     assert lower <= 0.016845 <= upper
