@@ -1,4 +1,4 @@
-"""The numerical core against independent brute force (issue 2).
+"""The numerical core against independent brute force.
 
 Three groups:
 
@@ -8,7 +8,8 @@ Three groups:
 2. ``VariationRatio.delta``/``delta_interval`` against the pair oracle: exact agreement for n <= 40,
    rigorous brackets at n in the hundreds/thousands.
 3. Soundness on k-ary randomized response: the neutral-aware bound is >= the exact shuffled delta
-   for every configuration of the other users tried; the published pair is not (docs/theory.md, "Published pair").
+   for every configuration of the other users tried; the published pair is not (docs/theory.md,
+   "Published pair").
 
 Tolerances: ``REL_EXACT``/``ABS_EXACT`` is the agreement demanded between two double-precision
 summations of O(1) probabilities (1e-9 relative, and 1e-15 absolute -- the resolution of a sum of

@@ -1,4 +1,4 @@
-"""Properties of the numerical core (issue 2): ranges, monotonicity, inversion, extremes, bad input,
+"""Properties of the numerical core: ranges, monotonicity, inversion, extremes, bad input,
 and the published reference values.
 
 Monotonicity is asserted rigorously with the certified bracket: if the true divergence f is
