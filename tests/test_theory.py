@@ -3,7 +3,7 @@
 * "Published pair": exact shuffled δ of k-ary randomized response (every output histogram
   enumerated), the published pair of Wang et al. (arXiv:2304.05007, Thm 4.1) and the neutral-aware
   bound, at the two configurations of the table — the published pair is below the exact value,
-  the valid bound above it.
+  the valid bound above it; and the price of validity in ε at δ = 1e-6, n = 1000.
 * "Exact binary randomized response": the homogeneous configuration is not the worst one.
 """
 
@@ -37,6 +37,27 @@ def test_published_pair_counterexample_table(eps0, d, n, eps, others, exact_txt,
     for text, value in ((exact_txt, exact), (published_txt, published), (valid_txt, valid)):
         assert f"| {text} |" in THEORY
         assert float(text) == pytest.approx(value, rel=5e-6)
+
+
+# (eps0, d, published-pair epsilon, neutral-aware epsilon) at delta = 1e-6, n = 1000, as printed
+PRICE_OF_VALIDITY_TABLE = [
+    (1.0, 3, "0.130570", "0.130701"),
+    (2.0, 5, "0.333277", "0.333787"),
+    (1.0, 10, "0.0800947", "0.0801647"),
+    (4.0, 10, "1.52242", "1.52747"),
+]
+
+
+@pytest.mark.parametrize("eps0,d,published_txt,valid_txt", PRICE_OF_VALIDITY_TABLE)
+def test_price_of_validity_table(eps0, d, published_txt, valid_txt):
+    kw = krr_neutral_aware_params(eps0, d)
+    published = published_pair(kw["p"], kw["beta"], kw["q"]).epsilon(1e-6, 1000)
+    valid = VariationRatio(kw["p"], kw["beta"], kw["q"], neutral_share=kw["neutral_share"]).epsilon(1e-6, 1000)
+    assert published < valid < published * 1.005
+    assert f"| {eps0:g} | {d} | {published_txt} | {valid_txt} | {valid / published - 1:.2%} |" in THEORY
+    # printed to 6 digits; both are upper ends of brackets of relative width 1e-4
+    assert float(published_txt) == pytest.approx(published, rel=5e-6)
+    assert float(valid_txt) == pytest.approx(valid, rel=5e-6)
 
 
 def test_binary_rr_homogeneous_configuration_is_not_the_worst():
