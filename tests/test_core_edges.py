@@ -179,8 +179,8 @@ def test_tiny_delta_against_slow_sum(case):
 
 
 def test_tiny_delta_regime_is_monotone_in_n():
-    """δ ≈ 3e-216 at n = 1e5 (a single call once took ~19 s with a 2.4% wide bracket, and the
-    reported bound at n = 1e6 once exceeded it). Bound non-increasing in n (docs/theory.md, "Monotonicity in n")."""
+    """δ ≈ 3e-216 at n = 1e5, evaluated to a narrow bracket; the reported bound at n = 1e6 must
+    not exceed it (docs/theory.md, "Monotonicity in n")."""
     vr = VariationRatio(E, 0.3, E)
     lower, upper = vr.delta_interval(0.1, 10**5)
     assert 1e-300 < upper

@@ -464,20 +464,20 @@ def test_published_reference_values(row):
 
 
 def test_p_infinite_huge_epsilon():
-    # eps > ln(float max) with p = inf (once an OverflowError from math.exp)
+    # eps > ln(float max) with p = inf: no OverflowError from math.exp
     vr = VariationRatio(math.inf, 1.0, 2.0)
     assert vr.delta(710.0, 1) == pytest.approx(1.0, rel=1e-9)
     assert 0.0 <= vr.delta(1000.0, 50) <= 1.0
 
 
 def test_subnormal_beta_and_share():
-    # subnormal beta (r0 underflows to 0; once a ZeroDivisionError)
+    # subnormal beta (r0 underflows to 0): no ZeroDivisionError
     assert VariationRatio(math.inf, 5e-324, 2.0).delta(0.0, 1) <= 1e-323
     # subnormal beta: the certified upper bound must not underflow below the exact value
     exact = float(pair_delta_fraction(math.e, 1e-310, 100.0, None, None, 30, 0.01, 0))
     assert exact > 0.0
     assert VariationRatio(math.e, 1e-310, 100.0).delta(0.01, 30) >= exact
-    # subnormal neutral share (once a "math domain error" from an internal log)
+    # subnormal neutral share: no "math domain error" from an internal log
     for share in (5e-324, 1e-310):
         for vr in (VariationRatio(math.inf, 0.5, 3.0, neutral_share=share),
                    VariationRatio(math.e, 0.3, math.e, neutral_share=share)):
