@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import pathlib
+import re
 
 import pytest
 
@@ -71,3 +72,24 @@ def test_binary_rr_homogeneous_configuration_is_not_the_worst():
     one_other = exact_shuffled_delta(binary, 0, 1, [1] + [0] * 48, 0.3)
     assert homogeneous == pytest.approx(2.2563e-3, rel=5e-5)
     assert lower <= one_other * (1 + 1e-12) and one_other <= lower * (1 + 1e-6)  # lower end, rounded down
+
+
+def _slug(heading: str) -> str:
+    """The anchor mkdocs (Python-Markdown's toc) and GitHub give an ASCII heading."""
+    return re.sub(r"[\s]+", "-", re.sub(r"[^\w\s-]", "", heading).strip().lower())
+
+
+def test_every_cited_section_and_anchor_exists():
+    headings = set(re.findall(r"^## (.+)$", THEORY, re.M))
+    anchors = {_slug(h) for h in headings if h.isascii()} | set(re.findall(r'<a id="([^"]+)"></a>', THEORY))
+    root = pathlib.Path(__file__).resolve().parent.parent
+    cited, linked = set(), set()
+    for path in [*root.glob("dpacct_shuffle/**/*.py"), *root.glob("tests/*.py"), *root.glob("benchmarks/*.py"),
+                 *root.glob("docs/**/*.md"), *root.glob("tests/data/*.md")]:
+        text = path.read_text(encoding="utf-8")
+        for name in re.findall(r'docs/theory\.md,\s*(?:#\s*)?"([^"]+)"', text):
+            cited.add(re.sub(r"\s*\n\s*(?:#\s*)?", " ", name))  # a name may wrap onto the next line
+        linked.update(re.findall(r"theory\.md#([\w-]+)", text))
+    assert cited and linked
+    assert cited <= headings, cited - headings
+    assert linked <= anchors, linked - anchors

@@ -43,7 +43,7 @@ since [1 − e^ε, 0] ⊆ [1/p − e^ε, 1 − e^ε/p] for ε ≤ ln p the new p
 convex order; convex order survives sums of independent variables and E[(·)⁺] is convex. Hence for
 any ε0-LDP randomizer the bound at β = (e^ε0 − 1)/(e^ε0 + 1) (w = 0,
 :meth:`VariationRatio.worst_case`) is valid; unlike the Feldman–McMillan–Talwar stronger-clone
-proof (erratum arXiv 2208.04591) this argument needs no restriction on the randomizer.
+proof (erratum to arXiv:2208.04591) this argument needs no restriction on the randomizer.
 
 Monotonicity in n: the pair for n + 1 users is the pair for n users plus one independent
 multinomial draw, a post-processing, so the bound is non-increasing in n. Above
