@@ -221,7 +221,7 @@ def test_oracles_coincide_where_pair_is_the_histogram(eps0, n):
         assert pair == pytest.approx(exact, rel=1e-10, abs=1e-16)
 
 
-def test_oracles_reproduce_spec_section3_numbers():
+def test_oracles_reproduce_the_published_pair_counterexample():
     # eps0 = 2, d = 5, n = 30, eps = 0.8, others all hold a third value
     exact = exact_shuffled_delta(krr_matrix(2.0, 5), 0, 1, [2] * 29, 0.8)
     kw = krr_published_params(2.0, 5)
