@@ -130,8 +130,7 @@ class ShuffleEvent(dp_event.DpEvent):
     Mathematics: for replace-one neighbours the released laws P (victim input x⁰) and Q (x¹)
     satisfy max(D_{e^ε}(P‖Q), D_{e^ε}(Q‖P)) ≤ δ(ε) with δ the certified variation-ratio bound
     (docs/theory.md, "Neutral-aware bound") for ⌊γ·n⌋ users, and δ(ε) = 0 for ε ≥ ε0 = ln p
-    (post-processing of the victim's
-    ε0-LDP report).
+    (post-processing of the victim's ε0-LDP report).
 
     Under ``PoissonSampledDpEvent(γ_s, ShuffleEvent(R, n))`` ``num_users`` is the population the
     sample is drawn from (client sampling); see

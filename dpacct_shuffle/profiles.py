@@ -462,8 +462,8 @@ def chained_ldp_profile(epsilons: Sequence[float], deltas: Sequence[float]) -> P
       (ε, δ)-LDP: the stages before the block produce its (random) input, those after it
       post-process its output.
     * A block of pure stages is ε-LDP with ε from Erlingsson et al., arXiv:2001.03618, Cor A.2
-      applied repeatedly
-      (:func:`dpacct_shuffle.lemmas.chained_ldp`); a single stage with δ_i > 0 is its leaky RR.
+      applied repeatedly (:func:`dpacct_shuffle.lemmas.chained_ldp`); a single stage with
+      δ_i > 0 is its leaky RR.
 
     The profile is the pointwise minimum over all maximal pure blocks and all approximate stages
     (each is a valid profile, so is their minimum).
