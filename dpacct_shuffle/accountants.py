@@ -22,8 +22,12 @@ Supported, anywhere inside ``ComposedDpEvent`` / ``SelfComposedDpEvent``:
   ``num_users``): replace-one and, PLD only, add/remove-one, through the void view of
   :mod:`dpacct_shuffle.sampling` (:func:`~dpacct_shuffle.sampling.poisson_sampled_profile`; the
   Rényi divergence under add/remove-one is infinite, so the RDP accountant refuses it);
-* ``SampledWithoutReplacementDpEvent(N, m, ShuffleEvent(R, m))`` (a fixed-size cohort of m of N
-  users, replace-one; :func:`~dpacct_shuffle.sampling.sampled_without_replacement_profile`);
+* ``SampledWithoutReplacementDpEvent(N, m, ·)`` around either of them, or around a
+  ``GaussianDpEvent`` (m of N clients sampled uniformly, replace-one; the PLD accountant's
+  parent does not support this event): profile η·δ(ln(1 + (e^ε − 1)/η)), η = m/N, of
+  :func:`dpacct_shuffle.without_replacement.without_replacement_profile`, with the Gaussian's
+  exact profile at sensitivity 2 (``ShuffleRdpAccountant`` keeps the parent's RDP bound for the
+  Gaussian, at sensitivity 2 as below);
 * :class:`~dpacct_shuffle.events.LDPCompositionEvent` (PLD: leaky randomized response losses,
   dp-accounting's ``from_privacy_parameters``; RDP: binary randomized response, pure LDP only);
 * everything the parent supports.
@@ -83,7 +87,8 @@ from dpacct_shuffle.profiles import (
     randomized_response_rdp,
     rdp_from_grid,
 )
-from dpacct_shuffle.sampling import poisson_sampled_profile, sampled_without_replacement_profile
+from dpacct_shuffle.sampling import poisson_sampled_profile
+from dpacct_shuffle.without_replacement import gaussian_profile, without_replacement_profile
 
 NeighborRel = privacy_accountant.NeighboringRelation
 CompositionErrorDetails = privacy_accountant.PrivacyAccountant.CompositionErrorDetails
@@ -112,53 +117,71 @@ def _sampled_profile(event: dp_event.PoissonSampledDpEvent,
                         for branch, size in zip(inner.branches, inner.num_users)])
 
 
-def _cohort_profile(event: dp_event.SampledWithoutReplacementDpEvent) -> PrivacyProfile:
-    """Profile of ``SampledWithoutReplacementDpEvent(N, m, ShuffleEvent(R, m))`` (replace-one,
-    :func:`dpacct_shuffle.sampling.sampled_without_replacement_profile`)."""
+def _shuffled_users(event: ShuffleEvent | ParallelCompositionEvent) -> int:
+    """Number of reports a shuffle round shuffles (all groups of a disjoint round together)."""
+    users = event.num_users
+    return users if isinstance(users, int) else sum(users)
+
+
+def _without_replacement_profile(event: dp_event.SampledWithoutReplacementDpEvent) -> PrivacyProfile:
+    """Profile of ``SampledWithoutReplacementDpEvent(N, m, inner)``, replace-one (see
+    :func:`dpacct_shuffle.without_replacement.without_replacement_profile`).
+
+    ``inner`` is a ``GaussianDpEvent`` (a sum of updates clipped to norm C with noise σ·C: under
+    replace-one the sensitivity is 2C) or a shuffle round of at most m reports (the round on the
+    sample; fewer reports than m, e.g. drop-outs independent of the data, only make its bound
+    larger).
+    """
     inner = event.event
-    if inner.num_users != event.sample_size:
-        raise ValueError(f"the ShuffleEvent inside SampledWithoutReplacementDpEvent must have "
-                         f"num_users == sample_size ({event.sample_size}), got {inner.num_users}")
-    return sampled_without_replacement_profile(inner.randomizer, event.source_dataset_size,
-                                               event.sample_size, inner.honest_fraction)
+    if isinstance(inner, dp_event.GaussianDpEvent):
+        base = gaussian_profile(inner.noise_multiplier, sensitivity=2.0)
+    else:
+        if _shuffled_users(inner) > event.sample_size:
+            raise ValueError(
+                f"the shuffle round inside SampledWithoutReplacementDpEvent shuffles "
+                f"{_shuffled_users(inner)} reports, more than sample_size={event.sample_size}")
+        base = inner.profile()
+    return without_replacement_profile(base, event.sample_size, event.source_dataset_size)
 
 
 def event_profile(event: dp_event.DpEvent,
                   relation: NeighborRel = NeighborRel.REPLACE_ONE) -> PrivacyProfile:
-    """The privacy profile of a (possibly sampled) shuffle event under ``relation``.
-
-    Unsampled rounds and fixed-size cohorts have one only under ``REPLACE_ONE``; Poisson-sampled
-    rounds also under ``ADD_OR_REMOVE_ONE``.
-    """
-    if relation is not NeighborRel.REPLACE_ONE and not _is_sampled_shuffle(event):
+    """The privacy profile of a (possibly Poisson- or without-replacement-sampled) shuffle event,
+    or of a without-replacement-sampled Gaussian, under ``relation``: ``REPLACE_ONE`` for all of
+    them, ``ADD_OR_REMOVE_ONE`` for Poisson-sampled shuffle rounds only."""
+    if not _supported_relation(event, relation):
         raise ValueError(_relation_message(event, relation))
     if isinstance(event, dp_event.PoissonSampledDpEvent):
         return _sampled_profile(event, relation)
     if isinstance(event, dp_event.SampledWithoutReplacementDpEvent):
-        return _cohort_profile(event)
+        return _without_replacement_profile(event)
     if isinstance(event, _SHUFFLE_EVENTS):
         return event.profile()
     raise TypeError(f"no shuffle profile for {type(event).__name__}")
 
 
 def _is_sampled_shuffle(event: dp_event.DpEvent) -> bool:
+    return (isinstance(event, (dp_event.PoissonSampledDpEvent,
+                               dp_event.SampledWithoutReplacementDpEvent))
+            and isinstance(event.event, _SHUFFLE_EVENTS))
+
+
+def _is_without_replacement_gaussian(event: dp_event.DpEvent) -> bool:
+    return (isinstance(event, dp_event.SampledWithoutReplacementDpEvent)
+            and isinstance(event.event, dp_event.GaussianDpEvent)
+            and event.event.noise_multiplier > 0)
+
+
+def _is_poisson_shuffle(event: dp_event.DpEvent) -> bool:
     return (isinstance(event, dp_event.PoissonSampledDpEvent)
             and isinstance(event.event, _SHUFFLE_EVENTS))
 
 
-def _is_cohort_shuffle(event: dp_event.DpEvent) -> bool:
-    return (isinstance(event, dp_event.SampledWithoutReplacementDpEvent)
-            and isinstance(event.event, ShuffleEvent))
-
-
-def _is_shuffle_round(event: dp_event.DpEvent) -> bool:
-    return isinstance(event, _OWN_EVENTS) or _is_sampled_shuffle(event) or _is_cohort_shuffle(event)
-
-
 def _supported_relation(event: dp_event.DpEvent, relation: NeighborRel) -> bool:
+    """Replace-one for every event here; add/remove-one for Poisson-sampled shuffle rounds."""
     if relation is NeighborRel.REPLACE_ONE:
         return True
-    return relation is NeighborRel.ADD_OR_REMOVE_ONE and _is_sampled_shuffle(event)
+    return relation is NeighborRel.ADD_OR_REMOVE_ONE and _is_poisson_shuffle(event)
 
 
 _Result = TypeVar("_Result")
@@ -239,16 +262,17 @@ def ldp_event_rdp(event: LDPCompositionEvent, orders: Sequence[float]) -> Option
 
 
 def _relation_message(event: dp_event.DpEvent, relation: NeighborRel) -> str:
-    if isinstance(event, (ShuffleEvent, ParallelCompositionEvent)) or _is_cohort_shuffle(event):
+    if isinstance(event, _SHUFFLE_EVENTS) or _is_sampled_shuffle(event):
+        if _is_poisson_shuffle(event):
+            return (f"a Poisson-sampled shuffle round has a guarantee under REPLACE_ONE and "
+                    f"ADD_OR_REMOVE_ONE only. Found {relation}.")
         return (f"{type(event).__name__} has no guarantee under {relation}: the number of shuffled "
                 "reports reveals whether the victim is present. Use neighboring_relation "
                 "REPLACE_ONE, or wrap the round in PoissonSampledDpEvent(sampling_probability, "
                 "...) (client sampling hides presence; accepted under ADD_OR_REMOVE_ONE).")
-    if _is_sampled_shuffle(event):
-        return (f"a Poisson-sampled shuffle round has a guarantee under REPLACE_ONE and "
-                f"ADD_OR_REMOVE_ONE only. Found {relation}.")
     return (f"neighboring_relation must be `REPLACE_ONE` for {type(event).__name__} "
-            f"(local-report bounds hold for replace-one neighbours). Found {relation}.")
+            f"(local-report and Gaussian bounds here hold for replace-one neighbours). "
+            f"Found {relation}.")
 
 
 def _relation_error(event: dp_event.DpEvent, relation: NeighborRel) -> CompositionErrorDetails:
@@ -280,7 +304,8 @@ class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
 
     def _maybe_compose(self, event: dp_event.DpEvent, count: int,
                        do_compose: bool) -> Optional[CompositionErrorDetails]:
-        if _is_shuffle_round(event):
+        if (isinstance(event, _OWN_EVENTS) or _is_sampled_shuffle(event)
+                or _is_without_replacement_gaussian(event)):
             if not _supported_relation(event, self.neighboring_relation):
                 return _relation_error(event, self.neighboring_relation)
             if do_compose:
@@ -323,7 +348,7 @@ class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):
     def _maybe_compose(self, event: dp_event.DpEvent, count: int,
                        do_compose: bool) -> Optional[CompositionErrorDetails]:
         replace_one = self.neighboring_relation is NeighborRel.REPLACE_ONE
-        if _is_shuffle_round(event):
+        if isinstance(event, _OWN_EVENTS) or _is_sampled_shuffle(event):
             if not replace_one and _supported_relation(event, self.neighboring_relation):
                 return CompositionErrorDetails(
                     invalid_event=event,

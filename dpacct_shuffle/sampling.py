@@ -1,6 +1,6 @@
-"""Client sampling: Poisson-sampled and fixed-size shuffle rounds (docs/theory.md, "Client sampling").
+"""Poisson client sampling in shuffle rounds (docs/theory.md, "Client sampling").
 
-Three round types, each a privacy profile (:class:`~dpacct_shuffle.profiles.PrivacyProfile`)
+Two relations, each a privacy profile (:class:`~dpacct_shuffle.profiles.PrivacyProfile`)
 bounding both directions of every neighbouring pair:
 
 * :func:`poisson_sampled_profile`, replace-one — each of the ``num_users`` users of a known
@@ -9,8 +9,9 @@ bounding both directions of every neighbouring pair:
   :func:`dpacct_shuffle.profiles.poisson_sampled_shuffle_profile`; the smaller is kept.
 * :func:`poisson_sampled_profile`, add/remove-one — the same round, the victim present in one
   dataset and absent from the other (:func:`add_remove_variation_ratios`).
-* :func:`sampled_without_replacement_profile`, replace-one — exactly m of the N users take part
-  (Balle, Barthe, Gaboardi 2018, substitution relation).
+
+Fixed-size cohorts (exactly m of the N users) are accounted by
+:func:`dpacct_shuffle.without_replacement.without_replacement_profile` on the m-user round.
 
 The void view
 -------------
@@ -76,7 +77,6 @@ from dpacct_shuffle.profiles import (
     honest_users,
     randomized_response_delta,
     sampled_users_lower_bound,
-    shuffle_profile,
     variation_ratios_of,
     DEFAULT_SAMPLING_TAIL,
 )
@@ -363,59 +363,9 @@ def poisson_sampled_profile(randomizer: object, num_users: int, sampling_probabi
                           f"N={round_.population}))")
 
 
-# ---------------------------------------------------------------------------------------------
-# fixed-size cohorts
-# ---------------------------------------------------------------------------------------------
-
-
-def sampled_without_replacement_profile(randomizer: object, population: int, sample_size: int,
-                                        honest_fraction: float = 1.0) -> PrivacyProfile:
-    """Profile of a shuffle round of a uniformly random cohort of exactly m of N users, replace-one.
-
-    With η = m/N and δ_m the profile of the m-user round (``shuffle_profile(randomizer, m, h)``):
-
-        δ'(ε') ≤ η·δ_m(ε),   e^ε = 1 + (e^ε' − 1)/η,   cap ε'_0 = ln(1 + η(e^ε0 − 1)).
-
-    This is the substitution-relation theorem for sampling without replacement of Balle, Barthe,
-    Gaboardi ("Privacy Amplification by Subsampling: Tight Analyses via Couplings and Divergences",
-    NeurIPS 2018). Proof: with probability η the victim is in the cohort; otherwise the cohort is a
-    uniform m-subset of the others with release law A, the same in both worlds; inside, the laws are
-    B0, B1. So P = (1 − η)A + ηB0, Q = (1 − η)A + ηB1 and for x' = e^ε', x = e^ε, θ = x'/x,
-
-        P − x'Q = η·(B0 − x·((1 − θ)A + θB1))     (since x(1 − θ) = (x − 1)(1 − η), xθ = x'),
-
-    so D_{x'}(P‖Q) = η·D_x(B0‖(1 − θ)A + θB1) ≤ η·((1 − θ)D_x(B0‖A) + θD_x(B0‖B1)) (convexity).
-    D_x(B0‖B1) ≤ δ_m(ε) (a replace-one pair of the m-user round, averaged over the cohort); for
-    D_x(B0‖A) draw A's cohort T, remove a uniform member y: T∖{y} is a uniform (m − 1)-subset, and
-    B0 given (T, y) is the round of T with y's input replaced by the victim's — again a replace-one
-    pair, δ_m(ε). Both directions are symmetric. ``honest_fraction`` h is that of the inner round:
-    every cohort has at least ⌊h·m⌋ honest users.
-
-    Floating point: η is rounded up, ε = ln(1 + (e^ε' − 1)/η) down (δ_m is non-increasing) and the
-    cap up.
-    """
-    n = check_num_users(population, "population")
-    m = check_num_users(sample_size, "sample_size")
-    if m > n:
-        raise ValueError(f"sample_size must be <= population ({n}), got {m}")
-    base = shuffle_profile(randomizer, m, honest_fraction)
-    eta = min(1.0, m / n * (1.0 + 4.0 * _ULP))
-    if math.isfinite(base.epsilon_cap):
-        cap = math.log1p(eta * math.expm1(base.epsilon_cap)) * (1.0 + 4.0 * _ULP)
-    else:
-        cap = math.inf
-
-    def delta_upper(epsilon: float) -> float:
-        inner = math.log1p(math.expm1(epsilon) / eta) * (1.0 - 4.0 * _ULP)
-        return min(1.0, eta * base.delta(inner) * (1.0 + 4.0 * _ULP))
-
-    return PrivacyProfile(delta_upper, cap, f"without_replacement({m}/{n}, {base.description})")
-
-
 __all__ = [
     "add_remove_variation_ratios",
     "check_sampling_probability",
     "poisson_sampled_profile",
-    "sampled_without_replacement_profile",
     "void_variation_ratios",
 ]

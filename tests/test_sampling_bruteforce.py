@@ -19,13 +19,9 @@ from dp_accounting import privacy_accountant
 from scipy import stats
 
 from dpacct_shuffle import VariationRatio, randomizers
-from dpacct_shuffle.profiles import PrivacyProfile, poisson_sampled_shuffle_profile
-from dpacct_shuffle.sampling import (
-    add_remove_variation_ratios,
-    poisson_sampled_profile,
-    sampled_without_replacement_profile,
-    void_variation_ratios,
-)
+from dpacct_shuffle.profiles import PrivacyProfile, poisson_sampled_shuffle_profile, shuffle_profile
+from dpacct_shuffle.sampling import add_remove_variation_ratios, poisson_sampled_profile
+from dpacct_shuffle.without_replacement import without_replacement_profile
 
 NeighborRel = privacy_accountant.NeighboringRelation
 
@@ -327,15 +323,6 @@ COHORT_EPSILON_RATIO = 3.1
 ])
 def test_binary_rr_cohort_against_exact(eps0: float, population: int, m: int, delta: float) -> None:
     pairs = _binary_rr_cohort_pairs(eps0, population, m)
-    profile = sampled_without_replacement_profile(randomizers.binary_rr(eps0), population, m)
+    profile = without_replacement_profile(shuffle_profile(randomizers.binary_rr(eps0), m), m,
+                                          population)
     _check_against_exact(profile, pairs, delta, eps0, ratio=COHORT_EPSILON_RATIO)
-
-
-def test_cohort_of_everyone_is_the_unsampled_round() -> None:
-    from dpacct_shuffle.profiles import shuffle_profile
-    full = sampled_without_replacement_profile(VariationRatio.worst_case(1.0), 50, 50)
-    plain = shuffle_profile(VariationRatio.worst_case(1.0), 50)
-    for eps in (0.0, 0.1, 0.5):
-        assert full.delta(eps) == pytest.approx(plain.delta(eps), rel=1e-12)
-    with pytest.raises(ValueError, match="sample_size"):
-        sampled_without_replacement_profile(VariationRatio.worst_case(1.0), 10, 11)
