@@ -53,7 +53,8 @@ from dpacct_shuffle.progress import ProgressOption, ProgressReporter
 from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.randomizers.catalog import ALIASES, CATALOG
 from dpacct_shuffle.randomizers.matrix import from_matrix
-from dpacct_shuffle.randomizers.spec import canonical_keyword, read_matrix, split_spec
+from dpacct_shuffle.randomizers.spec import (PARAMETER_ALIASES, canonical_keyword, read_matrix,
+                                            split_spec)
 
 #: Largest number of users of a step (and of a parallel group).
 MAX_USERS = 10**15
@@ -305,7 +306,7 @@ RandomizerSpec = Annotated[
     Discriminator(_randomizer_tag, custom_error_type="randomizer",
                   custom_error_message="a randomizer is a table with 'name' (one of "
                   + ", ".join(sorted([*CATALOG, *ALIASES])) + ") and its parameters, or with "
-                  "'matrix' / 'matrix_file'"),
+                  "'matrix' or 'matrix_file'"),
     BeforeValidator(_spec_text),
 ]
 
@@ -477,6 +478,13 @@ class Pipeline(_Strict):
 # ---------------------------------------------------------------------------------------------
 
 
+_STEP_KEYS = frozenset(key for model in _STEP_MODELS.values() for key in model.model_fields)
+_RANDOMIZER_KEYS = frozenset(
+    [*MatrixRandomizer.model_fields,
+     *(key for model in _CATALOG_MODELS.values() for key in model.model_fields),
+     *(alias for aliases in PARAMETER_ALIASES.values() for alias in aliases)])
+
+
 def _path(loc: tuple[Any, ...]) -> str:
     """``('steps', 2, 'step:shuffle', 'randomizer', 'randomizer:krr')`` -> ``steps[2].randomizer``."""
     text = ""
@@ -486,6 +494,20 @@ def _path(loc: tuple[Any, ...]) -> str:
         elif isinstance(part, str) and not part.startswith(("step:", "randomizer:")):
             text += f".{part}" if text else part
     return text
+
+
+def _untagged_message(kind: str, given: object, message: str) -> str:
+    """Why a step or randomizer table matched no model: its ``type``/``name`` is missing or
+    unknown; unknown keys in it are named (a misspelled ``type`` or ``name`` itself, typically)."""
+    key, known = ("type", _STEP_KEYS) if kind == "step_type" else ("name", _RANDOMIZER_KEYS)
+    if not isinstance(given, Mapping):
+        return f"got {_shown(given)}: {message}"
+    if key in given:
+        return f"got {key} = {_shown(given[key])}: {message}"
+    unknown = [k for k in given if k not in known]
+    if unknown:
+        return f"unknown key {_shown(unknown[0])} and no {key!r}: {message}"
+    return f"{key!r} is missing: {message}"
 
 
 def _one_line(error: ValidationError) -> str:
@@ -498,9 +520,7 @@ def _one_line(error: ValidationError) -> str:
     elif kind == "extra_forbidden":
         message = "unknown key"
     elif kind in ("step_type", "randomizer"):
-        key = "type" if kind == "step_type" else "name"
-        given = first["input"].get(key) if isinstance(first["input"], Mapping) else first["input"]
-        message = f"{message}; got {key} = {_shown(given)}"
+        message = _untagged_message(kind, first["input"], message)
     elif kind not in ("number", "integer", "unknown_key", "conflict", "invalid", "empty",
                       "target"):
         message = f"{message}, got {_shown(first['input'])}"
@@ -646,8 +666,8 @@ def _accountant(pipeline: Pipeline, events: list[dp_event.DpEvent]) -> Any:
 
 
 def _values(pipeline: Pipeline, accountant: Any) -> tuple[Optional[float], Optional[float]]:
-    epsilon = None if pipeline.delta is None else accountant.get_epsilon(pipeline.delta)
-    delta = None if pipeline.epsilon is None else accountant.get_delta(pipeline.epsilon)
+    epsilon = None if pipeline.delta is None else float(accountant.get_epsilon(pipeline.delta))
+    delta = None if pipeline.epsilon is None else float(accountant.get_delta(pipeline.epsilon))
     return epsilon, delta
 
 
