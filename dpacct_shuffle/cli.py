@@ -14,7 +14,8 @@ Sub-commands (``dpacct-shuffle COMMAND --help`` shows examples):
   (needs matplotlib, the ``plot`` extra).
 
 Every sub-command accepts ``--json`` (one JSON object on stdout). Exit codes: 0 success;
-2 bad input (argument errors and every ``ValueError``/``TypeError`` raised by the library, reported
+2 bad input (argument errors, every ``ValueError``/``TypeError`` raised by the library and
+numbers beyond floating-point range (``ArithmeticError``), reported
 as one line ``dpacct-shuffle: error: ...`` on stderr); 1 a missing optional dependency (matplotlib)
 or an unreadable/unwritable file.
 
@@ -44,6 +45,7 @@ EXIT_RUNTIME = 1
 EXIT_BAD_INPUT = 2
 DISPLAY_DIGITS = 6
 LOWER_BOUND_MAX_USERS = 10**7
+MAX_RANGE_COUNT = 1000
 
 class UsageError(ValueError):
     """Bad command-line input detected by the CLI itself (reported like a library ValueError)."""
@@ -82,22 +84,33 @@ def format_lower(value: float, digits: int = DISPLAY_DIGITS) -> str:
     return _round_significant(float(value), digits, decimal.ROUND_FLOOR)
 
 
-def parse_users(text: str) -> int:
-    """Number of users from ``"1000"``, ``"1e6"`` or ``"1_000_000"`` (must be a positive integer)."""
-    cleaned = text.strip().replace("_", "")
-    try:
-        value = int(cleaned)
-    except ValueError:
+def positive_integer(what: str) -> Callable[[str], int]:
+    """Parser of a positive integer option given as ``"1000"``, ``"1e6"`` or ``"1_000_000"``;
+    errors say ``what`` must be a positive integer (argparse adds the option's name)."""
+
+    def parse(text: str) -> int:
+        cleaned = text.strip().replace("_", "")
         try:
-            number = float(cleaned)
+            value = int(cleaned)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"number of users must be a positive integer, got {text!r}") from None
-        if not math.isfinite(number) or not number.is_integer():
-            raise argparse.ArgumentTypeError(f"number of users must be a positive integer, got {text!r}") from None
-        value = int(number)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"number of users must be >= 1, got {text!r}")
-    return value
+            try:
+                number = float(cleaned)
+            except ValueError:
+                number = math.nan
+            if not math.isfinite(number) or not number.is_integer():
+                raise argparse.ArgumentTypeError(
+                    f"{what} must be a positive integer, got {text!r}") from None
+            value = int(number)
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{what} must be a positive integer (>= 1), got {text!r}")
+        return value
+
+    return parse
+
+
+parse_users = positive_integer("number of users")
+parse_domain = positive_integer("domain size")
+parse_limit = positive_integer("limit")
 
 
 def parse_real(text: str) -> float:
@@ -111,29 +124,35 @@ def parse_real(text: str) -> float:
     return value
 
 
-def parse_list(convert: Callable[[str], Any]) -> Callable[[str], list[Any]]:
-    """Comma-separated list (``"1e3,1e4,1e5"``) or a range ``"start:stop:count"`` (log-spaced for
-    users, linear for reals)."""
+def parse_list(convert: Callable[[str], Any], *, log_spaced: bool = False
+               ) -> Callable[[str], list[Any]]:
+    """Comma-separated list (``"1e3,1e4,1e5"``) or a range ``"start:stop:count"`` with
+    2 <= count <= :data:`MAX_RANGE_COUNT` (log-spaced integers if ``log_spaced``, else linear)."""
 
     def parse(text: str) -> list[Any]:
-        if text.count(":") == 2:
+        if ":" in text:
+            if text.count(":") != 2:
+                raise argparse.ArgumentTypeError(
+                    f"a range is start:stop:count (e.g. 1e3:1e5:5), got {text!r}")
             start_s, stop_s, count_s = text.split(":")
             start, stop = convert(start_s), convert(stop_s)
             try:
                 count = int(count_s)
             except ValueError:
-                raise argparse.ArgumentTypeError(f"range count must be an integer, got {count_s!r}") from None
-            if count < 2:
-                raise argparse.ArgumentTypeError(f"range count must be >= 2, got {count}")
-            if convert is parse_users:
+                raise argparse.ArgumentTypeError(
+                    f"the count of start:stop:count must be an integer, got {count_s!r}") from None
+            if not 2 <= count <= MAX_RANGE_COUNT:
+                raise argparse.ArgumentTypeError(
+                    f"the count of start:stop:count must be in [2, {MAX_RANGE_COUNT}], got {count}")
+            if log_spaced:
                 ratio = (stop / start) ** (1.0 / (count - 1))
-                values = sorted({int(round(start * ratio ** i)) for i in range(count)})
-                return values
+                return sorted({int(round(start * ratio ** i)) for i in range(count)})
             step = (stop - start) / (count - 1)
             return [start + i * step for i in range(count)]
         items = [item for item in text.split(",") if item.strip()]
         if not items:
-            raise argparse.ArgumentTypeError(f"expected a non-empty list, got {text!r}")
+            raise argparse.ArgumentTypeError(
+                f"expected a comma-separated list or start:stop:count, got {text!r}")
         return [convert(item) for item in items]
 
     return parse
@@ -270,8 +289,12 @@ def _lower_bound(shuffled: Any, args: argparse.Namespace, compute: Callable[[], 
                 "--lower-max-users to compute it)")
     start = time.perf_counter()
     value = compute() if shuffled.lower_bound is not None else None
-    payload[key] = value
     payload["seconds_lower"] = time.perf_counter() - start
+    if value is not None and math.isnan(value):  # no number is printed for a failed evaluation
+        payload[key] = None
+        payload["lower_unavailable"] = f"the instance evaluated to NaN at n = {args.users}"
+        return "not available at this n (the instance's evaluation failed)"
+    payload[key] = value
     if value is None:
         return "not available for this entry"
     return f"{format_lower(value)}   (explicit instance)"
@@ -596,14 +619,14 @@ def _add_randomizer_options(parser: argparse.ArgumentParser, *, multiple: bool =
         group.add_argument("--matrix", metavar="FILE",
                            help="randomizer matrix, CSV or JSON (rows = inputs, columns = outputs)")
     group.add_argument("--epsilon0", type=parse_real, metavar="EPS0", help=epsilon0_help)
-    group.add_argument("--domain", type=parse_users, metavar="D", help="domain size of the entry")
+    group.add_argument("--domain", type=parse_domain, metavar="D", help="domain size of the entry")
     group.add_argument("--param", type=parse_param, action="append", metavar="NAME=VALUE",
                        help="any other parameter of the catalog entry (repeatable)")
 
 
 def _add_lower_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-lower", action="store_true", help="skip the lower bound")
-    parser.add_argument("--lower-max-users", type=parse_users, default=LOWER_BOUND_MAX_USERS,
+    parser.add_argument("--lower-max-users", type=parse_limit, default=LOWER_BOUND_MAX_USERS,
                         metavar="N", help="compute the lower bound only for n <= N (default 1e7; "
                         "it takes ~2 s at n = 1e6, ~15 s at 1e7, minutes at 1e8)")
 
@@ -661,7 +684,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delta", type=parse_real, required=True)
     p.add_argument("--max-epsilon0", type=parse_real, default=20.0,
                    help="search eps0 in [target, this] (default 20)")
-    p.add_argument("--max-users", type=parse_users, help="search n up to this (default 1e10)")
+    p.add_argument("--max-users", type=parse_limit, help="search n up to this (default 1e10)")
     p.add_argument("--rtol", type=parse_real, default=1e-3, help="relative tolerance of the eps0 search")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_common(p)
@@ -692,7 +715,7 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog=_EXAMPLES["plot"], formatter_class=formatter)
     _add_randomizer_options(p, multiple=True)
     p.add_argument("--x", choices=("users", "epsilon0"), default="users", help="x axis (default users)")
-    p.add_argument("--users-list", type=parse_list(parse_users), default=[10**3, 10**4, 10**5],
+    p.add_argument("--users-list", type=parse_list(parse_users, log_spaced=True), default=[10**3, 10**4, 10**5],
                    metavar="LIST", help="n values: 1e3,1e4 or start:stop:count (log-spaced)")
     p.add_argument("--users", "-n", type=parse_users, metavar="N", help="n for --x epsilon0")
     p.add_argument("--epsilon0-list", type=parse_list(parse_real), default=[0.5, 1.0, 2.0, 3.0, 4.0],
@@ -750,6 +773,10 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
             return int(args.handler(args, out))
         except (ValueError, TypeError) as exc:
             err.write(f"{PROG}: error: {_one_line(exc)}\n")
+            return EXIT_BAD_INPUT
+        except ArithmeticError as exc:  # overflow or division by zero: inputs beyond float range
+            err.write(f"{PROG}: error: numbers out of the supported range "
+                      f"({type(exc).__name__}: {_one_line(exc)})\n")
             return EXIT_BAD_INPUT
         except (MissingDependencyError, ImportError, OSError) as exc:
             err.write(f"{PROG}: error: {_one_line(exc)}\n")
