@@ -61,9 +61,12 @@ def test_estimates_from_sampled_reports_are_close_to_the_truth():
     truth = np.array([0.4, 0.3, 0.15, 0.1, 0.05])
     values = rng.choice(5, size=20_000, p=truth)
     estimate = randomizer.estimate_frequencies([randomizer.sample(int(v), rng) for v in values])
-    oracle = randomizer.frequency_oracle
-    p, q, n = oracle.support_true, oracle.support_false, len(values)
-    sd = np.sqrt(q * (1 - q) / (n * (p - q) ** 2) + truth * (1 - p - q) / (n * (p - q)))
+    n = len(values)
+    sd = randomizer.frequency_oracle.standard_deviations(truth, n)
+    p, q = randomizer.frequency_oracle.support_true, randomizer.frequency_oracle.support_false
+    # closed form of the direct-encoding variance: (f p(1-p) + (1-f) q(1-q)) / (n (p-q)^2)
+    np.testing.assert_allclose(
+        sd**2, (truth * p * (1 - p) + (1 - truth) * q * (1 - q)) / (n * (p - q) ** 2), rtol=1e-12)
     empirical = np.bincount(values, minlength=5) / n
     assert np.all(np.abs(estimate - empirical) < 5 * sd)
 

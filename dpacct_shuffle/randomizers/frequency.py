@@ -63,6 +63,10 @@ class FrequencyOracle(Protocol):
     def estimate_frequencies(self, reports: Sequence[Report]) -> NDArray[np.float64]:
         """The unbiased estimates f̂_v (they sum to 1 only in expectation and may be negative)."""
 
+    def standard_deviations(self, frequencies: Sequence[float],
+                            num_reports: int) -> NDArray[np.float64]:
+        """Standard deviation of each f̂_v for the true ``frequencies``."""
+
 
 class _PureOracle:
     """Shared estimator of the pure oracles: f̂ = (C/n − q*)/(p* − q*)."""
@@ -80,6 +84,15 @@ class _PureOracle:
         counts = self.support_counts(reports)
         return ((counts / len(reports) - self.support_false)
                 / (self.support_true - self.support_false))
+
+
+    def standard_deviations(self, frequencies: Sequence[float],
+                            num_reports: int) -> NDArray[np.float64]:
+        """Standard deviation of each f̂_v from ``num_reports`` reports when the true
+        fractions are ``frequencies`` (module docstring)."""
+        f = np.asarray(frequencies, dtype=np.float64)
+        p, q, n = self.support_true, self.support_false, num_reports
+        return np.sqrt(q * (1 - q) / (n * (p - q) ** 2) + f * (1 - p - q) / (n * (p - q)))
 
 
 class DirectEncodingOracle(_PureOracle):
