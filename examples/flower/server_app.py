@@ -10,6 +10,8 @@ accountant accepts them there, and to a replace-one budget of their own otherwis
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from flwr.app import ArrayRecord, Context
 from flwr.common.logger import log
@@ -32,6 +34,8 @@ app = ServerApp()
 @app.main()
 def main(grid: Grid, context: Context) -> None:
     population = NUM_CLIENTS
+    while len(list(grid.get_node_ids())) < population:  # FedAvg sizes its sample on connected nodes
+        time.sleep(0.2)
     training_budget = ShufflePrivacyAccountant(PrivacyConfig(
         target_delta=DELTA, population_size=population,
         neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE,
