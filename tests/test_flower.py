@@ -339,3 +339,70 @@ def test_gaussian_profile_matches_dp_accountings_gaussian_and_rounds_up():
             expected = reference.get_delta_for_epsilon(float(epsilon))
             assert profile.delta(float(epsilon)) >= expected
             assert profile.delta(float(epsilon)) <= expected * (1 + 1e-8) + 1e-300
+
+
+# -- analytics pieces without a runtime ----------------------------------------------------------
+
+from flwr.app import ConfigRecord, Context, Message, MessageType, Metadata, RecordDict  # noqa: E402
+
+from dpacct_shuffle.flower.analytics import (  # noqa: E402
+    RECORD_KEY,
+    LocalRandomizerMod,
+    ShuffledFrequencyEstimation,
+    shuffle_reports,
+)
+
+
+def _query(content: dict) -> Message:
+    """A QUERY message as the runtime delivers it (outside a run, metadata is given explicitly)."""
+    metadata = Metadata(run_id=1, message_id="", src_node_id=0, dst_node_id=1,
+                        reply_to_message_id="", group_id="1", created_at=0.0, ttl=60.0,
+                        message_type=MessageType.QUERY)
+    return Message(RecordDict({RECORD_KEY: ConfigRecord(content)}), metadata=metadata)
+
+
+def test_mod_replaces_the_value_by_a_report_and_leaves_other_messages_alone():
+    mod = LocalRandomizerMod(randomizers.oue(1.0, 4))
+    context = Context(run_id=1, node_id=1, node_config={}, state=RecordDict(), run_config={})
+    reply = mod(_query({"round": 1}), context, lambda msg, ctx: _query({"value": 2}))
+    report = reply.content[RECORD_KEY]["report"]
+    assert "value" not in reply.content[RECORD_KEY]
+    assert len(report) == 4 and set(report) <= {0, 1}
+    untouched = _query({"other": 5})
+    assert mod(_query({"round": 1}), context, lambda msg, ctx: untouched) is untouched
+    with pytest.raises(TypeError, match="sampler and frequency estimator"):
+        LocalRandomizerMod(randomizers.laplace(1.0))
+
+
+def test_shuffler_stage_keeps_the_multiset_and_drops_everything_else():
+    replies = [_query({"report": value}) for value in (3, 1, 1, 0, 2, 4)]
+    replies.append(_query({"value": 7}))  # a raw value never passes the shuffler stage
+    released = shuffle_reports(replies, np.random.default_rng(5))
+    assert sorted(released) == [0, 1, 1, 2, 3, 4]
+    orders = {tuple(shuffle_reports(replies, np.random.default_rng(seed))) for seed in range(20)}
+    assert len(orders) > 10  # uniformly random order, not the arrival order
+
+
+def test_analytics_round_events_and_refusals():
+    budget = ShufflePrivacyAccountant(WITHOUT_REPLACEMENT)
+    fixed = ShuffledFrequencyEstimation(KRR, budget, sample_size=20)
+    assert fixed.round_event(20) == dp_event.SampledWithoutReplacementDpEvent(
+        POPULATION, 20, ShuffleEvent(KRR, 20))
+    assert fixed.round_event(17) == ShuffleEvent(KRR, 17)  # drop-outs: no amplification claimed
+    assert fixed.min_reports == 20
+    poisson = ShuffledFrequencyEstimation(KRR, budget, sampling="poisson", sampling_probability=0.3)
+    assert poisson.round_event(25) == dp_event.PoissonSampledDpEvent(
+        0.3, ShuffleEvent(KRR, POPULATION))
+    with pytest.raises(ValueError, match="sample_size must be <= population_size"):
+        ShuffledFrequencyEstimation(KRR, budget, sample_size=POPULATION + 1)
+    with pytest.raises(ValueError, match="min_reports must be <= sample_size"):
+        ShuffledFrequencyEstimation(KRR, budget, sample_size=10, min_reports=11)
+    with pytest.raises(ValueError, match="needs sampling_probability"):
+        ShuffledFrequencyEstimation(KRR, budget, sampling="poisson")
+    with pytest.raises(ValueError, match="sampling must be one of"):
+        ShuffledFrequencyEstimation(KRR, budget, sampling="cohort")
+    with pytest.raises(TypeError, match="ShufflePrivacyAccountant"):
+        ShuffledFrequencyEstimation(KRR, RdpAccountant(WITHOUT_REPLACEMENT))
+    if not ShufflePLDAccountant(DpRel.ADD_OR_REMOVE_ONE).supports(ShuffleEvent(KRR, 20)):
+        with pytest.raises(ValueError, match="add-or-remove-one"):
+            ShuffledFrequencyEstimation(KRR, ShufflePrivacyAccountant(NO_AMPLIFICATION))

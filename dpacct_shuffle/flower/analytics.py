@@ -28,10 +28,11 @@ outputs; in a simulation, where one process plays all roles, it stands in for it
 
 Round events (replace-one unless stated):
 
-* ``"fixed"`` under ``(without-replacement, replace-one)``:
-  ``SampledWithoutReplacementDpEvent(N, m, ShuffleEvent(R, k))``, k ≤ m the reports received;
-* ``"fixed"`` otherwise: ``ShuffleEvent(R, k)`` — refused under add/remove-one (no proven
-  bound there);
+* ``"fixed"`` under ``(without-replacement, replace-one)`` with all m sampled reports in:
+  ``SampledWithoutReplacementDpEvent(N, m, ShuffleEvent(R, m))``;
+* ``"fixed"`` otherwise: ``ShuffleEvent(R, k)``, k the reports received (no amplification by
+  the sampling is claimed when drop-outs changed the cohort) — refused under add/remove-one (no
+  proven bound there);
 * ``"poisson"``: ``PoissonSampledDpEvent(γ, ShuffleEvent(R, N))``; under add/remove-one it is
   accepted exactly when the accountant's backend supports it.
 
@@ -192,7 +193,9 @@ class ShuffledFrequencyEstimation:
         (each client with probability ``sampling_probability``).
       sample_size: m for ``"fixed"`` (default: all N clients).
       sampling_probability: γ in (0, 1] for ``"poisson"``.
-      min_reports: the fewest reports the shuffler releases (``"fixed"`` only; default 1).
+      min_reports: the fewest reports the shuffler releases (``"fixed"`` only; default: all
+        ``sample_size``, so that only complete cohorts are released and the sampling amplifies).
+        The budget check before a round charges a batch of ``min_reports`` reports.
       max_epsilon: budget (default: the accountant config's ``max_epsilon``; None = no limit).
       seed: seed of the server's generator (sampling and the shuffler's permutation).
 
@@ -203,7 +206,8 @@ class ShuffledFrequencyEstimation:
 
     def __init__(self, randomizer: Randomizer, accountant: ShufflePrivacyAccountant, *,
                  sampling: str = "fixed", sample_size: Optional[int] = None,
-                 sampling_probability: Optional[float] = None, min_reports: int = 1,
+                 sampling_probability: Optional[float] = None,
+                 min_reports: Optional[int] = None,
                  max_epsilon: Optional[float] = None, seed: Optional[int] = None) -> None:
         self.randomizer = _check_randomizer(randomizer)
         if not isinstance(accountant, ShufflePrivacyAccountant):
@@ -223,12 +227,13 @@ class ShuffledFrequencyEstimation:
                 raise ValueError(f"sample_size must be <= population_size ({population}), "
                                  f"got {size}")
             self.sample_size: Optional[int] = size
-            self.min_reports = check_num_users(min_reports, "min_reports")
+            self.min_reports = size if min_reports is None else check_num_users(min_reports,
+                                                                                 "min_reports")
             if self.min_reports > size:
                 raise ValueError(f"min_reports must be <= sample_size ({size}), got {min_reports}")
             self.sampling_probability: Optional[float] = None
         else:
-            if sample_size is not None or min_reports != 1:
+            if sample_size is not None or min_reports is not None:
                 raise ValueError("sample_size and min_reports are only used with sampling='fixed' "
                                  "(a Poisson round is released only with every sampled report)")
             if sampling_probability is None:
@@ -254,7 +259,7 @@ class ShuffledFrequencyEstimation:
         shuffle = ShuffleEvent(self.randomizer, num_reports)
         if (config.sampling_method is SamplingMethod.WITHOUT_REPLACEMENT
                 and config.neighboring_relation is NeighboringRelation.REPLACE_ONE
-                and self.sample_size < population):
+                and num_reports == self.sample_size < population):
             return dp_event.SampledWithoutReplacementDpEvent(population, self.sample_size, shuffle)
         return shuffle
 
