@@ -59,6 +59,7 @@ TRUE_COUNTS = np.array([12, 6, 4, 2])  # partition ids 0-11 hold 0, 12-17 hold 1
 TRUTH = TRUE_COUNTS / CLIENTS
 FIXED_SAMPLE, FIXED_ROUNDS = 20, 3
 POISSON_RATE, POISSON_ROUNDS = 0.8, 2
+SHARED_RATE = 0.5  # analytics on the add/remove-one training budget
 SIGMA, CLIP, TRAIN_NODES, TRAIN_ROUNDS = 1.5, 1.0, 12, 3
 BACKEND = {"init_args": {"num_cpus": 2}, "client_resources": {"num_cpus": 1}}
 
@@ -132,7 +133,7 @@ def _run_scenarios(grid: Grid, record: dict[str, object]) -> None:
     record["training_compositions"] = list(training.compositions)
     try:
         shared = ShuffledFrequencyEstimation(KRR, training, sampling="poisson",
-                                             sampling_probability=POISSON_RATE, seed=3)
+                                             sampling_probability=SHARED_RATE, seed=3)
     except ValueError as error:
         record["shared_refusal"] = str(error)
     else:
@@ -246,7 +247,7 @@ def test_dp_fedavg_epsilon_next_to_flowers_rdp_accountant(simulation):
 
 def test_analytics_on_the_training_budget(simulation):
     training = simulation["training_accountant"]
-    poisson_round = dp_event.PoissonSampledDpEvent(POISSON_RATE, ShuffleEvent(KRR, CLIENTS))
+    poisson_round = dp_event.PoissonSampledDpEvent(SHARED_RATE, ShuffleEvent(KRR, CLIENTS))
     if ShufflePLDAccountant(DpRel.ADD_OR_REMOVE_ONE).supports(poisson_round):
         shared = simulation["shared"]
         assert len(shared) == 2
@@ -254,7 +255,7 @@ def test_analytics_on_the_training_budget(simulation):
             [(dp_event.GaussianDpEvent(SIGMA), 1)] * TRAIN_ROUNDS + [(poisson_round, 1)] * 2,
             DpRel.ADD_OR_REMOVE_ONE)
         assert training.get_epsilon(DELTA) == pytest.approx(expected, rel=1e-12)
-        assert training.get_epsilon(DELTA) > simulation["training_epsilon"]
+        assert simulation["training_epsilon"] < training.get_epsilon(DELTA) < math.inf
     else:  # no proven add/remove-one bound for shuffle rounds yet: refused, budget untouched
         assert "add-or-remove-one" in simulation["shared_refusal"]
         assert "replace-one" in simulation["shared_refusal"]
