@@ -199,7 +199,7 @@ def test_analytics_estimates_are_close_to_the_truth(simulation):
     assert len(rounds) == FIXED_ROUNDS + POISSON_ROUNDS
     oracle = KRR.frequency_oracle
     for result in rounds:
-        assert result.num_reports == result.num_sampled > 0
+        assert result.num_answered == CLIENTS and 0 < result.num_reports <= CLIENTS
         sd = np.sqrt(oracle.standard_deviations(TRUTH, result.num_reports) ** 2
                      + _sampling_sd(result.num_reports) ** 2)
         assert np.all(np.abs(result.frequencies - TRUTH) <= 5 * sd), result

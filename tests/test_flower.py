@@ -346,9 +346,11 @@ def test_gaussian_profile_matches_dp_accountings_gaussian_and_rounds_up():
 from flwr.app import ConfigRecord, Context, Message, MessageType, Metadata, RecordDict  # noqa: E402
 
 from dpacct_shuffle.flower.analytics import (  # noqa: E402
+    PARTICIPATION_KEY,
     RECORD_KEY,
     LocalRandomizerMod,
     ShuffledFrequencyEstimation,
+    collect_reports,
     shuffle_reports,
 )
 
@@ -374,24 +376,49 @@ def test_mod_replaces_the_value_by_a_report_and_leaves_other_messages_alone():
         LocalRandomizerMod(randomizers.laplace(1.0))
 
 
+def test_mod_flips_the_clients_own_participation_coin():
+    mod = LocalRandomizerMod(KRR)
+    context = Context(run_id=1, node_id=1, node_config={}, state=RecordDict(), run_config={})
+    sent = 0
+    trials = 400
+    for _ in range(trials):
+        reply = mod(_query({"round": 1, PARTICIPATION_KEY: 0.25}), context,
+                    lambda msg, ctx: _query({"value": 1}))
+        record = reply.content[RECORD_KEY]
+        assert "value" not in record
+        sent += record["report_sent"]
+        assert ("report" in record) == record["report_sent"]
+    # Binomial(400, 0.25): mean 100, standard deviation 8.7
+    assert abs(sent - 100) < 5 * 8.7
+
+
 def test_shuffler_stage_keeps_the_multiset_and_drops_everything_else():
-    replies = [_query({"report": value}) for value in (3, 1, 1, 0, 2, 4)]
+    replies = [_query({"report": value, "report_sent": True}) for value in (3, 1, 1, 0, 2, 4)]
+    replies.append(_query({"report_sent": False}))  # a client that sat the round out
     replies.append(_query({"value": 7}))  # a raw value never passes the shuffler stage
-    released = shuffle_reports(replies, np.random.default_rng(5))
-    assert sorted(released) == [0, 1, 1, 2, 3, 4]
-    orders = {tuple(shuffle_reports(replies, np.random.default_rng(seed))) for seed in range(20)}
+    answered, reports = collect_reports(replies)
+    assert answered == 7 and sorted(reports) == [0, 1, 1, 2, 3, 4]
+    assert sorted(shuffle_reports(reports, np.random.default_rng(5))) == [0, 1, 1, 2, 3, 4]
+    orders = {tuple(shuffle_reports(reports, np.random.default_rng(seed))) for seed in range(20)}
     assert len(orders) > 10  # uniformly random order, not the arrival order
+    kept = [tuple(sorted(shuffle_reports(list(range(6)), np.random.default_rng(seed), 2)))
+            for seed in range(3000)]
+    counts = np.bincount([value for pair in kept for value in pair], minlength=6)
+    # each report is kept with probability 2/6: mean 1000, standard deviation 25.8
+    assert np.all(np.abs(counts - 1000) < 5 * 25.8)
 
 
 def test_analytics_round_events_and_refusals():
     budget = ShufflePrivacyAccountant(WITHOUT_REPLACEMENT)
     fixed = ShuffledFrequencyEstimation(KRR, budget, sample_size=20)
-    assert fixed.round_event(20) == dp_event.SampledWithoutReplacementDpEvent(
+    assert fixed.round_event(POPULATION) == dp_event.SampledWithoutReplacementDpEvent(
         POPULATION, 20, ShuffleEvent(KRR, 20))
-    assert fixed.round_event(17) == ShuffleEvent(KRR, 17)  # drop-outs: no amplification claimed
-    assert fixed.min_reports == 20
+    # drop-outs: the shuffler samples from the clients that answered
+    assert fixed.round_event(90) == dp_event.SampledWithoutReplacementDpEvent(
+        90, 20, ShuffleEvent(KRR, 20))
+    assert fixed.round_event(17) == ShuffleEvent(KRR, 17)  # fewer than m: all, unamplified
     poisson = ShuffledFrequencyEstimation(KRR, budget, sampling="poisson", sampling_probability=0.3)
-    assert poisson.round_event(25) == dp_event.PoissonSampledDpEvent(
+    assert poisson.round_event(POPULATION) == dp_event.PoissonSampledDpEvent(
         0.3, ShuffleEvent(KRR, POPULATION))
     with pytest.raises(ValueError, match="sample_size must be <= population_size"):
         ShuffledFrequencyEstimation(KRR, budget, sample_size=POPULATION + 1)

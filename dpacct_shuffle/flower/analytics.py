@@ -3,43 +3,51 @@
 Client side. :class:`LocalRandomizerMod` is a Flower client mod: the ClientApp's ``query``
 handler replies with the client's raw value (``{"value": v}`` in the ConfigRecord
 :data:`RECORD_KEY`), and the mod replaces it by ``randomizer.sample(v)`` before the reply leaves
-the client, so the raw value never does. :func:`analytics_client_app` builds such a ClientApp
-from a function ``context -> value``.
+the client, so the raw value never does. In a Poisson round the mod also flips the client's own
+participation coin and, if the client sits the round out, sends no report.
+:func:`analytics_client_app` builds such a ClientApp from a function ``context -> value``.
 
 Server side. :class:`ShuffledFrequencyEstimation` runs rounds of
 
-1. sampling clients (``"fixed"``: ``sample_size`` of the N = ``population_size`` clients
-   uniformly without replacement; ``"poisson"``: each client independently with probability
-   ``sampling_probability``),
-2. a budget check: the round does not start if its cost would take ε above ``max_epsilon``,
-3. collecting the reports, then the **shuffler stage** :func:`shuffle_reports` — node ids and
-   message metadata are dropped and the reports are put in uniformly random order — before
-   anything else sees them,
-4. estimating the frequencies with the randomizer's unbiased estimator, and composing the
-   round's event, built from the number of reports actually received, into the accountant.
+1. a budget check: the round does not start if a complete round would take ε above
+   ``max_epsilon``;
+2. a query to every one of the N = ``population_size`` clients;
+3. the **shuffler stage** (:func:`collect_reports`, then :func:`shuffle_reports`): node ids,
+   message metadata and non-participants are dropped, for ``sampling="fixed"`` a uniformly random ``sample_size`` of
+   the reports is kept, and the reports are put in uniformly random order;
+4. a second budget check with the event of what the shuffler is about to release (it depends on
+   how many clients answered; if it would exceed the budget, nothing is released);
+5. estimating the frequencies with the randomizer's unbiased estimator, and composing the
+   round's event into the accountant (the round's and the cumulative ε are logged).
+
+Why the sampling happens on the clients or in the shuffler. In the shuffle model the analyst is
+the adversary. Amplification by sampling needs the sample to be secret from it: if the server
+picked the clients, it would know whether the victim took part, and only the unsampled shuffle
+bound would hold. So Poisson sampling is each client's own coin (the shuffler hides who sent a
+report), and fixed-size sampling is done by the shuffler.
 
 Trust assumption (the guarantee depends on it). **Flower has no shuffler**: the ServerApp
 receives every reply together with its sender's node id. The shuffle bounds hold only if the
 deployment puts a trusted shuffler between the clients and the analyst (a separate party, a
-mixnet, or a trusted execution environment) that forwards only the anonymized multiset of
-reports, and only as a batch of at least ``min_reports`` reports (for ``"poisson"`` rounds: only
-when every sampled client's report is in). :func:`shuffle_reports` is what that shuffler
-outputs; in a simulation, where one process plays all roles, it stands in for it.
+mixnet, or a trusted execution environment) that forwards only what :func:`shuffle_reports`
+returns — the anonymized multiset of the selected reports — and only when the round's release
+rule is met (Poisson rounds: every client answered; fixed-size rounds: at least ``min_reports``
+reports). In a simulation, where one process plays every role, :func:`shuffle_reports` stands
+in for it.
 
-Round events (replace-one unless stated):
+Round events (replace-one unless stated; k = clients that answered, m = ``sample_size``):
 
-* ``"fixed"`` under ``(without-replacement, replace-one)`` with all m sampled reports in:
-  ``SampledWithoutReplacementDpEvent(N, m, ShuffleEvent(R, m))``;
-* ``"fixed"`` otherwise: ``ShuffleEvent(R, k)``, k the reports received (no amplification by
-  the sampling is claimed when drop-outs changed the cohort) — refused under add/remove-one (no
-  proven bound there);
-* ``"poisson"``: ``PoissonSampledDpEvent(γ, ShuffleEvent(R, N))``; under add/remove-one it is
-  accepted exactly when the accountant's backend supports it.
+* ``"fixed"``, k ≥ m, under ``(without-replacement, replace-one)``:
+  ``SampledWithoutReplacementDpEvent(k, m, ShuffleEvent(R, m))`` (the shuffler's sample of m of
+  the k reports; k = N without drop-outs);
+* ``"fixed"`` otherwise: ``ShuffleEvent(R, r)`` with r = min(k, m) reports released (no
+  amplification claimed) — refused under add/remove-one (no proven bound there);
+* ``"poisson"``: ``PoissonSampledDpEvent(γ, ShuffleEvent(R, N))``, released only if all N
+  clients answered; under add/remove-one it is accepted exactly when the accountant's backend
+  supports it.
 
-The count k is public (the server sees how many reports arrive) and independent of the data
-when drop-outs are; the round's bound is the bound given the clients that took part. The budget
-check before the round uses ``min_reports`` reports, the fewest the shuffler releases: a round
-with more reports costs no more (the bound is re-checked with k before release).
+The number of clients that answered is public and must not depend on the data (drop-outs
+independent of the clients' values); each round's bound is the bound given that number.
 """
 
 from __future__ import annotations
@@ -72,6 +80,9 @@ RECORD_KEY = "dpacct-shuffle.analytics"
 """Name of the ConfigRecord carrying the round number (server → client) and the value or report
 (client → server)."""
 
+PARTICIPATION_KEY = "participation_probability"
+"""Key of the Poisson participation probability in a query's ConfigRecord."""
+
 SAMPLING_MODES = ("fixed", "poisson")
 
 
@@ -93,8 +104,10 @@ class LocalRandomizerMod:
 
     Only QUERY messages whose reply holds ``{"value": v}`` in the ConfigRecord :data:`RECORD_KEY`
     are changed: ``value`` is replaced by ``report = randomizer.sample(v, rng)``; other
-    messages pass through unchanged. Each call draws from a fresh ``numpy`` generator seeded by
-    the operating system (``np.random.default_rng()``).
+    messages pass through unchanged. If the query carries a participation probability γ
+    (:data:`PARTICIPATION_KEY`, Poisson rounds), the client takes part with probability γ (its own
+    coin) and otherwise replies without a report. Each call draws from a fresh ``numpy``
+    generator seeded by the operating system (``np.random.default_rng()``).
 
     Args:
       randomizer: a catalog Randomizer with a sampler (e.g. ``krr(ε0, d)``); its ``epsilon0`` is
@@ -113,9 +126,14 @@ class LocalRandomizerMod:
         record = reply.content.config_records[RECORD_KEY]
         if "value" not in record:
             return reply
-        value = record["value"]
-        report = self.randomizer.sample(value, np.random.default_rng())
-        reply.content[RECORD_KEY] = ConfigRecord({"report": report})
+        rng = np.random.default_rng()
+        query = msg.content.config_records.get(RECORD_KEY)
+        rate = query.get(PARTICIPATION_KEY) if query is not None else None
+        if rate is not None and not rng.random() < float(rate):
+            reply.content[RECORD_KEY] = ConfigRecord({"report_sent": False})  # sits this round out
+            return reply
+        report = self.randomizer.sample(record["value"], rng)
+        reply.content[RECORD_KEY] = ConfigRecord({"report": report, "report_sent": True})
         return reply
 
 
@@ -141,17 +159,29 @@ def analytics_client_app(value_of: Callable[[Context], int], randomizer: Randomi
 # ---------------------------------------------------------------------------------------------
 
 
-def shuffle_reports(replies: Iterable[Message], rng: np.random.Generator) -> list[Report]:
-    """What a trusted shuffler releases: the reports of the successful replies, without node ids
-    or any other metadata, in uniformly random order (``rng.permutation``)."""
-    reports: list[Report] = []
+def collect_reports(replies: Iterable[Message]) -> tuple[int, list[Report]]:
+    """(number of clients that answered, their reports): a client that sat a Poisson round out
+    answers without a report; errors and replies without the record do not count."""
+    answered, reports = 0, []
     for reply in replies:
         if reply.has_error() or RECORD_KEY not in reply.content.config_records:
             continue
         record = reply.content.config_records[RECORD_KEY]
         if "report" in record:
             reports.append(record["report"])
-    return [reports[i] for i in rng.permutation(len(reports))]
+            answered += 1
+        elif record.get("report_sent") is False:
+            answered += 1
+    return answered, reports
+
+
+def shuffle_reports(reports: list[Report], rng: np.random.Generator,
+                    sample_size: Optional[int] = None) -> list[Report]:
+    """What a trusted shuffler releases: ``sample_size`` of the reports chosen uniformly without
+    replacement (all of them if None or fewer), in uniformly random order (``rng.permutation``).
+    The reports carry no node ids or metadata (see :func:`collect_reports`)."""
+    keep = len(reports) if sample_size is None else min(sample_size, len(reports))
+    return [reports[i] for i in rng.permutation(len(reports))[:keep]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,7 +195,7 @@ class AnalyticsRound:
 
     Attributes:
       server_round: 1-based round number.
-      num_sampled: clients sampled (messages sent).
+      num_answered: clients that answered the query (with or without a report).
       num_reports: reports the shuffler released (0 if it released nothing).
       frequencies: unbiased estimates per value, or None if nothing was released.
       event: the DpEvent composed into the accountant, or None.
@@ -174,7 +204,7 @@ class AnalyticsRound:
     """
 
     server_round: int
-    num_sampled: int
+    num_answered: int
     num_reports: int
     frequencies: Optional[NDArray[np.float64]]
     event: Optional[dp_event.DpEvent]
@@ -188,16 +218,15 @@ class ShuffledFrequencyEstimation:
     Args:
       randomizer: catalog Randomizer with a sampler (the one the clients' mod applies).
       accountant: the run's :class:`ShufflePrivacyAccountant` (may be shared with a DP-FedAvg
-        strategy); its ``population_size`` is the number of clients N.
-      sampling: ``"fixed"`` (``sample_size`` clients without replacement) or ``"poisson"``
-        (each client with probability ``sampling_probability``).
-      sample_size: m for ``"fixed"`` (default: all N clients).
+        strategy); its ``population_size`` is the number of clients N, all of which are queried.
+      sampling: ``"fixed"`` (the shuffler keeps ``sample_size`` of the reports, uniformly without
+        replacement) or ``"poisson"`` (each client takes part with ``sampling_probability``, its
+        own coin).
+      sample_size: m for ``"fixed"`` (default: all N).
       sampling_probability: γ in (0, 1] for ``"poisson"``.
-      min_reports: the fewest reports the shuffler releases (``"fixed"`` only; default: all
-        ``sample_size``, so that only complete cohorts are released and the sampling amplifies).
-        The budget check before a round charges a batch of ``min_reports`` reports.
+      min_reports: the fewest reports the shuffler releases in a ``"fixed"`` round (default 1).
       max_epsilon: budget (default: the accountant config's ``max_epsilon``; None = no limit).
-      seed: seed of the server's generator (sampling and the shuffler's permutation).
+      seed: seed of the shuffler's generator (its sample and permutation).
 
     Raises:
       ValueError: inconsistent settings, or a round event the accountant refuses under its
@@ -206,8 +235,7 @@ class ShuffledFrequencyEstimation:
 
     def __init__(self, randomizer: Randomizer, accountant: ShufflePrivacyAccountant, *,
                  sampling: str = "fixed", sample_size: Optional[int] = None,
-                 sampling_probability: Optional[float] = None,
-                 min_reports: Optional[int] = None,
+                 sampling_probability: Optional[float] = None, min_reports: int = 1,
                  max_epsilon: Optional[float] = None, seed: Optional[int] = None) -> None:
         self.randomizer = _check_randomizer(randomizer)
         if not isinstance(accountant, ShufflePrivacyAccountant):
@@ -218,6 +246,9 @@ class ShuffledFrequencyEstimation:
             raise ValueError(f"sampling must be one of {SAMPLING_MODES}, got {sampling!r}")
         self.sampling = sampling
         population = accountant.config.population_size
+        self.sample_size: Optional[int] = None
+        self.sampling_probability: Optional[float] = None
+        self.min_reports = check_num_users(min_reports, "min_reports")
         if sampling == "fixed":
             if sampling_probability is not None:
                 raise ValueError("sampling_probability is only used with sampling='poisson'")
@@ -226,49 +257,51 @@ class ShuffledFrequencyEstimation:
             if size > population:
                 raise ValueError(f"sample_size must be <= population_size ({population}), "
                                  f"got {size}")
-            self.sample_size: Optional[int] = size
-            self.min_reports = size if min_reports is None else check_num_users(min_reports,
-                                                                                 "min_reports")
             if self.min_reports > size:
                 raise ValueError(f"min_reports must be <= sample_size ({size}), got {min_reports}")
-            self.sampling_probability: Optional[float] = None
+            self.sample_size = size
         else:
-            if sample_size is not None or min_reports is not None:
+            if sample_size is not None or min_reports != 1:
                 raise ValueError("sample_size and min_reports are only used with sampling='fixed' "
-                                 "(a Poisson round is released only with every sampled report)")
+                                 "(a Poisson round is released only when every client answered)")
             if sampling_probability is None:
                 raise ValueError("sampling='poisson' needs sampling_probability in (0, 1]")
             self.sampling_probability = check_range("sampling_probability", sampling_probability,
                                                     0.0, 1.0, low_open=True)
-            self.sample_size = None
-            self.min_reports = 1
         self.max_epsilon = accountant.config.max_epsilon if max_epsilon is None else check_range(
             "max_epsilon", max_epsilon, 0.0, math.inf, low_open=True, high_open=True)
         self._rng = np.random.default_rng(seed)
-        self.accountant.to_dp_event(self.round_event(self.min_reports))  # refuses early
+        self.accountant.to_dp_event(self.round_event(population))  # refuses early
         self.history: list[AnalyticsRound] = []
 
     # -- events ----------------------------------------------------------------------------------
-    def round_event(self, num_reports: int) -> dp_event.DpEvent:
-        """The event charged for a round whose shuffler released ``num_reports`` reports."""
+    def round_event(self, num_answered: int) -> dp_event.DpEvent:
+        """The event charged for a released round in which ``num_answered`` clients answered
+        (module docstring, "Round events")."""
         config = self.accountant.config
-        population = config.population_size
         if self.sampling == "poisson":
-            return dp_event.PoissonSampledDpEvent(self.sampling_probability,
-                                                  ShuffleEvent(self.randomizer, population))
-        shuffle = ShuffleEvent(self.randomizer, num_reports)
+            return dp_event.PoissonSampledDpEvent(
+                self.sampling_probability, ShuffleEvent(self.randomizer, config.population_size))
+        released = min(num_answered, self.sample_size)
+        shuffle = ShuffleEvent(self.randomizer, released)
         if (config.sampling_method is SamplingMethod.WITHOUT_REPLACEMENT
                 and config.neighboring_relation is NeighboringRelation.REPLACE_ONE
-                and num_reports == self.sample_size < population):
-            return dp_event.SampledWithoutReplacementDpEvent(population, self.sample_size, shuffle)
+                and self.sample_size < num_answered):
+            return dp_event.SampledWithoutReplacementDpEvent(num_answered, self.sample_size,
+                                                             shuffle)
         return shuffle
 
     def _exceeds(self, event: dp_event.DpEvent) -> bool:
         return self.max_epsilon is not None and self.accountant.would_exceed(event,
                                                                              self.max_epsilon)
 
+    def _released(self, num_answered: int, num_reports: int) -> bool:
+        if self.sampling == "poisson":
+            return num_answered == self.accountant.config.population_size
+        return num_reports >= self.min_reports
+
     # -- rounds ----------------------------------------------------------------------------------
-    def _sample_nodes(self, grid: Grid, wait_seconds: float) -> list[int]:
+    def _all_nodes(self, grid: Grid, wait_seconds: float) -> list[int]:
         population = self.accountant.config.population_size
         deadline = time.monotonic() + wait_seconds
         while len(nodes := sorted(grid.get_node_ids())) < population:
@@ -280,22 +313,19 @@ class ShuffledFrequencyEstimation:
             raise ValueError(f"{len(nodes)} clients are connected but the accountant's "
                              f"population_size is {population}: sampling and accounting would "
                              "disagree")
-        if self.sampling == "fixed":
-            chosen = self._rng.choice(len(nodes), size=self.sample_size, replace=False)
-        else:
-            chosen = np.flatnonzero(self._rng.random(len(nodes)) < self.sampling_probability)
-        return [nodes[i] for i in sorted(chosen)]
+        return nodes
 
     def run_round(self, grid: Grid, server_round: int, *, timeout: Optional[float] = None,
                   wait_seconds: float = 120.0) -> AnalyticsRound:
-        """One round (module docstring, steps 1-4).
+        """One round (module docstring, steps 1-5).
 
         Raises:
-          PrivacyBudgetExhausted: (Flower's exception) the round would exceed ``max_epsilon``;
-            nothing was sent.
+          PrivacyBudgetExhausted: (Flower's exception) a complete round would exceed
+            ``max_epsilon`` (nothing was sent), or the round as answered would (nothing was
+            released).
         """
-        planned = self.round_event(self.min_reports)
-        if self._exceeds(planned):
+        population = self.accountant.config.population_size
+        if self._exceeds(self.round_event(population)):
             spent = self.accountant.get_privacy_spent()
             log(INFO, "analytics round %d not started: it would exceed max_epsilon=%s "
                       "(current epsilon=%.6f at delta=%g)", server_round, self.max_epsilon,
@@ -303,40 +333,39 @@ class ShuffledFrequencyEstimation:
             raise PrivacyBudgetExhausted(
                 f"analytics round {server_round} would exceed max_epsilon={self.max_epsilon} "
                 f"(current epsilon: {spent.epsilon}, delta: {spent.delta})")
-        nodes = self._sample_nodes(grid, wait_seconds)
-        messages = [Message(RecordDict({RECORD_KEY: ConfigRecord({"round": server_round})}),
-                            dst_node_id=node, message_type=MessageType.QUERY,
-                            group_id=str(server_round))
-                    for node in nodes]
-        replies = list(grid.send_and_receive(messages, timeout=timeout)) if messages else []
-        reports = shuffle_reports(replies, self._rng)
-        released = (len(reports) == len(nodes) if self.sampling == "poisson"
-                    else len(reports) >= self.min_reports)
-        if not released:
-            log(WARNING, "analytics round %d: the shuffler released nothing (%d reports from %d "
-                         "sampled clients)", server_round, len(reports), len(nodes))
-            return self._record(server_round, len(nodes), 0, None, None, 0.0)
-        event = self.round_event(len(reports))
-        if self._exceeds(event):  # only possible if the bound is not monotone in the count
+        query: dict[str, int | float] = {"round": server_round}
+        if self.sampling == "poisson":
+            query[PARTICIPATION_KEY] = self.sampling_probability
+        messages = [Message(RecordDict({RECORD_KEY: ConfigRecord(query)}), dst_node_id=node,
+                            message_type=MessageType.QUERY, group_id=str(server_round))
+                    for node in self._all_nodes(grid, wait_seconds)]
+        answered, reports = collect_reports(grid.send_and_receive(messages, timeout=timeout))
+        released = shuffle_reports(reports, self._rng, self.sample_size)
+        if not self._released(answered, len(released)):
+            log(WARNING, "analytics round %d: the shuffler released nothing (%d of %d clients "
+                         "answered, %d reports)", server_round, answered, population, len(reports))
+            return self._record(server_round, answered, 0, None, None, 0.0)
+        event = self.round_event(answered)
+        if self._exceeds(event):
             raise PrivacyBudgetExhausted(
-                f"analytics round {server_round} with {len(reports)} reports would exceed "
+                f"analytics round {server_round} with {answered} answers would exceed "
                 f"max_epsilon={self.max_epsilon}; the shuffler released nothing")
         self.accountant.compose(event)
         round_accountant = ShufflePrivacyAccountant(self.accountant.config)
         round_accountant.compose(event)
-        frequencies = self.randomizer.estimate_frequencies(reports)
-        result = self._record(server_round, len(nodes), len(reports), frequencies, event,
+        frequencies = self.randomizer.estimate_frequencies(released) if released else None
+        result = self._record(server_round, answered, len(released), frequencies, event,
                               round_accountant.get_epsilon(self.accountant.config.target_delta))
         log(INFO, "analytics round %d: %d reports shuffled, round epsilon=%.6f, cumulative "
-                  "epsilon=%.6f at delta=%g", server_round, len(reports), result.round_epsilon,
+                  "epsilon=%.6f at delta=%g", server_round, len(released), result.round_epsilon,
             result.cumulative_epsilon, self.accountant.config.target_delta)
         return result
 
-    def _record(self, server_round: int, num_sampled: int, num_reports: int,
+    def _record(self, server_round: int, num_answered: int, num_reports: int,
                 frequencies: Optional[NDArray[np.float64]], event: Optional[dp_event.DpEvent],
                 round_epsilon: float) -> AnalyticsRound:
         result = AnalyticsRound(
-            server_round, num_sampled, num_reports, frequencies, event, round_epsilon,
+            server_round, num_answered, num_reports, frequencies, event, round_epsilon,
             self.accountant.get_epsilon(self.accountant.config.target_delta))
         self.history.append(result)
         return result
@@ -360,9 +389,11 @@ class ShuffledFrequencyEstimation:
 __all__ = [
     "AnalyticsRound",
     "LocalRandomizerMod",
+    "PARTICIPATION_KEY",
     "RECORD_KEY",
     "SAMPLING_MODES",
     "ShuffledFrequencyEstimation",
     "analytics_client_app",
+    "collect_reports",
     "shuffle_reports",
 ]
