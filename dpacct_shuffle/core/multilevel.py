@@ -100,7 +100,7 @@ class PrivacyLossLevels:
     then valid for every configuration of the other users.
     """
 
-    __slots__ = ("ratios0", "ratios1", "masses", "epsilon0", "total_variation", "_key")
+    __slots__ = ("ratios0", "ratios1", "masses", "epsilon0", "total_variation", "symmetric", "_key")
 
     def __init__(self, ratios0: Sequence[float], ratios1: Sequence[float],
                  masses: Sequence[float]) -> None:
@@ -134,6 +134,9 @@ class PrivacyLossLevels:
         tv = max(math.fsum((m * np.maximum(a - b, 0.0)).tolist()),
                  math.fsum((m * np.maximum(b - a, 0.0)).tolist()))
         self.total_variation = min(1.0, tv * (1.0 + 8.0 * _ULP))
+        # exchanging a and b gives the same levels: both directions are the same expression
+        forward = sorted(zip(a.tolist(), b.tolist(), m.tolist()))
+        self.symmetric = forward == sorted(zip(b.tolist(), a.tolist(), m.tolist()))
         self._key = (a.tobytes(), b.tobytes(), m.tobytes())
 
     @classmethod
@@ -210,7 +213,8 @@ def _levels_bracket(levels: PrivacyLossLevels, eps: float, n: int, rtol: float) 
         return Bracket(0.0, 0.0)
     eps = min(eps, _MAX_EVALUATED_EPSILON)
     lower = upper = 0.0
-    for a, b in ((levels.ratios0, levels.ratios1), (levels.ratios1, levels.ratios0)):
+    directions = ((levels.ratios0, levels.ratios1), (levels.ratios1, levels.ratios0))
+    for a, b in directions[:1] if levels.symmetric else directions:
         values, masses = direction_atoms(a, b, levels.masses, eps)
         bracket = _direction_bracket(values, masses, n, levels.total_variation, rtol)
         lower, upper = max(lower, bracket.lower), max(upper, bracket.upper)
