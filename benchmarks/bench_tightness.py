@@ -48,7 +48,7 @@ def measure(make: Callable[[float], rz.Randomizer], eps0: float, n: int, delta: 
     """(clone upper ε, reported upper ε, lower ε, seconds of the multi-level ε or None)."""
     randomizer = make(eps0)
     old = clone_epsilon(randomizer, n, delta)
-    levels = [b for b in randomizer.fallbacks if isinstance(b, MultiLevelBound)]
+    levels = [b for b in randomizer.fallbacks if isinstance(b, MultiLevelBound) and b.level_sets]
     seconds = None
     new = old
     if levels:

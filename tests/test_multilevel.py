@@ -104,7 +104,7 @@ FAMILIES = [
 def test_catalog_families_multilevel_bound_covers_brute_force(name, make) -> None:
     randomizer = make()
     bounds = [b for b in randomizer.fallbacks if isinstance(b, MultiLevelBound)]
-    assert len(bounds) == 1, name
+    assert len(bounds) == 1 and bounds[0].level_sets, name
     matrix = randomizer.matrix
     n = 3 if matrix.shape[1] * matrix.shape[0] <= 32 else 2
     for eps in (0.0, 0.3, 0.8):
@@ -134,6 +134,15 @@ def test_rappor_multilevel_tightens_the_clone_bound() -> None:
     lower = shuffled.epsilon_lower(1e-6)
     assert clone == pytest.approx(1.664, abs=1e-3)
     assert lower < upper <= 1.52
+
+
+def test_matrix_bound_is_inert_where_the_clone_pair_has_every_level() -> None:
+    """k-RR: three levels per pair, the clone analysis evaluates the same expression."""
+    krr = rz.krr(2.0, 4)
+    bound = [b for b in krr.fallbacks if isinstance(b, MultiLevelBound)][0]
+    assert bound.level_sets == ()
+    assert bound.delta(0.1, 100) == 1.0 and bound.epsilon(1e-6, 100) == math.inf
+    assert krr.shuffled(100).delta(0.1) == min(vr.delta(0.1, 100) for vr in krr.variation_ratios)
 
 
 def test_levels_validate() -> None:

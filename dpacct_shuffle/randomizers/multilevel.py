@@ -10,9 +10,10 @@ pairs, so :class:`MultiLevelBound` is valid for every pair at once (a *fallback*
 other bounds). Pairs with identical rows carry no privacy loss and are skipped.
 
 The bound needs m(y) > 0 wherever R(x⁰)(y) + R(x¹)(y) > 0; a matrix with an output some input
-never produces but another does gets no multi-level bound. It is attached only where some pair has
+never produces but another does gets no multi-level bound. It is evaluated only where some pair has
 more than three levels (ratios compared to 9 significant digits): with three levels (Q0, Q1, N) the
-expression is the clone pair the variation-ratio analysis already evaluates.
+expression is the clone pair the variation-ratio analysis already evaluates. The levels are derived
+on first use (:class:`MatrixMultiLevelBound`).
 """
 
 from __future__ import annotations
@@ -81,35 +82,53 @@ class MultiLevelBound(PairBound):
     def __init__(self, level_sets: tuple[PrivacyLossLevels, ...]) -> None:
         if not level_sets:
             raise ValueError("level_sets must contain at least one PrivacyLossLevels")
-        self.level_sets = tuple(level_sets)
+        self._level_sets: tuple[PrivacyLossLevels, ...] | None = tuple(level_sets)
+
+    @property
+    def level_sets(self) -> tuple[PrivacyLossLevels, ...]:
+        """The level sets evaluated (empty: no multi-level bound applies)."""
+        return self._level_sets or ()
 
     def delta(self, epsilon: float, n: int) -> float:
+        if not self.level_sets:
+            return 1.0  # no bound: never the minimum of an entry's bounds
         return max(levels.delta(epsilon, n) for levels in self.level_sets)
 
     def epsilon(self, delta: float, n: int) -> float:
+        if not self.level_sets:
+            return math.inf
         return max(levels.epsilon(delta, n) for levels in self.level_sets)
 
     def __repr__(self) -> str:
         return f"MultiLevelBound({len(self.level_sets)} pair kinds)"
 
 
-def multilevel_bound(matrix: np.ndarray | None) -> MultiLevelBound | None:
-    """The multi-level fallback of a matrix, or None (module docstring: when none is attached)."""
-    if matrix is None:
-        return None
-    level_sets = matrix_levels(np.asarray(matrix, dtype=float))
-    if level_sets is None or max(_level_count(levels) for levels in level_sets) <= 3:
-        return None
-    return MultiLevelBound(level_sets)
+class MatrixMultiLevelBound(MultiLevelBound):
+    """The multi-level bound of a matrix, its levels derived on first use (construction stays
+    cheap); none applies when :func:`matrix_levels` gives None or every pair has at most three
+    levels (module docstring), and then ``delta`` is 1 and ``epsilon`` infinite."""
+
+    def __init__(self, matrix: np.ndarray) -> None:
+        self._matrix = matrix
+        self._level_sets = None
+        self._derived = False
+
+    @property
+    def level_sets(self) -> tuple[PrivacyLossLevels, ...]:
+        if not self._derived:
+            found = matrix_levels(np.asarray(self._matrix, dtype=float))
+            if found is not None and max(_level_count(levels) for levels in found) > 3:
+                self._level_sets = found
+            self._derived = True
+        return self._level_sets or ()
 
 
 def attach_multilevel(randomizer: Randomizer) -> Randomizer:
-    """Add the multi-level fallback of ``randomizer.matrix`` (if any) to its fallbacks."""
-    bound = multilevel_bound(randomizer.matrix)
-    if bound is not None:
-        randomizer.fallbacks = (*randomizer.fallbacks, bound)
+    """Add the multi-level fallback of ``randomizer.matrix`` (if it has one) to its fallbacks."""
+    if randomizer.matrix is not None:
+        randomizer.fallbacks = (*randomizer.fallbacks, MatrixMultiLevelBound(randomizer.matrix))
     return randomizer
 
 
-__all__ = ["MultiLevelBound", "matrix_levels", "multilevel_bound", "pair_levels",
+__all__ = ["MultiLevelBound", "MatrixMultiLevelBound", "matrix_levels", "pair_levels",
            "attach_multilevel", "MAX_LEVEL_SETS", "MAX_PAIR_CELLS"]
