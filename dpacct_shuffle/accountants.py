@@ -150,7 +150,7 @@ def event_profile(event: dp_event.DpEvent,
     or of a without-replacement-sampled Gaussian, under ``relation``: ``REPLACE_ONE`` for all of
     them, ``ADD_OR_REMOVE_ONE`` for Poisson-sampled shuffle rounds only."""
     if not _supported_relation(event, relation):
-        raise ValueError(_relation_message(event, relation))
+        raise ValueError(relation_message(event, relation))
     if isinstance(event, dp_event.PoissonSampledDpEvent):
         return _sampled_profile(event, relation)
     if isinstance(event, dp_event.SampledWithoutReplacementDpEvent):
@@ -261,15 +261,17 @@ def ldp_event_rdp(event: LDPCompositionEvent, orders: Sequence[float]) -> Option
     return randomized_response_rdp(cap, orders_array)
 
 
-def _relation_message(event: dp_event.DpEvent, relation: NeighborRel) -> str:
+def relation_message(event: dp_event.DpEvent, relation: NeighborRel) -> str:
+    """Why ``event`` has no guarantee under ``relation`` here, and what would work."""
     if isinstance(event, _SHUFFLE_EVENTS) or _is_sampled_shuffle(event):
         if _is_poisson_shuffle(event):
             return (f"a Poisson-sampled shuffle round has a guarantee under REPLACE_ONE and "
                     f"ADD_OR_REMOVE_ONE only. Found {relation}.")
-        return (f"{type(event).__name__} has no guarantee under {relation}: the number of shuffled "
-                "reports reveals whether the victim is present. Use neighboring_relation "
-                "REPLACE_ONE, or wrap the round in PoissonSampledDpEvent(sampling_probability, "
-                "...) (client sampling hides presence; accepted under ADD_OR_REMOVE_ONE).")
+        return (f"{type(event).__name__} has a guarantee for replace-one neighbours only, none "
+                f"under {relation}: the number of shuffled reports reveals whether the victim is "
+                "present. Use neighboring_relation REPLACE_ONE, or wrap the round in "
+                "PoissonSampledDpEvent(sampling_probability, ...) (client sampling hides "
+                "presence; accepted under ADD_OR_REMOVE_ONE).")
     return (f"neighboring_relation must be `REPLACE_ONE` for {type(event).__name__} "
             f"(local-report and Gaussian bounds here hold for replace-one neighbours). "
             f"Found {relation}.")
@@ -277,7 +279,7 @@ def _relation_message(event: dp_event.DpEvent, relation: NeighborRel) -> str:
 
 def _relation_error(event: dp_event.DpEvent, relation: NeighborRel) -> CompositionErrorDetails:
     return CompositionErrorDetails(invalid_event=event,
-                                   error_message=_relation_message(event, relation))
+                                   error_message=relation_message(event, relation))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -395,6 +397,7 @@ __all__ = [
     "event_profile",
     "ldp_event_pld",
     "ldp_event_rdp",
+    "relation_message",
     "shuffle_event_grid",
     "shuffle_event_pld",
     "shuffle_event_rdp",
