@@ -128,3 +128,28 @@ def test_void_parameters_edges_and_errors() -> None:
     assert poisson_sampled_profile(VR, 10, 0.0).delta(0.0) == 0.0
     assert math.isinf(poisson_sampled_profile(VR, 10, 0.5,
                                               neighboring_relation=NR.ADD_OR_REMOVE_ONE).epsilon_cap)
+
+
+# ---------------------------------------------------------------------------------------------
+# calibration of sampled rounds
+# ---------------------------------------------------------------------------------------------
+
+
+def test_calibration_of_sampled_rounds() -> None:
+    from dpacct_shuffle.calibration import largest_epsilon0, shuffled_delta, smallest_num_users
+
+    target, delta = 0.5, 1e-4
+    eps0 = largest_epsilon0(VariationRatio.worst_case, target, delta, POPULATION,
+                            sampling_probability=GAMMA, rtol=1e-2)
+    sampled = poisson_sampled_profile(VariationRatio.worst_case(eps0), POPULATION, GAMMA)
+    assert sampled.delta(target) <= delta
+    assert poisson_sampled_profile(VariationRatio.worst_case(eps0 * 1.01), POPULATION,
+                                   GAMMA).delta(target) > delta
+    # sampling amplifies: a larger ε0 than for the unsampled round of the whole population
+    assert eps0 > largest_epsilon0(VariationRatio.worst_case, target, delta, POPULATION, rtol=1e-2)
+    users = smallest_num_users(VR, target, delta, sampling_probability=GAMMA,
+                               neighboring_relation=NR.ADD_OR_REMOVE_ONE)
+    assert shuffled_delta(VR, target, users, GAMMA, NR.ADD_OR_REMOVE_ONE) <= delta
+    assert shuffled_delta(VR, target, users - 1, GAMMA, NR.ADD_OR_REMOVE_ONE) > delta
+    with pytest.raises(ValueError, match="sampling_probability"):
+        shuffled_delta(VR, target, 100, neighboring_relation=NR.ADD_OR_REMOVE_ONE)
