@@ -153,3 +153,36 @@ def test_calibration_of_sampled_rounds() -> None:
     assert shuffled_delta(VR, target, users - 1, GAMMA, NR.ADD_OR_REMOVE_ONE) > delta
     with pytest.raises(ValueError, match="sampling_probability"):
         shuffled_delta(VR, target, 100, neighboring_relation=NR.ADD_OR_REMOVE_ONE)
+
+
+# ---------------------------------------------------------------------------------------------
+# command line
+# ---------------------------------------------------------------------------------------------
+
+
+def test_cli_sampling_probability() -> None:
+    import io
+    import json
+
+    from dpacct_shuffle.cli import main
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        return main(list(argv), stdout=out, stderr=err), out.getvalue(), err.getvalue()
+
+    args = ("--randomizer", "worst_case_ldp", "--epsilon0", "1", "--users", str(POPULATION))
+    code, out, _ = run("epsilon", *args, "--delta", "1e-4", "--sampling-probability",
+                       str(GAMMA), "--json")
+    assert code == 0
+    payload = json.loads(out)
+    expected = ShufflePLDAccountant().compose(SAMPLED).get_epsilon(1e-4)
+    assert payload["epsilon_upper"] == expected and payload["sampling_probability"] == GAMMA
+    assert payload["epsilon_lower"] is None
+    code, out, _ = run("delta", *args, "--epsilon", "0.3", "--sampling-probability", str(GAMMA),
+                       "--no-lower")
+    assert code == 0 and "each reporting with probability 0.3" in out
+    code, _, err = run("epsilon", *args, "--delta", "1e-4", "--sampling-probability", "2")
+    assert code == 2 and "--sampling-probability must be in [0.0, 1.0]" in err
+    code, _, err = run("epsilon", *args, "--delta", "1e-4", "--sampling-probability", "0.3",
+                       "--compare")
+    assert code == 2 and "--compare" in err
