@@ -70,6 +70,7 @@ from dpacct_shuffle.events import (
 from dpacct_shuffle.core.validation import check_range
 from dpacct_shuffle.profiles import (
     DEFAULT_VALUE_DISCRETIZATION,
+    honest_users,
     PrivacyProfile,
     ProfileGrid,
     discretization_for_scale,
@@ -81,6 +82,7 @@ from dpacct_shuffle.profiles import (
     profile_grid,
     randomized_response_rdp,
     rdp_from_grid,
+    users_grid_floor,
 )
 
 NeighborRel = privacy_accountant.NeighboringRelation
@@ -127,7 +129,7 @@ _Result = TypeVar("_Result")
 
 def _cached(function: Callable[..., _Result]) -> Callable[..., _Result]:
     """lru_cache that falls back to a plain call for unhashable events (e.g. mutable randomizers)."""
-    cached = functools.lru_cache(maxsize=256)(function)
+    cached = functools.lru_cache(maxsize=4096)(function)
 
     @functools.wraps(function)
     def wrapper(*args: Any) -> _Result:
@@ -165,6 +167,32 @@ def shuffle_event_pld(event: dp_event.DpEvent,
 def shuffle_event_loss_scale(event: dp_event.DpEvent) -> float:
     """:func:`dpacct_shuffle.profiles.loss_scale` of one (possibly sampled) shuffle event."""
     return loss_scale(event_profile(event))
+
+
+def event_on_users_grid(event: dp_event.DpEvent, ratio: float) -> dp_event.DpEvent:
+    """A shuffle event with every user count rounded down to the geometric grid of ``ratio``.
+
+    Honest users ⌊γ·n⌋ become the count (honest fraction 1) and are rounded down with
+    :func:`dpacct_shuffle.profiles.users_grid_floor`; under ``PoissonSampledDpEvent`` the
+    population is rounded. Sound: every bound is non-increasing in the number of honest users
+    (see there), so the rounded event's PLD dominates the original's. Other events are returned
+    unchanged.
+    """
+    if isinstance(event, dp_event.PoissonSampledDpEvent):
+        return dp_event.PoissonSampledDpEvent(event.sampling_probability,
+                                              event_on_users_grid(event.event, ratio))
+    if isinstance(event, ShuffleEvent):
+        users = honest_users(event.num_users, event.honest_fraction)
+        return ShuffleEvent(event.randomizer, users_grid_floor(users, ratio))
+    if isinstance(event, ParallelCompositionEvent):
+        fraction = event.honest_fraction
+        if isinstance(event.num_users, tuple):
+            sizes: Any = tuple(users_grid_floor(honest_users(size, fraction), ratio)
+                               for size in event.num_users)
+        else:
+            sizes = users_grid_floor(honest_users(event.num_users, fraction), ratio)
+        return ParallelCompositionEvent(event.branches, sizes, event.probabilities, event.mode)
+    return event
 
 
 def event_epsilon_cap(event: dp_event.DpEvent) -> float:
@@ -297,6 +325,11 @@ class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
       value_discretization_interval: PLD grid of every composed event. ``None`` (default):
         chosen from the scale of the composed events (below); a number: that grid, fixed, each
         event composed as it arrives (dp-accounting's behaviour).
+      users_grid_ratio: ``None`` (default): every round is accounted at its own user count. A
+        ratio r in (1, 2]: user counts are rounded down to the geometric grid ⌊r^j⌋
+        (:func:`event_on_users_grid`, sound because the bounds are non-increasing in n), so a
+        cohort that changes every round costs one PLD per grid value, cached across rounds and
+        accountants; each round's ε grows by at most about √r − 1 (0.5 % at r = 1.01).
 
     Automatic interval. Shuffle rounds and local reports are recorded by :meth:`compose` and
     composed when ε or δ is asked for; other events are composed at once at the current interval
@@ -322,10 +355,13 @@ class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
     """
 
     def __init__(self, neighboring_relation: NeighborRel = NeighborRel.REPLACE_ONE,
-                 value_discretization_interval: Optional[float] = None) -> None:
+                 value_discretization_interval: Optional[float] = None,
+                 users_grid_ratio: Optional[float] = None) -> None:
         fixed = (None if value_discretization_interval is None else check_range(
             "value_discretization_interval", value_discretization_interval, 0.0, 1.0,
             low_open=True))
+        self._users_grid_ratio = (None if users_grid_ratio is None else check_range(
+            "users_grid_ratio", users_grid_ratio, 1.0, 2.0, low_open=True))
         super().__init__(neighboring_relation,
                          DEFAULT_VALUE_DISCRETIZATION if fixed is None else fixed)
         self._fixed_discretization = fixed
@@ -390,6 +426,8 @@ class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
         error = self._leaf_error(event)
         if error is not None or not do_compose:
             return error
+        if self._users_grid_ratio is not None and _is_own(event) and not self._replaying:
+            event = event_on_users_grid(event, self._users_grid_ratio)
         if self._fixed_discretization is None and not self._replaying:
             self._leaves.append((event, count))
             if _is_own(event):
@@ -531,6 +569,7 @@ __all__ = [
     "event_profile",
     "ldp_event_pld",
     "event_epsilon_cap",
+    "event_on_users_grid",
     "ldp_event_rdp",
     "shuffle_event_grid",
     "shuffle_event_loss_scale",

@@ -265,6 +265,33 @@ def honest_users(num_users: int, honest_fraction: float) -> int:
     return max(1, math.floor(Fraction(gamma) * n))
 
 
+def users_grid_floor(num_users: int, ratio: float) -> int:
+    """The largest ⌊ratio^j⌋ (j ≥ 0 an integer) that is ≤ ``num_users``: a geometric grid.
+
+    A round with n users may be accounted with any n' ≤ n: the true δ(ε) of a shuffle round is
+    non-increasing in the number of (honest) users — the output for n users is a
+    post-processing of the output for n' users, the n − n' extra reports being independent of
+    the victim and shuffled in — and every bound here holds for the count it is evaluated at.
+    With client sampling the same holds for the population (each extra member joins the sample
+    independently). Rounding down to this grid lets rounds with different n share one PLD; the
+    grid value is ≥ ⌊n/ratio⌋, and in the Gaussian regime (ε ∝ 1/√n) a round's ε grows by at
+    most √ratio − 1 (0.5 % at ratio 1.01).
+
+    Args:
+      num_users: n ≥ 1.
+      ratio: grid ratio in (1, 2].
+    """
+    n = check_num_users(num_users, "num_users")
+    r = check_range("users_grid_ratio", ratio, 1.0, 2.0, low_open=True)
+    log_r = math.log(r)
+    j = max(0, math.floor(math.log(n) / log_r))
+    while math.floor(r ** (j + 1)) <= n:
+        j += 1
+    while j > 0 and math.floor(r ** j) > n:
+        j -= 1
+    return max(1, min(n, math.floor(r ** j)))
+
+
 # ---------------------------------------------------------------------------------------------
 # privacy profiles
 # ---------------------------------------------------------------------------------------------
@@ -804,5 +831,6 @@ __all__ = [
     "rdp_from_profile",
     "sampled_users_lower_bound",
     "shuffle_profile",
+    "users_grid_floor",
     "variation_ratios_of",
 ]
