@@ -9,16 +9,25 @@ Under that relation dp-accounting's PLD treats a ``GaussianDpEvent`` with sensit
 replaced record can move a norm-≤C sum by 2C); :class:`ShuffleRdpAccountant` does the same (its
 parent used sensitivity 1 — see below). Pass another relation explicitly to get the parents'
 behaviour for their own events; the events of :mod:`dpacct_shuffle.events` are then unsupported
-(``supports()`` returns False, never raises).
+(``supports()`` returns False, never raises) — except Poisson-sampled shuffle rounds, which
+:class:`ShufflePLDAccountant` also accounts under ``ADD_OR_REMOVE_ONE`` (client sampling hides
+whether the victim is present; an unsampled round's message count reveals it).
 
 Supported, anywhere inside ``ComposedDpEvent`` / ``SelfComposedDpEvent``:
 
 * :class:`~dpacct_shuffle.events.ShuffleEvent`, :class:`~dpacct_shuffle.events.ParallelCompositionEvent`
   (PLD via :func:`dpacct_shuffle.profiles.pld_from_profile`, RDP via
   :func:`dpacct_shuffle.profiles.rdp_from_profile`);
-* ``PoissonSampledDpEvent`` around either of them (client sampling, replace-one; profile
-  γ·δ(ε) at the same ε with the sampled round's user count, see
-  :func:`dpacct_shuffle.profiles.poisson_sampled_shuffle_profile`);
+* ``PoissonSampledDpEvent(γ, ·)`` around either of them (client sampling from a population of
+  ``num_users``): replace-one and, PLD only, add/remove-one, through the void view of
+  :mod:`dpacct_shuffle.sampling` (:func:`~dpacct_shuffle.sampling.poisson_sampled_profile`; the
+  Rényi divergence under add/remove-one is infinite, so the RDP accountant refuses it);
+* ``SampledWithoutReplacementDpEvent(N, m, ·)`` around either of them, or around a
+  ``GaussianDpEvent`` (m of N clients sampled uniformly, replace-one; the PLD accountant's
+  parent does not support this event): profile η·δ(ln(1 + (e^ε − 1)/η)), η = m/N, of
+  :func:`dpacct_shuffle.without_replacement.without_replacement_profile`, with the Gaussian's
+  exact profile at sensitivity 2 (``ShuffleRdpAccountant`` keeps the parent's RDP bound for the
+  Gaussian, at sensitivity 2 as below);
 * :class:`~dpacct_shuffle.events.LDPCompositionEvent` (PLD: leaky randomized response losses,
   dp-accounting's ``from_privacy_parameters``; RDP: binary randomized response, pure LDP only);
 * everything the parent supports.
@@ -70,20 +79,21 @@ from dpacct_shuffle.events import (
 from dpacct_shuffle.core.validation import check_range
 from dpacct_shuffle.profiles import (
     DEFAULT_VALUE_DISCRETIZATION,
-    honest_users,
     PrivacyProfile,
     ProfileGrid,
     discretization_for_scale,
+    honest_users,
     ldp_pld,
     loss_scale,
     max_profile,
     pld_from_grid,
-    poisson_sampled_shuffle_profile,
     profile_grid,
     randomized_response_rdp,
     rdp_from_grid,
     users_grid_floor,
 )
+from dpacct_shuffle.sampling import poisson_sampled_profile
+from dpacct_shuffle.without_replacement import gaussian_profile, without_replacement_profile
 
 NeighborRel = privacy_accountant.NeighboringRelation
 CompositionErrorDetails = privacy_accountant.PrivacyAccountant.CompositionErrorDetails
@@ -97,31 +107,86 @@ _OWN_EVENTS = (ShuffleEvent, ParallelCompositionEvent, LDPCompositionEvent)
 # ---------------------------------------------------------------------------------------------
 
 
-def _sampled_profile(event: dp_event.PoissonSampledDpEvent) -> PrivacyProfile:
-    """Profile of ``PoissonSampledDpEvent(γ, ShuffleEvent | ParallelCompositionEvent)``."""
+def _sampled_profile(event: dp_event.PoissonSampledDpEvent,
+                     relation: NeighborRel = NeighborRel.REPLACE_ONE) -> PrivacyProfile:
+    """Profile of ``PoissonSampledDpEvent(γ, ShuffleEvent | ParallelCompositionEvent)``: the void
+    view (:func:`dpacct_shuffle.sampling.poisson_sampled_profile`) under ``relation``."""
     inner, gamma = event.event, event.sampling_probability
     if isinstance(inner, ShuffleEvent):
-        return poisson_sampled_shuffle_profile(inner.randomizer, inner.num_users, gamma,
-                                               inner.honest_fraction)
+        return poisson_sampled_profile(inner.randomizer, inner.num_users, gamma,
+                                       inner.honest_fraction, relation)
     if inner.mode is ParallelMode.RANDOM:
-        return poisson_sampled_shuffle_profile(inner.composite_randomizer(), inner.num_users, gamma,
-                                               inner.honest_fraction)
-    return max_profile([poisson_sampled_shuffle_profile(branch, size, gamma, inner.honest_fraction)
+        return poisson_sampled_profile(inner.composite_randomizer(), inner.num_users, gamma,
+                                       inner.honest_fraction, relation)
+    return max_profile([poisson_sampled_profile(branch, size, gamma, inner.honest_fraction, relation)
                         for branch, size in zip(inner.branches, inner.num_users)])
 
 
-def event_profile(event: dp_event.DpEvent) -> PrivacyProfile:
-    """The privacy profile of a (possibly Poisson-sampled) shuffle event."""
+def _shuffled_users(event: ShuffleEvent | ParallelCompositionEvent) -> int:
+    """Number of reports a shuffle round shuffles (all groups of a disjoint round together)."""
+    users = event.num_users
+    return users if isinstance(users, int) else sum(users)
+
+
+def _without_replacement_profile(event: dp_event.SampledWithoutReplacementDpEvent) -> PrivacyProfile:
+    """Profile of ``SampledWithoutReplacementDpEvent(N, m, inner)``, replace-one (see
+    :func:`dpacct_shuffle.without_replacement.without_replacement_profile`).
+
+    ``inner`` is a ``GaussianDpEvent`` (a sum of updates clipped to norm C with noise σ·C: under
+    replace-one the sensitivity is 2C) or a shuffle round of at most m reports (the round on the
+    sample; fewer reports than m, e.g. drop-outs independent of the data, only make its bound
+    larger).
+    """
+    inner = event.event
+    if isinstance(inner, dp_event.GaussianDpEvent):
+        base = gaussian_profile(inner.noise_multiplier, sensitivity=2.0)
+    else:
+        if _shuffled_users(inner) > event.sample_size:
+            raise ValueError(
+                f"the shuffle round inside SampledWithoutReplacementDpEvent shuffles "
+                f"{_shuffled_users(inner)} reports, more than sample_size={event.sample_size}")
+        base = inner.profile()
+    return without_replacement_profile(base, event.sample_size, event.source_dataset_size)
+
+
+def event_profile(event: dp_event.DpEvent,
+                  relation: NeighborRel = NeighborRel.REPLACE_ONE) -> PrivacyProfile:
+    """The privacy profile of a (possibly Poisson- or without-replacement-sampled) shuffle event,
+    or of a without-replacement-sampled Gaussian, under ``relation``: ``REPLACE_ONE`` for all of
+    them, ``ADD_OR_REMOVE_ONE`` for Poisson-sampled shuffle rounds only."""
+    if not _supported_relation(event, relation):
+        raise ValueError(_relation_message(event, relation))
     if isinstance(event, dp_event.PoissonSampledDpEvent):
-        return _sampled_profile(event)
+        return _sampled_profile(event, relation)
+    if isinstance(event, dp_event.SampledWithoutReplacementDpEvent):
+        return _without_replacement_profile(event)
     if isinstance(event, _SHUFFLE_EVENTS):
         return event.profile()
     raise TypeError(f"no shuffle profile for {type(event).__name__}")
 
 
 def _is_sampled_shuffle(event: dp_event.DpEvent) -> bool:
+    return (isinstance(event, (dp_event.PoissonSampledDpEvent,
+                               dp_event.SampledWithoutReplacementDpEvent))
+            and isinstance(event.event, _SHUFFLE_EVENTS))
+
+
+def _is_without_replacement_gaussian(event: dp_event.DpEvent) -> bool:
+    return (isinstance(event, dp_event.SampledWithoutReplacementDpEvent)
+            and isinstance(event.event, dp_event.GaussianDpEvent)
+            and event.event.noise_multiplier > 0)
+
+
+def _is_poisson_shuffle(event: dp_event.DpEvent) -> bool:
     return (isinstance(event, dp_event.PoissonSampledDpEvent)
             and isinstance(event.event, _SHUFFLE_EVENTS))
+
+
+def _supported_relation(event: dp_event.DpEvent, relation: NeighborRel) -> bool:
+    """Replace-one for every event here; add/remove-one for Poisson-sampled shuffle rounds."""
+    if relation is NeighborRel.REPLACE_ONE:
+        return True
+    return relation is NeighborRel.ADD_OR_REMOVE_ONE and _is_poisson_shuffle(event)
 
 
 _Result = TypeVar("_Result")
@@ -144,29 +209,32 @@ def _cached(function: Callable[..., _Result]) -> Callable[..., _Result]:
 
 @_cached
 def shuffle_event_grid(event: dp_event.DpEvent,
-                       value_discretization_interval: Optional[float] = None
+                       value_discretization_interval: Optional[float] = None,
+                       relation: NeighborRel = NeighborRel.REPLACE_ONE
                        ) -> tuple[ProfileGrid, float]:
-    """Profile grid and ε cap of one (possibly Poisson-sampled) shuffle event (cached per event,
-    shared by the PLD and the RDP conversions). Interval None: chosen from the event's loss scale
-    (:func:`dpacct_shuffle.profiles.discretization_for_scale`)."""
-    profile = event_profile(event)
+    """Profile grid and ε cap of one (possibly sampled) shuffle event under ``relation`` (cached
+    per event, shared by the PLD and the RDP conversions). Interval None: chosen from the
+    event's loss scale (:func:`dpacct_shuffle.profiles.discretization_for_scale`)."""
+    profile = event_profile(event, relation)
     return profile_grid(profile, value_discretization_interval), profile.epsilon_cap
 
 
 @_cached
 def shuffle_event_pld(event: dp_event.DpEvent,
-                      value_discretization_interval: Optional[float] = None
+                      value_discretization_interval: Optional[float] = None,
+                      relation: NeighborRel = NeighborRel.REPLACE_ONE
                       ) -> pld_lib.PrivacyLossDistribution:
-    """Pessimistic PLD of one (possibly Poisson-sampled) shuffle event (cached per event).
-
-    No mass at +∞ when the randomizer is ε0-LDP: its losses are ≤ ε0 + d."""
-    return pld_from_grid(shuffle_event_grid(event, value_discretization_interval)[0])
+    """Pessimistic PLD of one (possibly sampled) shuffle event under ``relation`` (cached per
+    event). No mass at +∞ when the event has an ε cap (an ε0-LDP randomizer): its losses are
+    ≤ ε_cap + d."""
+    return pld_from_grid(shuffle_event_grid(event, value_discretization_interval, relation)[0])
 
 
 @_cached
-def shuffle_event_loss_scale(event: dp_event.DpEvent) -> float:
+def shuffle_event_loss_scale(event: dp_event.DpEvent,
+                             relation: NeighborRel = NeighborRel.REPLACE_ONE) -> float:
     """:func:`dpacct_shuffle.profiles.loss_scale` of one (possibly sampled) shuffle event."""
-    return loss_scale(event_profile(event))
+    return loss_scale(event_profile(event, relation))
 
 
 def event_on_users_grid(event: dp_event.DpEvent, ratio: float) -> dp_event.DpEvent:
@@ -174,13 +242,17 @@ def event_on_users_grid(event: dp_event.DpEvent, ratio: float) -> dp_event.DpEve
 
     Honest users ⌊γ·n⌋ become the count (honest fraction 1) and are rounded down with
     :func:`dpacct_shuffle.profiles.users_grid_floor`; under ``PoissonSampledDpEvent`` the
-    population is rounded. Sound: every bound is non-increasing in the number of honest users
-    (see there), so the rounded event's PLD dominates the original's. Other events are returned
-    unchanged.
+    population is rounded, under ``SampledWithoutReplacementDpEvent`` the round on the sample.
+    Sound: every bound is non-increasing in the number of honest users (see there), so the
+    rounded event's PLD dominates the original's. Other events are returned unchanged.
     """
-    if isinstance(event, dp_event.PoissonSampledDpEvent):
+    if isinstance(event, dp_event.PoissonSampledDpEvent) and isinstance(event.event, _SHUFFLE_EVENTS):
         return dp_event.PoissonSampledDpEvent(event.sampling_probability,
                                               event_on_users_grid(event.event, ratio))
+    if (isinstance(event, dp_event.SampledWithoutReplacementDpEvent)
+            and isinstance(event.event, _SHUFFLE_EVENTS)):
+        return dp_event.SampledWithoutReplacementDpEvent(
+            event.source_dataset_size, event.sample_size, event_on_users_grid(event.event, ratio))
     if isinstance(event, ShuffleEvent):
         users = honest_users(event.num_users, event.honest_fraction)
         return ShuffleEvent(event.randomizer, users_grid_floor(users, ratio))
@@ -195,24 +267,27 @@ def event_on_users_grid(event: dp_event.DpEvent, ratio: float) -> dp_event.DpEve
     return event
 
 
-def event_epsilon_cap(event: dp_event.DpEvent) -> float:
-    """An ε with which ``event`` is pure ε-DP (replace-one), ``inf`` if none is known.
+def event_epsilon_cap(event: dp_event.DpEvent,
+                      relation: NeighborRel = NeighborRel.REPLACE_ONE) -> float:
+    """An ε with which ``event`` is pure ε-DP under ``relation``, ``inf`` if none is known.
 
-    Shuffle rounds: the randomizer's ε0 (the shuffled output is a post-processing of the
-    victim's ε0-LDP report; with client sampling it is a mixture of such outputs); pure local
-    reports: Σ ε_i (sequential) or the chained ε; compositions: the sum (basic composition of
-    pure DP, adaptive); ``NoOpDpEvent``: 0. Everything else: ``inf``.
+    Shuffle rounds (sampled or not): their profile's ε cap (ε0 for an ε0-LDP randomizer under
+    replace-one: the shuffled output is a post-processing of the victim's report, and a sampled
+    round is a mixture of such outputs); pure local reports: Σ ε_i (sequential) or the chained
+    ε; compositions: the sum (basic composition of pure DP, adaptive); ``NoOpDpEvent``: 0.
+    Everything else: ``inf``.
     """
     if isinstance(event, dp_event.NoOpDpEvent):
         return 0.0
     if isinstance(event, dp_event.ComposedDpEvent):
-        return math.fsum(event_epsilon_cap(e) for e in event.events)
+        return math.fsum(event_epsilon_cap(e, relation) for e in event.events)
     if isinstance(event, dp_event.SelfComposedDpEvent):
-        cap = event_epsilon_cap(event.event)
+        cap = event_epsilon_cap(event.event, relation)
         return 0.0 if event.count == 0 else event.count * cap
-    if isinstance(event, _SHUFFLE_EVENTS) or _is_sampled_shuffle(event):
-        return event_profile(event).epsilon_cap
-    if isinstance(event, LDPCompositionEvent):
+    if ((isinstance(event, _SHUFFLE_EVENTS) or _is_sampled_shuffle(event))
+            and _supported_relation(event, relation)):
+        return event_profile(event, relation).epsilon_cap
+    if isinstance(event, LDPCompositionEvent) and relation is NeighborRel.REPLACE_ONE:
         if event.mode is LDPCompositionMode.CHAINED:
             return event.chained_profile().epsilon_cap
         if all(delta == 0.0 for delta in event.delta_values):
@@ -221,7 +296,7 @@ def event_epsilon_cap(event: dp_event.DpEvent) -> float:
 
 
 def shuffle_event_rdp(event: dp_event.DpEvent, orders: Sequence[float]) -> NDArray[np.float64]:
-    """RDP upper bound (both directions) of one (possibly Poisson-sampled) shuffle event."""
+    """RDP upper bound (both directions) of one (possibly sampled) shuffle event, replace-one."""
     grid, epsilon_cap = shuffle_event_grid(event)
     return rdp_from_grid(grid, orders, epsilon_cap)
 
@@ -258,12 +333,23 @@ def ldp_event_rdp(event: LDPCompositionEvent, orders: Sequence[float]) -> Option
     return randomized_response_rdp(cap, orders_array)
 
 
+def _relation_message(event: dp_event.DpEvent, relation: NeighborRel) -> str:
+    if isinstance(event, _SHUFFLE_EVENTS) or _is_sampled_shuffle(event):
+        if _is_poisson_shuffle(event):
+            return (f"a Poisson-sampled shuffle round has a guarantee under REPLACE_ONE and "
+                    f"ADD_OR_REMOVE_ONE only. Found {relation}.")
+        return (f"{type(event).__name__} has no guarantee under {relation}: the number of shuffled "
+                "reports reveals whether the victim is present. Use neighboring_relation "
+                "REPLACE_ONE, or wrap the round in PoissonSampledDpEvent(sampling_probability, "
+                "...) (client sampling hides presence; accepted under ADD_OR_REMOVE_ONE).")
+    return (f"neighboring_relation must be `REPLACE_ONE` for {type(event).__name__} "
+            f"(local-report and Gaussian bounds here hold for replace-one neighbours). "
+            f"Found {relation}.")
+
+
 def _relation_error(event: dp_event.DpEvent, relation: NeighborRel) -> CompositionErrorDetails:
-    return CompositionErrorDetails(
-        invalid_event=event,
-        error_message=(f"neighboring_relation must be `REPLACE_ONE` for {type(event).__name__} "
-                       f"(shuffle and local bounds hold for replace-one neighbours). Found {relation}."),
-    )
+    return CompositionErrorDetails(invalid_event=event,
+                                   error_message=_relation_message(event, relation))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,8 +389,10 @@ def _gaussian_loss_scale(event: dp_event.DpEvent, relation: NeighborRel) -> Opti
 
 
 def _is_own(event: dp_event.DpEvent) -> bool:
-    """A shuffle round (possibly Poisson-sampled) or local reports: PLDs built here."""
-    return isinstance(event, _OWN_EVENTS) or _is_sampled_shuffle(event)
+    """A shuffle round (possibly sampled), local reports, or a without-replacement-sampled
+    Gaussian: PLDs built here."""
+    return (isinstance(event, _OWN_EVENTS) or _is_sampled_shuffle(event)
+            or _is_without_replacement_gaussian(event))
 
 
 def _tree_compose(plds: list[pld_lib.PrivacyLossDistribution]) -> pld_lib.PrivacyLossDistribution:
@@ -320,8 +408,9 @@ class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
 
     Args:
       neighboring_relation: defaults to ``REPLACE_ONE``, the relation the shuffle bounds hold for
-        (dp-accounting's PLD then treats a Gaussian step with sensitivity 2). Under any other
-        relation the shuffle/LDP events are unsupported.
+        (dp-accounting's PLD then treats a Gaussian step with sensitivity 2). Under
+        ``ADD_OR_REMOVE_ONE`` only Poisson-sampled shuffle rounds of this package are supported
+        (see the module docstring).
       value_discretization_interval: PLD grid of every composed event. ``None`` (default):
         chosen from the scale of the composed events (below); a number: that grid, fixed, each
         event composed as it arrives (dp-accounting's behaviour).
@@ -374,7 +463,7 @@ class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
     def compose(self, event: dp_event.DpEvent, count: int = 1) -> "ShufflePLDAccountant":
         super().compose(event, count)
         if count > 0:
-            self._epsilon_caps.append(count * event_epsilon_cap(event))
+            self._epsilon_caps.append(count * event_epsilon_cap(event, self.neighboring_relation))
         return self
 
     def _own_pld(self, event: dp_event.DpEvent, count: int) -> pld_lib.PrivacyLossDistribution:
@@ -383,8 +472,9 @@ class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
         if isinstance(event, LDPCompositionEvent):
             pld = ldp_event_pld(event, d)
         else:
-            pld = pld_lib.identity(d).compose(shuffle_event_pld(event, d),
-                                              tail_mass_truncation=_TAIL_MASS_TRUNCATION)
+            pld = pld_lib.identity(d).compose(
+                shuffle_event_pld(event, d, self.neighboring_relation),
+                tail_mass_truncation=_TAIL_MASS_TRUNCATION)
         return pld.self_compose(count) if count > 1 else pld
 
     def _compose_pld(self, pld: pld_lib.PrivacyLossDistribution, count: int) -> None:
@@ -392,7 +482,7 @@ class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
 
     def _leaf_error(self, event: dp_event.DpEvent) -> Optional[CompositionErrorDetails]:
         if _is_own(event):
-            if self.neighboring_relation is not NeighborRel.REPLACE_ONE:
+            if not _supported_relation(event, self.neighboring_relation):
                 return _relation_error(event, self.neighboring_relation)
             return None
         if self._is_fixed_randomized_response(event):
@@ -442,8 +532,8 @@ class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
         """Loss scale of one leaf event; None: no shuffle/local scale known (see the class)."""
         if isinstance(event, LDPCompositionEvent):
             return math.sqrt(math.fsum(eps * eps for eps in event.epsilons))
-        if isinstance(event, _SHUFFLE_EVENTS) or _is_sampled_shuffle(event):
-            return shuffle_event_loss_scale(event)
+        if _is_own(event):
+            return shuffle_event_loss_scale(event, self.neighboring_relation)
         return _gaussian_loss_scale(event, self.neighboring_relation)
 
     def _auto_discretization(self) -> float:
@@ -530,6 +620,13 @@ class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):
                        do_compose: bool) -> Optional[CompositionErrorDetails]:
         replace_one = self.neighboring_relation is NeighborRel.REPLACE_ONE
         if isinstance(event, _OWN_EVENTS) or _is_sampled_shuffle(event):
+            if not replace_one and _supported_relation(event, self.neighboring_relation):
+                return CompositionErrorDetails(
+                    invalid_event=event,
+                    error_message="the Rényi divergence of a Poisson-sampled shuffle round under "
+                                  "ADD_OR_REMOVE_ONE is infinite (with the victim present every "
+                                  "user may report, an outcome impossible without it); use "
+                                  "ShufflePLDAccountant.")
             if not replace_one:
                 return _relation_error(event, self.neighboring_relation)
             if isinstance(event, LDPCompositionEvent):
@@ -566,10 +663,10 @@ class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):
 __all__ = [
     "ShufflePLDAccountant",
     "ShuffleRdpAccountant",
-    "event_profile",
-    "ldp_event_pld",
     "event_epsilon_cap",
     "event_on_users_grid",
+    "event_profile",
+    "ldp_event_pld",
     "ldp_event_rdp",
     "shuffle_event_grid",
     "shuffle_event_loss_scale",
