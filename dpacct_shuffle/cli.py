@@ -308,7 +308,8 @@ def _upper_bound(
     certified upper bound ``compute(shuffled)`` of ``command`` at the ``given`` level, and the JSON
     payload so far."""
     randomizer = randomizer_from_args(args)
-    shuffled = randomizer.shuffled(args.users)
+    # the lower bound's cost is limited by --lower-max-users (_lower_bound), not the library default
+    shuffled = randomizer.shuffled(args.users, lower_bound_max_users=None)
     start = time.perf_counter()
     upper = compute(shuffled)
     seconds = time.perf_counter() - start
