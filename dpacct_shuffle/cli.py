@@ -45,7 +45,7 @@ EXIT_OK = 0
 EXIT_RUNTIME = 1
 EXIT_BAD_INPUT = 2
 DISPLAY_DIGITS = 6
-LOWER_BOUND_MAX_USERS = 10**7
+LOWER_BOUND_MAX_USERS = 10**7  # = randomizers.LOWER_BOUND_MAX_USERS (not imported: lean --help)
 MAX_RANGE_COUNT = 1000
 
 class UsageError(ValueError):

@@ -26,6 +26,12 @@ def test_lower_bounds_at_huge_n_are_skipped_with_a_warning(n: int) -> None:
     assert lower == 0.0 < upper
 
 
+def test_library_and_command_line_share_the_default_limit() -> None:
+    from dpacct_shuffle import cli
+
+    assert cli.LOWER_BOUND_MAX_USERS == LOWER_BOUND_MAX_USERS == 10**7
+
+
 def test_limit_is_per_protocol_and_none_means_always() -> None:
     entry = randomizers.krr(2.0, 10)
     computed = entry.shuffled(200).delta_lower(0.1)

@@ -30,10 +30,11 @@ from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num
 from dpacct_shuffle.randomizers.exact import InstanceLowerBound
 
 #: Default of ``shuffled(n, lower_bound_max_users=...)``: the lower-bound instances are evaluated
-#: for at most this many users. Their cost grows with n (seconds at 10^8 users, minutes beyond);
-#: above the limit the lower bounds are skipped with a :class:`LowerBoundSkippedWarning` and
-#: reported as 0.0, which is always a valid lower bound.
-LOWER_BOUND_MAX_USERS = 10**8
+#: for at most this many users. Their cost grows with n (seconds up to 10^7 users, up to minutes
+#: from 10^8 on); above the limit the lower bounds are skipped with a
+#: :class:`LowerBoundSkippedWarning` and reported as 0.0, which is always a valid lower bound.
+#: The command line's ``--lower-max-users`` has the same default.
+LOWER_BOUND_MAX_USERS = 10**7
 
 
 class LowerBoundSkippedWarning(UserWarning):
