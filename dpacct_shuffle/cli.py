@@ -45,7 +45,7 @@ EXIT_OK = 0
 EXIT_RUNTIME = 1
 EXIT_BAD_INPUT = 2
 DISPLAY_DIGITS = 6
-LOWER_BOUND_MAX_USERS = 10**7
+LOWER_BOUND_MAX_USERS = 10**7  # = randomizers.LOWER_BOUND_MAX_USERS (not imported: lean --help)
 MAX_RANGE_COUNT = 1000
 
 class UsageError(ValueError):
@@ -311,7 +311,8 @@ def _upper_bound(
     certified upper bound ``compute(shuffled)`` of ``command`` at the ``given`` level, and the JSON
     payload so far."""
     randomizer = randomizer_from_args(args)
-    shuffled = randomizer.shuffled(args.users)
+    # the lower bound's cost is limited by --lower-max-users (_lower_bound), not the library default
+    shuffled = randomizer.shuffled(args.users, lower_bound_max_users=None)
     gamma = args.sampling_probability
     start = time.perf_counter()
     if gamma is None:
