@@ -49,7 +49,9 @@ class Curve:
       label: the randomizer (or, for ``fmt``, the ε0) the curve belongs to.
       kind: ``"upper"``, ``"lower"``, ``"fmt"`` or ``"published"`` (module docstring).
       x_name: ``"users"`` or ``"epsilon0"``.
-      x, y: the points; ``seconds`` the computing time of each point.
+      x: the abscissae (numbers of users or ε0 values).
+      y: ε at each abscissa (NaN where the bound does not apply).
+      seconds: the computing time of each point.
     """
 
     label: str
