@@ -19,6 +19,12 @@ Supported, anywhere inside ``ComposedDpEvent`` / ``SelfComposedDpEvent``:
 * ``PoissonSampledDpEvent`` around either of them (client sampling, replace-one; profile
   γ·δ(ε) at the same ε with the sampled round's user count, see
   :func:`dpacct_shuffle.profiles.poisson_sampled_shuffle_profile`);
+* ``SampledWithoutReplacementDpEvent(N, m, ·)`` around either of them, or around a
+  ``GaussianDpEvent`` (m of N clients sampled uniformly, replace-one; the PLD accountant's
+  parent does not support this event): profile η·δ(ln(1 + (e^ε − 1)/η)), η = m/N, of
+  :func:`dpacct_shuffle.without_replacement.without_replacement_profile`, with the Gaussian's
+  exact profile at sensitivity 2 (``ShuffleRdpAccountant`` keeps the parent's RDP bound for the
+  Gaussian, at sensitivity 2 as below);
 * :class:`~dpacct_shuffle.events.LDPCompositionEvent` (PLD: leaky randomized response losses,
   dp-accounting's ``from_privacy_parameters``; RDP: binary randomized response, pure LDP only);
 * everything the parent supports.
@@ -79,6 +85,7 @@ from dpacct_shuffle.profiles import (
     randomized_response_rdp,
     rdp_from_grid,
 )
+from dpacct_shuffle.without_replacement import gaussian_profile, without_replacement_profile
 
 NeighborRel = privacy_accountant.NeighboringRelation
 CompositionErrorDetails = privacy_accountant.PrivacyAccountant.CompositionErrorDetails
@@ -105,18 +112,55 @@ def _sampled_profile(event: dp_event.PoissonSampledDpEvent) -> PrivacyProfile:
                         for branch, size in zip(inner.branches, inner.num_users)])
 
 
+def _shuffled_users(event: ShuffleEvent | ParallelCompositionEvent) -> int:
+    """Number of reports a shuffle round shuffles (all groups of a disjoint round together)."""
+    users = event.num_users
+    return users if isinstance(users, int) else sum(users)
+
+
+def _without_replacement_profile(event: dp_event.SampledWithoutReplacementDpEvent) -> PrivacyProfile:
+    """Profile of ``SampledWithoutReplacementDpEvent(N, m, inner)``, replace-one (see
+    :func:`dpacct_shuffle.without_replacement.without_replacement_profile`).
+
+    ``inner`` is a ``GaussianDpEvent`` (a sum of updates clipped to norm C with noise σ·C: under
+    replace-one the sensitivity is 2C) or a shuffle round of at most m reports (the round on the
+    sample; fewer reports than m, e.g. drop-outs independent of the data, only make its bound
+    larger).
+    """
+    inner = event.event
+    if isinstance(inner, dp_event.GaussianDpEvent):
+        base = gaussian_profile(inner.noise_multiplier, sensitivity=2.0)
+    else:
+        if _shuffled_users(inner) > event.sample_size:
+            raise ValueError(
+                f"the shuffle round inside SampledWithoutReplacementDpEvent shuffles "
+                f"{_shuffled_users(inner)} reports, more than sample_size={event.sample_size}")
+        base = inner.profile()
+    return without_replacement_profile(base, event.sample_size, event.source_dataset_size)
+
+
 def event_profile(event: dp_event.DpEvent) -> PrivacyProfile:
-    """The privacy profile of a (possibly Poisson-sampled) shuffle event."""
+    """The privacy profile of a (possibly Poisson- or without-replacement-sampled) shuffle event,
+    or of a without-replacement-sampled Gaussian (replace-one)."""
     if isinstance(event, dp_event.PoissonSampledDpEvent):
         return _sampled_profile(event)
+    if isinstance(event, dp_event.SampledWithoutReplacementDpEvent):
+        return _without_replacement_profile(event)
     if isinstance(event, _SHUFFLE_EVENTS):
         return event.profile()
     raise TypeError(f"no shuffle profile for {type(event).__name__}")
 
 
 def _is_sampled_shuffle(event: dp_event.DpEvent) -> bool:
-    return (isinstance(event, dp_event.PoissonSampledDpEvent)
+    return (isinstance(event, (dp_event.PoissonSampledDpEvent,
+                               dp_event.SampledWithoutReplacementDpEvent))
             and isinstance(event.event, _SHUFFLE_EVENTS))
+
+
+def _is_without_replacement_gaussian(event: dp_event.DpEvent) -> bool:
+    return (isinstance(event, dp_event.SampledWithoutReplacementDpEvent)
+            and isinstance(event.event, dp_event.GaussianDpEvent)
+            and event.event.noise_multiplier > 0)
 
 
 _Result = TypeVar("_Result")
@@ -225,7 +269,8 @@ class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
 
     def _maybe_compose(self, event: dp_event.DpEvent, count: int,
                        do_compose: bool) -> Optional[CompositionErrorDetails]:
-        if isinstance(event, _OWN_EVENTS) or _is_sampled_shuffle(event):
+        if (isinstance(event, _OWN_EVENTS) or _is_sampled_shuffle(event)
+                or _is_without_replacement_gaussian(event)):
             if self.neighboring_relation is not NeighborRel.REPLACE_ONE:
                 return _relation_error(event, self.neighboring_relation)
             if do_compose:
