@@ -20,9 +20,10 @@ or an unreadable/unwritable file.
 
 Soundness of the printed numbers: upper bounds are printed rounded *up* to the displayed
 significant digits and lower bounds rounded *down* (:func:`format_upper`, :func:`format_lower`);
-``--json`` prints the library's floats unrounded. The published variation-ratio pair (seed 001
-Thm 4.1) and the FMT closed form are printed only with ``--compare`` and labelled; the published
-pair is not a valid bound in general (SPEC §3) and is never called a guarantee.
+``--json`` prints the library's floats unrounded. The published variation-ratio pair (Wang et al.,
+arXiv:2304.05007, Thm 4.1) and the FMT closed form are printed only with ``--compare`` and
+labelled; the published pair is not a valid bound in general (docs/theory.md, "Published pair") and
+is never called a guarantee.
 """
 
 from __future__ import annotations
@@ -452,7 +453,7 @@ def _fmt_reference(randomizer: Any, users: int, delta: float) -> tuple[float | N
 
 
 def _published_reference(randomizer: Any, users: int, delta: float) -> float | None:
-    """ε of the published pair (seed 001) when the entry carries published (p, β, q, q1)."""
+    """ε of the published pair (Wang et al.) when the entry carries published (p, β, q, q1)."""
     from dpacct_shuffle.core.bound import published_pair
 
     if randomizer.published is None:
@@ -529,7 +530,7 @@ def cmd_epsilon(args: argparse.Namespace, out: TextIO) -> int:
         out.write("FMT closed form (any eps0-LDP randomizer): "
                   + (format_upper(fmt_value) if fmt_value is not None else "n/a") + "\n")
         if published is not None:
-            out.write(f"published pair, seed 001 (NOT a guarantee): {published:.6g}\n")
+            out.write(f"published pair, Wang et al. 2023 (NOT a guarantee): {published:.6g}\n")
     return EXIT_OK
 
 
@@ -639,7 +640,7 @@ def cmd_params(args: argparse.Namespace, out: TextIO) -> int:
                                         "neutral_weight")) + "\n")
     if randomizer.published is not None:
         p, beta, q, q1 = randomizer.published
-        out.write(f"published (seed 001 table): p={p!r}, beta={beta!r}, q={q!r}, q1={q1!r}\n")
+        out.write(f"published (Wang et al. 2023 table): p={p!r}, beta={beta!r}, q={q!r}, q1={q1!r}\n")
     if randomizer.notes:
         out.write(f"notes: {randomizer.notes}\n")
     return EXIT_OK

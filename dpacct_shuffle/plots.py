@@ -8,14 +8,15 @@ with matplotlib (the ``plot`` extra: ``pip install dpacct-shuffle[plot]``) and r
 Curve kinds (one figure can hold all of them for several randomizers):
 
 * ``upper`` — the certified upper bound ``Randomizer.shuffled(n).epsilon(δ)`` (neutral-aware
-  variation-ratio bound, SPEC §3);
+  variation-ratio bound, docs/theory.md, "Neutral-aware bound");
 * ``lower`` — the certified lower bound ``shuffled(n).epsilon_lower(δ)`` of an explicit instance
   (:mod:`dpacct_shuffle.randomizers.exact`); the true ε(δ) lies between ``lower`` and ``upper``;
-* ``fmt`` — the Feldman–McMillan–Talwar closed form (seed 000 Thm 5.2,
+* ``fmt`` — the Feldman–McMillan–Talwar closed form (Feldman, McMillan & Talwar, SODA 2023,
+  arXiv:2208.04591, Thm 3.2;
   :func:`dpacct_shuffle.lemmas.fmt_shuffle_bound`), valid for any ε0-LDP randomizer; points outside
   its validity condition ε0 ≤ ln(n/(8 ln(2/δ)) − 1) are NaN (a gap in the line), never extrapolated;
-* ``published`` — the published variation-ratio pair (seed 001), labelled "not a guarantee"
-  (SPEC §3); only drawn when requested.
+* ``published`` — the published variation-ratio pair (Wang et al., arXiv:2304.05007), labelled "not
+  a guarantee" (docs/theory.md, "Published pair"); only drawn when requested.
 """
 
 from __future__ import annotations
@@ -249,7 +250,8 @@ def _sweep(
 
 
 def _published_epsilon(randomizer: Any, delta: float, n: int) -> float:
-    """ε of the published pair (seed 001) — for reproduction only, not a guarantee (SPEC §3)."""
+    """ε of the published pair (Wang et al., arXiv:2304.05007) — for reproduction only, not a
+    guarantee."""
     from dpacct_shuffle.core.bound import published_pair
 
     p, beta, q, q1 = randomizer.published

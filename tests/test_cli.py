@@ -193,7 +193,7 @@ def test_account_parallel_step_with_matrix_branches_equals_direct_accountant(tmp
 
 
 def test_account_single_ldp_report_matches_randomized_response(tmp_path: Path) -> None:
-    # one 1-LDP report: eps(delta) = ln(e - delta (e + 1)) (binary RR profile, seed 000 Cor 3.1)
+    # one 1-LDP report: eps(delta) = ln(e - delta (e + 1)) (binary RR profile)
     path = tmp_path / "p.toml"
     path.write_text('delta = 1e-3\n[[steps]]\ntype = "ldp"\nepsilons = [1.0]\n')
     result = run_json("account", str(path))

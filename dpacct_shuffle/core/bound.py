@@ -1,4 +1,4 @@
-"""The neutral-aware variation-ratio bound (SPEC §2–3).
+"""The neutral-aware variation-ratio bound (docs/theory.md, "Neutral-aware bound").
 
 A local randomizer R and a pair of victim inputs (x⁰, x¹) with μ0 = R(x⁰), μ1 = R(x¹) satisfy
 
@@ -17,9 +17,9 @@ With (A, B, K, rest) ~ Multinomial(n; r0, r1, s, 1 − r0 − r1 − s),
 the exact hockey-stick divergence of the dominating pair on the statistic (#Q0-clones, #Q1-clones,
 #N-clones): the victim is always one of the three clone types, so the number of "rest" users is the
 same under x⁰ and x¹ and the reduction is a post-processing. The reverse direction swaps (r0, q0) with
-(r1, q1). The published variation-ratio pair (seed 001, Thm 4.1/4.7/4.8) is the special case
-s = 1 − r0 − r1, valid only when every other user's residual equals the victim's N (see
-:func:`published_pair`).
+(r1, q1). The published variation-ratio pair (Wang et al., arXiv:2304.05007, Thm 4.1/4.7/4.8) is the
+special case s = 1 − r0 − r1, valid only when every other user's residual equals the victim's N
+(see :func:`published_pair`).
 
 Several neutral types (``neutral_parts``). The victim's neutral part may split as
 w·N = Σ_t w_t·N_t into parts with disjoint supports that the other users reproduce at different
@@ -35,15 +35,15 @@ s_t = 0 (a limit of valid shares s_t → 0⁺) only drops out of λ. With one pa
 above. It helps when one neutral pattern is rare among the others (unary encodings: the (1, 1)
 pattern of the two victim bits) and caps the single share, while another is common.
 
-Monotonicity in β (SPEC §3). With the generic share s = w/q the bound is non-decreasing in β for
-fixed p, q: write a user's contribution as Z ∈ {c_A, c_B, c_K, 0} times a common positive factor;
-raising β moves per-user probability from {K, rest} to {A, B} in proportions (p+1):(p−1) and 1:1,
-the two mixtures have the same mean (1 + 1/p)(1 − e^ε)/2, and since [1 − e^ε, 0] ⊆
-[1/p − e^ε, 1 − e^ε/p] for ε ≤ ln p the new per-user law dominates the old in convex order; convex
-order survives sums of independent variables and E[(·)⁺] is convex. Hence for any ε0-LDP randomizer
-the bound at β = (e^ε0 − 1)/(e^ε0 + 1) (w = 0, :meth:`VariationRatio.worst_case`) is valid; unlike
-the Feldman–McMillan–Talwar stronger-clone proof (erratum arXiv 2208.04591) this argument needs no
-restriction on the randomizer.
+Monotonicity in β (docs/theory.md, "Monotonicity in β"). With the generic share s = w/q the bound
+is non-decreasing in β for fixed p, q: write a user's contribution as Z ∈ {c_A, c_B, c_K, 0} times
+a common positive factor; raising β moves per-user probability from {K, rest} to {A, B} in
+proportions (p+1):(p−1) and 1:1, the two mixtures have the same mean (1 + 1/p)(1 − e^ε)/2, and
+since [1 − e^ε, 0] ⊆ [1/p − e^ε, 1 − e^ε/p] for ε ≤ ln p the new per-user law dominates the old in
+convex order; convex order survives sums of independent variables and E[(·)⁺] is convex. Hence for
+any ε0-LDP randomizer the bound at β = (e^ε0 − 1)/(e^ε0 + 1) (w = 0,
+:meth:`VariationRatio.worst_case`) is valid; unlike the Feldman–McMillan–Talwar stronger-clone
+proof (erratum to arXiv:2208.04591) this argument needs no restriction on the randomizer.
 
 Monotonicity in n: the pair for n + 1 users is the pair for n users plus one independent
 multinomial draw, a post-processing, so the bound is non-increasing in n. Above
@@ -190,7 +190,8 @@ class VariationRatio:
     # -- construction helpers -------------------------------------------------------------
     @classmethod
     def worst_case(cls, epsilon0: float) -> "VariationRatio":
-        """Any ε0-LDP randomizer: p = q = e^ε0, β = (e^ε0 − 1)/(e^ε0 + 1) (w = 0, SPEC §3).
+        """Any ε0-LDP randomizer: p = q = e^ε0, β = (e^ε0 − 1)/(e^ε0 + 1) (w = 0, docs/theory.md,
+        "Monotonicity in β").
 
         p is exp(ε0) taken 4 ulps up: near ε = ε0 the coefficient α(p − e^ε) cancels, and a p
         rounded below the true e^ε0 under-reports δ (binary RR, ε0 = 1, n = 2, ε = 1 − 1e-13)."""
@@ -508,10 +509,12 @@ def _epsilon_search(vr: VariationRatio, delta: float, n: int, rtol: float) -> fl
 
 
 def published_pair(p: float, beta: float, q: float, q1: float | None = None) -> VariationRatio:
-    """The published variation-ratio pair (seed 001 Thm 4.1/4.7/4.8) — NOT A VALID BOUND IN GENERAL.
+    """The published variation-ratio pair (Wang et al., arXiv:2304.05007, Thm 4.1/4.7/4.8) — NOT A
+    VALID BOUND IN GENERAL.
 
     It is the special case s = 1 − r0 − r1 (every other user's residual is the victim's neutral
-    part N). For k-ary randomized response it under-reports: exact shuffled δ exceeds it (SPEC §3:
+    part N). For k-ary randomized response it under-reports: exact shuffled δ exceeds it
+    (docs/theory.md, "Published pair":
     ε0 = 2, d = 5, n = 30, ε = 0.8, others holding a third value: exact 0.016845 vs 0.016270).
     Use it only to reproduce the paper's tables, never as a guarantee, unless the randomizer proves
     s = 1 − r0 − r1 is a valid neutral share. At worst-case β (w = 0) it coincides with the valid

@@ -7,7 +7,8 @@ every victim pair at least one of them is a valid bound for that pair. The shuff
 the maximum over the cover (each pair's neighbouring datasets are bounded by its own entry).
 In addition, *fallbacks* — bounds valid for every pair at once, e.g. one summary VariationRatio
 with p = max p, β = max β, q = max q and the generic neutral share (valid for all pairs by the
-monotonicity of the bound in β, SPEC §3) — can only lower the reported value:
+monotonicity of the bound in β, docs/theory.md, "Monotonicity in β") — can only lower the reported
+value:
 
     δ_upper(ε) = min( max_{cover} δ_k(ε), min_{fallbacks} δ_f(ε) ).
 
