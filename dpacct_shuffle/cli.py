@@ -701,7 +701,7 @@ def randomizer_from_spec(spec: object, where: str, base_dir: Path) -> Any:
 
 
 def pipeline_event(pipeline: Mapping[str, Any], base_dir: Path = Path(".")) -> Any:
-    """The dp-accounting ``ComposedDpEvent`` of a pipeline description (see docs/sections/10_cli.md).
+    """The dp-accounting ``ComposedDpEvent`` of a pipeline description (see docs/cli.md).
 
     Step types: ``shuffle`` (:class:`~dpacct_shuffle.events.ShuffleEvent`; ``randomizer``,
     ``users``, optional ``honest_fraction``, ``sampling_probability`` for client sampling),
