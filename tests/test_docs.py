@@ -8,8 +8,8 @@ in a fresh temporary working directory:
 * ````python`` blocks run in one namespace per page;
 * ````console`` blocks: every ``$ dpacct-shuffle ARGS`` line (a trailing ``\\`` continues it on the
   next line) runs in-process through :func:`dpacct_shuffle.cli.main`, and what it prints (stdout
-  and stderr as on a terminal; progress-bar lines excepted) must equal the lines that follow, up
-  to the next ``$``. In those lines ``…`` stands for one number, or the trailing digits of one,
+  and stderr, interleaved as on a terminal; progress bars are drawn only on a terminal, so never
+  here) must equal the lines that follow, up to the next ``$``. In those lines ``…`` stands for one number, or the trailing digits of one,
   that changes from run to run (a timing); every other character is compared exactly (trailing
   spaces aside). The command must succeed, unless its output shows ``dpacct-shuffle: error:``;
 * other blocks (``bash``, ``text``, untitled ``toml``, …) are illustrations and are not run.
@@ -45,8 +45,6 @@ VARIABLE = "…"
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)$")
 _TITLE = re.compile(r'title="(?P<title>[^"]+)"')
-# the lines of dpacct_shuffle.cli.Progress: "plot [###...] 3/10 2s", "calibrate: 7 evaluations, 2s"
-_PROGRESS = re.compile(r"^\S+(?: \[[#.]+\] \d+/\d+|: \d+ evaluations,) \d+s$")
 
 
 @dataclass(frozen=True)
@@ -146,8 +144,7 @@ def run_console(block: Block) -> list[str]:
             continue
         stream = io.StringIO()
         code = main(command.argv, stdout=stream, stderr=stream)
-        printed = [line.rstrip() for line in stream.getvalue().splitlines()
-                   if not _PROGRESS.match(line)]
+        printed = [line.rstrip() for line in stream.getvalue().splitlines()]
         shows_error = any(line.startswith(f"{PROG}: error:") for line in command.expected)
         assert (code != EXIT_OK) == shows_error, (
             f"line {command.line}: `{PROG} {shlex.join(command.argv)}` exited with {code}\n"
@@ -297,12 +294,3 @@ def test_readme_links_into_the_repository_resolve() -> None:
     missing = [target for target in targets if not (ROOT / target).exists()]
     assert not missing, f"README links to missing files: {missing}"
 
-
-def test_progress_lines_are_recognised() -> None:
-    from dpacct_shuffle.cli import Progress
-
-    for total in (4, None):
-        progress = Progress("calibrate", total, stream=io.StringIO(), after=0.0)
-        progress.advance(2)
-        assert _PROGRESS.match(progress.line()), progress.line()
-    assert not _PROGRESS.match("epsilon upper bound: 0.0432073   (0.10 s)")
