@@ -450,7 +450,8 @@ def trinomial_projection(
 
     Args:
       n: total number of users (the victim plus n − 1 others).
-      victim0, victim1: (R(x^j)(S0), R(x^j)(S1)) for the victim's two inputs.
+      victim0: (R(x^0)(S0), R(x^0)(S1)) for the victim's first input.
+      victim1: (R(x^1)(S0), R(x^1)(S1)) for the victim's second input.
       other: (π0, π1) = (R(x_i)(S0), R(x_i)(S1)), the same input x_i for all n − 1 others.
     """
     return TrinomialInstance(n, victim0, victim1, other, description)
