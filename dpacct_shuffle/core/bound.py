@@ -66,6 +66,7 @@ from dpacct_shuffle.core.numerics import (
 from dpacct_shuffle.core.validation import (
     check_delta,
     check_epsilon,
+    check_epsilon0,
     check_num_users,
     check_range,
 )
@@ -192,9 +193,11 @@ class VariationRatio:
     def worst_case(cls, epsilon0: float) -> "VariationRatio":
         """Any ε0-LDP randomizer: p = q = e^ε0, β = (e^ε0 − 1)/(e^ε0 + 1) (w = 0, SPEC §3).
 
+        ε0 must lie in [MIN_EPSILON0, MAX_EPSILON0] = [1e-6, 500] (core.validation).
+
         p is exp(ε0) taken 4 ulps up: near ε = ε0 the coefficient α(p − e^ε) cancels, and a p
         rounded below the true e^ε0 under-reports δ (binary RR, ε0 = 1, n = 2, ε = 1 − 1e-13)."""
-        eps0 = check_range("epsilon0", epsilon0, 0.0, math.inf, low_open=True, high_open=True)
+        eps0 = check_epsilon0(epsilon0)
         p = math.exp(eps0) * (1.0 + 4.0 * _ULP)
         return cls(p, (p - 1.0) / (p + 1.0), p)  # β of the rounded p: ≥ tanh(ε0/2), still w = 0
 
