@@ -41,7 +41,8 @@ Not changed: ``RdpAccountant`` refuses ``PoissonSampledDpEvent`` of a Gaussian u
 fails under numpy 2 and is not used by anything here.
 
 Private parent attributes relied on (guarded by ``tests/test_accountants.py``):
-``PLDAccountant._pld``, ``._contains_non_dp_event``, ``._value_discretization_interval``;
+``PLDAccountant._pld``, ``._contains_non_dp_event``, ``._value_discretization_interval``,
+``PrivacyLossDistribution._pmf_remove/_pmf_add._infinity_mass``;
 ``RdpAccountant._rdp``, ``._orders``.
 """
 
@@ -60,6 +61,7 @@ from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from dp_accounting.rdp import rdp_privacy_accountant
 from numpy.typing import NDArray
 
+from dpacct_shuffle.core.validation import check_range
 from dpacct_shuffle.events import (
     LDPCompositionEvent,
     LDPCompositionMode,
@@ -166,6 +168,8 @@ def ldp_event_pld(event: LDPCompositionEvent,
                   ) -> pld_lib.PrivacyLossDistribution:
     """PLD of a user's local reports (sequential: composed leaky-RR PLDs; chained: its profile)."""
     deltas = event.delta_values
+    if max(deltas) >= 1.0:  # a report with δ = 1 carries no guarantee: all loss mass infinite
+        return ldp_pld(event.epsilons[deltas.index(max(deltas))], 1.0, value_discretization_interval)
     if event.mode is LDPCompositionMode.SEQUENTIAL:
         result = pld_lib.identity(value_discretization_interval)
         for epsilon, delta in zip(event.epsilons, deltas):
@@ -206,7 +210,33 @@ def _relation_error(event: dp_event.DpEvent, relation: NeighborRel) -> Compositi
 # ---------------------------------------------------------------------------------------------
 
 
-class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
+class _CheckedQueries:
+    """``get_epsilon``/``get_delta`` with their arguments validated and their results in range.
+
+    The parents accept NaN and out-of-range targets (NaN in, NaN or an arbitrary number out) and
+    can return δ marginally above 1. Here a bad target is a ValueError naming it, ε ≥ 0 and δ is
+    clipped to [0, 1] (both sound: δ ≤ 1 always holds); a NaN from the parent on valid input is
+    reported as no guarantee (ε = inf, δ = 1)."""
+
+    def get_epsilon(self, target_delta: float) -> float:
+        """Smallest ε with (ε, target_delta)-DP for everything composed; target_delta in [0, 1]."""
+        delta = check_range("target_delta", target_delta, 0.0, 1.0)
+        value = float(super().get_epsilon(delta))  # type: ignore[misc]
+        return math.inf if math.isnan(value) else max(0.0, value)
+
+    def get_delta(self, target_epsilon: float) -> float:
+        """Smallest δ with (target_epsilon, δ)-DP for everything composed; target_epsilon >= 0."""
+        epsilon = check_range("target_epsilon", target_epsilon, 0.0, math.inf)
+        value = float(super().get_delta(epsilon))  # type: ignore[misc]
+        return 1.0 if math.isnan(value) else min(1.0, max(0.0, value))
+
+
+def _infinity_mass(pld: pld_lib.PrivacyLossDistribution) -> float:
+    """Probability of an infinite privacy loss in either direction of ``pld``."""
+    return float(max(pld._pmf_remove._infinity_mass, pld._pmf_add._infinity_mass))
+
+
+class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant):
     """``PLDAccountant`` that also accounts shuffle rounds and local reports (replace-one default).
 
     Args:
@@ -221,6 +251,12 @@ class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
         super().__init__(neighboring_relation, value_discretization_interval)
 
     def _compose_pld(self, pld: pld_lib.PrivacyLossDistribution, count: int) -> None:
+        if _infinity_mass(pld) >= 1.0:
+            # no finite privacy loss at all (δ(ε) = 1 for every ε, e.g. an (ε, 1)-LDP report or a
+            # p = ∞ randomizer with one user): the parent's non-private state (ε = inf, δ = 1);
+            # dp-accounting cannot compose a PLD without finite mass (IndexError)
+            self._contains_non_dp_event = True
+            return
         self._pld = self._pld.compose(pld.self_compose(count) if count > 1 else pld)
 
     def _maybe_compose(self, event: dp_event.DpEvent, count: int,
@@ -250,7 +286,7 @@ class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
         return super()._maybe_compose(event, count, do_compose)
 
 
-class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):
+class ShuffleRdpAccountant(_CheckedQueries, rdp_privacy_accountant.RdpAccountant):
     """``RdpAccountant`` that also accounts shuffle rounds and local reports (replace-one default).
 
     Args:
