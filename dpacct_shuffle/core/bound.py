@@ -201,6 +201,26 @@ class VariationRatio:
         p = math.exp(eps0) * (1.0 + 4.0 * _ULP)
         return cls(p, (p - 1.0) / (p + 1.0), p)  # β of the rounded p: ≥ tanh(ε0/2), still w = 0
 
+    @classmethod
+    def from_fields(cls, p: float, beta: float, q: float, q1: float, neutral_share: float,
+                    neutral_weight: float) -> "VariationRatio":
+        """The VariationRatio with exactly these attribute values (e.g. read back from its JSON form,
+        :mod:`dpacct_shuffle.randomizers.serialization`); it compares equal to the one they were
+        read from.
+
+        Validated as the constructor validates (p, β, q, q1, s); ``neutral_weight`` must lie in
+        [0, w] — it is the victim's neutral mass the bound credits, a claim of the same kind as
+        ``neutral_share`` (w for one neutral type, λ·s from ``neutral_parts``).
+        """
+        result = cls(p, beta, q, q1=q1, neutral_share=neutral_share)
+        weight = check_range("neutral_weight", neutral_weight, 0.0, result.neutral_mass)
+        if weight != result.neutral_weight:
+            if result.neutral_share == 0.0:
+                raise ValueError("neutral_weight must equal the neutral mass w = "
+                                 f"{result.neutral_mass!r} when neutral_share is 0, got {weight!r}")
+            result.neutral_weight = weight
+        return result
+
     # -- derived quantities ---------------------------------------------------------------
     @property
     def rest_share(self) -> float:
