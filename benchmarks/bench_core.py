@@ -29,7 +29,7 @@ DOMAIN = 100
 
 
 def k_rr(epsilon0: float, domain: int = DOMAIN) -> VariationRatio:
-    """k-ary randomized response: s = (d − 2)α is a valid neutral share (SPEC §2)."""
+    """k-ary randomized response: s = (d − 2)α is a valid neutral share (docs/theory.md, "Decomposition")."""
     p = math.exp(epsilon0)
     return VariationRatio(p, (p - 1.0) / (p + domain - 1.0), p,
                           neutral_share=(domain - 2.0) / (p + domain - 1.0))

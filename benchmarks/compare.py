@@ -1,17 +1,18 @@
-"""Reproducible comparison against the published bounds (issue 7).
+"""Reproducible comparison against the published bounds.
 
 Run ``python benchmarks/compare.py`` (default: a few minutes on one core) — prints Markdown tables
 and, with ``--figure docs/comparison.png``, draws the comparison figure. ``--json FILE`` stores every
-number. The three comparisons of the variation-ratio paper (seed 001), redone with the sound bound:
+number. The three comparisons of the variation-ratio paper (Wang et al., arXiv:2304.05007), redone
+with the sound bound:
 
 1. **Single message** (ε0-LDP randomizers of the catalog): our certified, randomizer-specific
    bound vs the Feldman–McMillan–Talwar (FMT) bounds that only use ε0 — the numerical
    stronger-clone bound (our core at worst-case β, where w = 0 and all variants coincide with the
-   FMT clone reduction, SPEC §3; checked against the paper authors' numbers in
-   ``/work/shared/reference``) and the FMT closed form (seed 000 Thm 5.2). The published
-   variation-ratio pair (s = 1 − r0 − r1) is shown, labelled, for reproduction only: it is not a
-   valid bound in general (SPEC §3). The certified lower bound of an explicit instance shows the
-   remaining gap.
+   FMT clone reduction, docs/theory.md, "Monotonicity in β"; checked against the paper authors'
+   numbers in ``tests/data``) and the FMT closed form (Feldman, McMillan & Talwar,
+   arXiv:2208.04591, Thm 3.2). The published variation-ratio pair (s = 1 − r0 − r1) is shown,
+   labelled, for reproduction only: it is not a valid bound in general (docs/theory.md, "Published
+   pair"). The certified lower bound of an explicit instance shows the remaining gap.
 2. **Parallel composition** (k queries, each user answers one uniformly chosen query with k-RR,
    all reports shuffled together): our composite-randomizer bound with all n users
    (:func:`dpacct_shuffle.profiles.parallel_composite`) vs the conventional accounting that credits
@@ -44,7 +45,7 @@ from dpacct_shuffle.core.bound import published_pair
 from dpacct_shuffle.lemmas import fmt_shuffle_bound
 from dpacct_shuffle.profiles import parallel_composite
 
-REFERENCE_CSV = Path("/work/shared/reference/published_pair_delta_1e-8.csv")
+REFERENCE_CSV = Path(__file__).resolve().parent.parent / "tests" / "data" / "published_pair_delta_1e-8.csv"
 
 SINGLE_MESSAGE: dict[str, Callable[[float], Any]] = {
     "k-RR d=10": lambda e: randomizers.krr(e, 10),

@@ -17,8 +17,8 @@ def build() -> str:
     parts = [HEAD.read_text(encoding="utf-8").rstrip("\n")]
     for section in sorted(SECTIONS.glob("*.md")):
         text = section.read_text(encoding="utf-8").rstrip("\n")
-        # section files link the figure relative to docs/
-        parts.append(text.replace("](comparison.png)", "](docs/comparison.png)"))
+        # section files link the figure and the theory page relative to docs/
+        parts.append(text.replace("](comparison.png)", "](docs/comparison.png)").replace("](theory.md", "](docs/theory.md"))
     return "\n\n".join(parts) + "\n"
 
 

@@ -1,11 +1,12 @@
 """Local-side calibration: the largest ε0, or the smallest number of users, for a shuffled target.
 
 Both searches test the certified shuffled bound at the *target* point: a candidate passes when the
-upper bound δ_upper(ε_target) of one shuffle round is ≤ δ_target (SPEC §3; for a catalog
-Randomizer the maximum over its cover, see :mod:`dpacct_shuffle.randomizers.base`). Every value
-returned has passed that test, so the shuffled protocol is (ε_target, δ_target)-DP (replace-one
-neighbours) whatever the shape of the bound; "largest"/"smallest" hold up to the tolerance if the
-bound is monotone in ε0 (resp. non-increasing in n).
+upper bound δ_upper(ε_target) of one shuffle round is ≤ δ_target (docs/theory.md, "Neutral-aware
+bound"; for a catalog Randomizer the maximum over its cover, see
+:mod:`dpacct_shuffle.randomizers.base`). Every value returned has passed that test, so the shuffled
+protocol is (ε_target, δ_target)-DP (replace-one neighbours) whatever the shape of the bound;
+"largest"/"smallest" hold up to the tolerance if the bound is monotone in ε0 (resp. non-increasing
+in n).
 
 Only the core and the randomizers are used, so the searches need neither dp-accounting nor Opacus.
 """

@@ -7,8 +7,8 @@ characters, so string-valued fields would not round-trip); the constructors also
 strings ``"sequential"``, ``"chained"``, ``"random"``, ``"disjoint"``.
 
 Neighbouring relation: **replace-one** — one user's input is replaced by another value, all other
-users' inputs are fixed (SPEC §1). The shuffle bounds hold for this relation only; the accountants
-in :mod:`dpacct_shuffle.accountants` refuse these events under add/remove-one.
+users' inputs are fixed (docs/theory.md, "Setting"). The shuffle bounds hold for this relation
+only; the accountants in :mod:`dpacct_shuffle.accountants` refuse these events under add/remove-one.
 
 A "randomizer" below is anything :func:`dpacct_shuffle.profiles.as_shuffle_bound` accepts: a
 catalog ``Randomizer`` (``.variation_ratio``), a :class:`~dpacct_shuffle.VariationRatio`, or any
@@ -124,13 +124,13 @@ class ShuffleEvent(dp_event.DpEvent):
 
     ``num_users`` users each apply ``randomizer`` to their input and a trusted shuffler releases
     the multiset of reports. With ``honest_fraction`` γ < 1 only ⌊γ·n⌋ users follow the protocol
-    (robust shuffling, seed 000 / SPEC §4): the others' reports may be arbitrary, so every bound
-    uses ⌊γ·n⌋ users.
+    (robust shuffling, Huang & Canonne, Def 2.6): the others' reports may be arbitrary, so every
+    bound uses ⌊γ·n⌋ users.
 
     Mathematics: for replace-one neighbours the released laws P (victim input x⁰) and Q (x¹)
     satisfy max(D_{e^ε}(P‖Q), D_{e^ε}(Q‖P)) ≤ δ(ε) with δ the certified variation-ratio bound
-    (SPEC §3) for ⌊γ·n⌋ users, and δ(ε) = 0 for ε ≥ ε0 = ln p (post-processing of the victim's
-    ε0-LDP report).
+    (docs/theory.md, "Neutral-aware bound") for ⌊γ·n⌋ users, and δ(ε) = 0 for ε ≥ ε0 = ln p
+    (post-processing of the victim's ε0-LDP report).
 
     Under ``PoissonSampledDpEvent(γ_s, ShuffleEvent(R, n))`` ``num_users`` is the population the
     sample is drawn from (client sampling); see
@@ -189,7 +189,7 @@ class ParallelCompositionEvent(dp_event.DpEvent):
                 raise ValueError("probabilities must be None when mode='disjoint'")
 
     def composite_randomizer(self) -> Any:
-        """The composite VariationRatio of a ``RANDOM`` round (seed 001 §1.1)."""
+        """The composite VariationRatio of a ``RANDOM`` round (Wang et al., arXiv:2304.05007, §6)."""
         if self.mode is not ParallelMode.RANDOM:
             raise ValueError("composite_randomizer is only defined for mode='random'")
         return parallel_composite(self.branches,
@@ -210,13 +210,14 @@ class LDPCompositionEvent(dp_event.DpEvent):
     ``epsilons[i]`` (and ``deltas[i]``, default 0) is the local guarantee of report/stage i.
 
     ``mode=SEQUENTIAL``: k independent reports. Every (ε, δ)-LDP randomizer pair is a
-    post-processing of leaky randomized response (seed 000 Lemma 3.3; for δ = 0 binary randomized
-    response, Cor 3.1), so the exact worst-case profile is the composition of the k leaky-RR
-    privacy-loss distributions (losses ±ε_i, +∞ w.p. δ_i).
+    post-processing of leaky randomized response (Kairouz, Oh & Viswanath, ICML 2015; for δ = 0
+    binary randomized response, Feldman, McMillan & Talwar, FOCS 2021, Lemma 3.4), so the exact
+    worst-case profile is the composition of the k leaky-RR privacy-loss distributions (losses
+    ±ε_i, +∞ w.p. δ_i).
 
     ``mode=CHAINED``: one report R_k ∘ … ∘ R_1(x). A block of pure stages is ε-LDP with ε from
-    seed 000 Cor 4.1 applied repeatedly, ln((e^{ε1+ε2} + 1)/(e^{ε1} + e^{ε2})); stages with δ > 0
-    contribute their leaky RR; the profile is the minimum over blocks
+    Erlingsson et al., arXiv:2001.03618, Cor A.2 applied repeatedly, ln((e^{ε1+ε2} + 1)/(e^{ε1} +
+    e^{ε2})); stages with δ > 0 contribute their leaky RR; the profile is the minimum over blocks
     (:func:`dpacct_shuffle.profiles.chained_ldp_profile`).
 
     Neighbouring relation: replace-one (the user's input is replaced by another value).

@@ -1,10 +1,25 @@
 """The lemma toolbox: small, validated conversions between privacy guarantees.
 
-Every function cites the lemma it implements (seed 000 = "Lemmas of Differential Privacy",
-Huang & Canonne; seed 002 = Dwork & Roth 2014, ch. 3) and returns plain numbers, a privacy
-profile (a callable ``delta(eps) -> delta``) or, for constructions, a numpy array.
+Every function cites the lemma it implements and returns plain numbers, a privacy profile (a
+callable ``delta(eps) -> delta``) or, for constructions, a numpy array. Sources (full references
+and the list of lemmas in docs/theory.md, "Lemmas"):
 
-Soundness conventions (HELPERS.md, non-negotiable 1):
+* [HC] Y. Huang and C. L. Canonne, "Lemmas of Differential Privacy" (a compendium; its numbering
+  is used where a lemma has no earlier source, and in parentheses otherwise);
+* [DR14] C. Dwork and A. Roth, "The Algorithmic Foundations of Differential Privacy",
+  Foundations and Trends in Theoretical Computer Science 9(3–4), 2014, ch. 3;
+* [ASZ18] Acharya, Sun, Zhang, NeurIPS 2018; [KOV15] Kairouz, Oh, Viswanath, "The Composition
+  Theorem for Differential Privacy", ICML 2015; [BNS19] Bun, Nelson, Stemmer, "Heavy Hitters and
+  the Structure of Local Privacy", ACM TALG 2019; [EFMRSTT20] Erlingsson et al., "Encode, Shuffle,
+  Analyze Privacy Revisited", arXiv:2001.03618; [NV20] Naor, Vexler, FORC 2020; [CSUZZ19] Cheu,
+  Smith, Ullman, Zeber, Zhilyaev, "Distributed Differential Privacy via Shuffling", EUROCRYPT
+  2019; [FMT21] Feldman, McMillan, Talwar, "Hiding Among the Clones", FOCS 2021,
+  arXiv:2012.12803; [FMT22] Feldman, McMillan, Talwar, "Stronger Privacy Amplification by
+  Shuffling for Rényi and Approximate Differential Privacy", SODA 2023, arXiv:2208.04591;
+  [Ste22] Steinke, "Composition of Differential Privacy & Privacy Amplification by Subsampling",
+  arXiv:2210.00597.
+
+Soundness conventions:
 
 * every ε or δ returned as a *guarantee* is rounded **up** by a few ulps (``_round_up``), and
   quantities that are inverted to feed a non-increasing profile are rounded **down**;
@@ -18,8 +33,8 @@ The divergence helpers (:func:`hockey_stick_divergence`, :func:`max_divergence`,
 finite distributions; they are the tools the tests use to check each lemma on concrete
 randomizers.
 
-Correction to seed 000 (documented in :func:`advanced_grouposition_approx`): Theorem 4.2 as printed
-in the seed adds ``δ + k·δ'`` (δ = the LDP parameter, δ' = the tail parameter inside ε'); that is
+Correction to [HC] (documented in :func:`advanced_grouposition_approx`): Theorem 4.2 as printed
+there adds ``δ + k·δ'`` (δ = the LDP parameter, δ' = the tail parameter inside ε'); that is
 false — a leaky randomized response violates it — and the valid additive term is ``δ' + k·δ``.
 """
 
@@ -115,7 +130,7 @@ def _hockey_stick(p: NDArray[np.float64], q: NDArray[np.float64], factor: float)
 
 
 # ---------------------------------------------------------------------------------------------
-# divergences of explicit finite distributions (seed 002, Def 3.5, Def 3.6, Remark 3.2)
+# divergences of explicit finite distributions ([DR14], Def 3.5, Def 3.6, Remark 3.2)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -123,7 +138,7 @@ def hockey_stick_divergence(p: ArrayLike, q: ArrayLike, eps: float) -> float:
     """Hockey-stick divergence ``D_{e^ε}(P‖Q) = Σ_y max(0, P(y) − e^ε Q(y))``.
 
     Equals ``max_S P(S) − e^ε Q(S)``; a mechanism is (ε, δ)-DP iff this is ≤ δ in both directions
-    for every neighbouring pair (SPEC §1; seed 002 Remark 3.2). Summed with ``math.fsum``.
+    for every neighbouring pair ([DR14] Remark 3.2). Summed with ``math.fsum``.
 
     Raises ValueError unless ``p``, ``q`` are probability vectors of equal length and ``eps ≥ 0``.
     """
@@ -135,8 +150,8 @@ def hockey_stick_divergence(p: ArrayLike, q: ArrayLike, eps: float) -> float:
 def max_divergence(p: ArrayLike, q: ArrayLike) -> float:
     """Max divergence ``D_∞(P‖Q) = max_{S ⊆ Supp(P)} ln(P(S)/Q(S)) = max_{P(y)>0} ln(P(y)/Q(y))``.
 
-    Seed 002 Def 3.6. ``+inf`` if Q(y) = 0 for some y with P(y) > 0. A mechanism is ε-DP iff
-    ``D_∞ ≤ ε`` in both directions for every neighbouring pair (seed 002 Remark 3.2).
+    [DR14] Def 3.6. ``+inf`` if Q(y) = 0 for some y with P(y) > 0. A mechanism is ε-DP iff
+    ``D_∞ ≤ ε`` in both directions for every neighbouring pair ([DR14] Remark 3.2).
     """
     first, second = _check_pair(p, q)
     support = first > 0.0
@@ -153,13 +168,13 @@ def _log_ratio(p: NDArray[np.float64], q: NDArray[np.float64]) -> NDArray[np.flo
 
 
 def approximate_max_divergence(p: ArrayLike, q: ArrayLike, delta: float) -> float:
-    """δ-approximate max divergence (seed 002 Def 3.6) as a privacy parameter: clipped at 0.
+    """δ-approximate max divergence ([DR14] Def 3.6) as a privacy parameter: clipped at 0.
 
     ``max(0, D_∞^δ(P‖Q))``, ``D_∞^δ(P‖Q) = max_{S ⊆ Supp(P), P(S) ≥ δ} ln((P(S) − δ)/Q(S))``
     ``= inf{ε ∈ ℝ : D_{e^ε}(P‖Q) ≤ δ}`` (hockey-stick form, used here); i.e. the smallest ε ≥ 0
     with D_{e^ε}(P‖Q) ≤ δ.
 
-    By seed 002 Remark 3.2 a mechanism is (ε, δ)-DP iff this is ≤ ε in both directions. The
+    By [DR14] Remark 3.2 a mechanism is (ε, δ)-DP iff this is ≤ ε in both directions. The
     unclipped divergence can be negative (P = Q, δ > 0 gives ln(1 − δ); δ ≥ TV(P, Q) gives a value
     ≤ 0), which is no privacy parameter: 0 is returned then. ``+inf`` when the mass of P where
     Q = 0 exceeds δ. Computed exactly from the piecewise-linear map
@@ -199,7 +214,7 @@ def approximate_max_divergence(p: ArrayLike, q: ArrayLike, delta: float) -> floa
 
 
 def kl_divergence(p: ArrayLike, q: ArrayLike) -> float:
-    """KL divergence ``D(P‖Q) = Σ_y P(y) ln(P(y)/Q(y))`` (seed 002 Def 3.5); ``+inf`` if P ≪̸ Q."""
+    """KL divergence ``D(P‖Q) = Σ_y P(y) ln(P(y)/Q(y))`` ([DR14] Def 3.5); ``+inf`` if P ≪̸ Q."""
     first, second = _check_pair(p, q)
     support = first > 0.0
     if np.any(second[support] == 0.0):
@@ -209,7 +224,7 @@ def kl_divergence(p: ArrayLike, q: ArrayLike) -> float:
 
 
 def kl_divergence_bound(eps: float) -> float:
-    """Seed 002 Lemma 3.18: ``D_∞(P‖Q) ≤ ε`` and ``D_∞(Q‖P) ≤ ε`` imply ``D(P‖Q) ≤ ε(e^ε − 1)``."""
+    """[DR14] Lemma 3.18: ``D_∞(P‖Q) ≤ ε`` and ``D_∞(Q‖P) ≤ ε`` imply ``D(P‖Q) ≤ ε(e^ε − 1)``."""
     epsilon = check_epsilon(eps, "eps")
     return _round_up(epsilon * math.expm1(epsilon), zero_is_exact=epsilon == 0.0)
 
@@ -217,7 +232,7 @@ def kl_divergence_bound(eps: float) -> float:
 def randomizer_delta(matrix: ArrayLike, eps: float) -> float:
     """Smallest δ such that the finite randomizer ``matrix`` (rows R(x)) is (ε, δ)-LDP (replacement).
 
-    ``max_{x ≠ x'} D_{e^ε}(R(x)‖R(x'))`` over ordered row pairs (SPEC §1).
+    ``max_{x ≠ x'} D_{e^ε}(R(x)‖R(x'))`` over ordered row pairs.
     """
     rows = _check_randomizer("matrix", matrix)
     epsilon = check_epsilon(eps, "eps")
@@ -233,7 +248,7 @@ def randomizer_delta(matrix: ArrayLike, eps: float) -> float:
 def randomizer_epsilon(matrix: ArrayLike, delta: float = 0.0) -> float:
     """Smallest ε ≥ 0 such that the finite randomizer ``matrix`` is (ε, δ)-LDP (replacement).
 
-    ``max(0, max_{x ≠ x'} D_∞^δ(R(x)‖R(x')))`` (seed 002 Remark 3.2); for δ = 0 the pure LDP ε.
+    ``max(0, max_{x ≠ x'} D_∞^δ(R(x)‖R(x')))`` ([DR14] Remark 3.2); for δ = 0 the pure LDP ε.
     """
     rows = _check_randomizer("matrix", matrix)
     delta_value = _check_delta_closed(delta)
@@ -248,7 +263,7 @@ def randomizer_epsilon(matrix: ArrayLike, delta: float = 0.0) -> float:
 def deletion_delta(matrix: ArrayLike, reference: ArrayLike, eps: float) -> float:
     """Smallest δ making ``matrix`` an (ε, δ)-deletion LDP randomizer w.r.t. ``reference`` R0.
 
-    Seed 000 Def 2.3: ``e^{-ε}(R0(S) − δ) ≤ R(x)(S) ≤ e^ε R0(S) + δ`` for all x, S, i.e.
+    [HC] Def 2.3: ``e^{-ε}(R0(S) − δ) ≤ R(x)(S) ≤ e^ε R0(S) + δ`` for all x, S, i.e.
     ``max_x max(D_{e^ε}(R(x)‖R0), D_{e^ε}(R0‖R(x)))``.
     """
     rows = _check_randomizer("matrix", matrix)
@@ -266,12 +281,12 @@ def deletion_delta(matrix: ArrayLike, reference: ArrayLike, eps: float) -> float
 
 
 # ---------------------------------------------------------------------------------------------
-# central DP conversions (seed 000 §3)
+# central DP conversions ([HC] §3)
 # ---------------------------------------------------------------------------------------------
 
 
 def pure_to_approx(eps: float, delta: float) -> float:
-    """Seed 000 Lemma 3.1 [ASZ18, Lemma 5]: any (ε + δ, 0)-DP mechanism is (ε, δ)-DP.
+    """[ASZ18, Lemma 5] ([HC] Lemma 3.1): any (ε + δ, 0)-DP mechanism is (ε, δ)-DP.
 
     Direction of use: ``eps`` is the **pure** ε of a mechanism you have and ``delta`` the δ you are
     willing to add; the return value is the approximate ε' such that the mechanism is (ε', δ)-DP:
@@ -289,7 +304,7 @@ def pure_to_approx(eps: float, delta: float) -> float:
 
 
 def approx_to_pure(eps: float, delta: float, k: int, eta: float) -> float:
-    """Seed 000 Lemma 3.2: (ε, δ)-DP with k possible outputs → ε'-DP after mixing with uniform.
+    """[HC] Lemma 3.2: (ε, δ)-DP with k possible outputs → ε'-DP after mixing with uniform.
 
     Mixing A with the uniform distribution on its k outputs with weight η (see
     :func:`mix_with_uniform`) gives a mechanism A' with TV(A(x), A'(x)) ≤ η that is ε'-DP:
@@ -307,7 +322,7 @@ def approx_to_pure(eps: float, delta: float, k: int, eta: float) -> float:
 
 
 def mix_with_uniform(distributions: ArrayLike, eta: float) -> NDArray[np.float64]:
-    """The construction of seed 000 Lemma 3.2: ``(1 − η)·A(x) + η·Uniform(k)`` row by row.
+    """The construction of [HC] Lemma 3.2: ``(1 − η)·A(x) + η·Uniform(k)`` row by row.
 
     Accepts one distribution (1-D) or a randomizer matrix (2-D, one row per input).
     """
@@ -322,7 +337,7 @@ def mix_with_uniform(distributions: ArrayLike, eta: float) -> NDArray[np.float64
 
 
 def basic_composition(pairs: Iterable[tuple[float, float]]) -> tuple[float, float]:
-    """Seed 002 Thm 3.14 / Cor 3.15 / Thm 3.16 (basic composition).
+    """[DR14] Thm 3.14 / Cor 3.15 / Thm 3.16 (basic composition).
 
     Running mechanisms M_i that are (ε_i, δ_i)-DP (with independent coins, possibly adaptively)
     is (Σ ε_i, Σ δ_i)-DP. Returns ``(Σε, min(1, Σδ))`` (sums with ``math.fsum``, rounded up).
@@ -343,19 +358,19 @@ def basic_composition(pairs: Iterable[tuple[float, float]]) -> tuple[float, floa
 
 
 # ---------------------------------------------------------------------------------------------
-# local DP (seed 000 §4, Cor 3.1)
+# local DP ([HC] §4, Cor 3.1)
 # ---------------------------------------------------------------------------------------------
 
 
 def replacement_to_deletion(eps: float, delta: float) -> tuple[float, float]:
-    """Seed 000 Lemma 4.1: (ε, δ)-replacement LDP ⇒ (ε, δ)-deletion LDP (reference R0 = R(x0))."""
+    """[HC] Lemma 4.1: (ε, δ)-replacement LDP ⇒ (ε, δ)-deletion LDP (reference R0 = R(x0))."""
     return check_epsilon(eps, "eps"), _check_delta_closed(delta)
 
 
 def deletion_to_replacement(eps: float, delta: float) -> tuple[float, float]:
-    """Seed 000 Lemma 4.2: (ε, δ)-deletion LDP ⇒ (2ε, (e^ε + 1)δ)-replacement LDP.
+    """[HC] Lemma 4.2: (ε, δ)-deletion LDP ⇒ (2ε, (e^ε + 1)δ)-replacement LDP.
 
-    Not (2ε, 2δ) as stated in [EFMRSTT20]: the seed's explicit 3-output counterexample
+    Not (2ε, 2δ) as stated in [EFMRSTT20]: [HC]'s explicit 3-output counterexample
     (ε = 1/4, δ = 1/6, uniform reference) attains (e^ε + 1)δ exactly. δ is capped at 1; both
     values are rounded up.
     """
@@ -365,7 +380,7 @@ def deletion_to_replacement(eps: float, delta: float) -> tuple[float, float]:
 
 
 def deletion_to_replacement_profile(profile: Profile) -> Profile:
-    """Seed 000 Lemma 4.2 applied at every ε: deletion profile δ_del(ε) → replacement profile.
+    """[HC] Lemma 4.2 applied at every ε: deletion profile δ_del(ε) → replacement profile.
 
     ``δ_rep(ε') = (e^{ε'/2} + 1)·δ_del(ε'/2)`` (capped at 1, rounded up). ``profile`` must return
     values in [0, 1] (ValueError otherwise).
@@ -383,7 +398,7 @@ def deletion_to_replacement_profile(profile: Profile) -> Profile:
 
 
 def chained_ldp(eps1: float, eps2: float) -> float:
-    """Seed 000 Cor 4.1 [EFMRSTT20, Cor A.2; NV20, Thm 4.3]: ε1-LDP R1 then ε2-LDP R2.
+    """[EFMRSTT20, Cor A.2; NV20, Thm 4.3] ([HC] Cor 4.1): ε1-LDP R1 then ε2-LDP R2.
 
     R2∘R1 is ε-LDP (replacement, and deletion if R1 is deletion LDP) with
 
@@ -408,7 +423,7 @@ def chained_ldp(eps1: float, eps2: float) -> float:
 
 
 def chained_ldp_product_bound(eps1: float, eps2: float) -> float:
-    """Seed 000 Cor 4.1 / App. 7.1 [NV20]: the weaker closed form ε ≤ ε1·ε2/2 (rounded up).
+    """[HC] Cor 4.1 / App. 7.1 [NV20]: the weaker closed form ε ≤ ε1·ε2/2 (rounded up).
 
     Always ≥ :func:`chained_ldp`; easier to manipulate, but can exceed min(ε1, ε2) for large ε.
     """
@@ -418,7 +433,7 @@ def chained_ldp_product_bound(eps1: float, eps2: float) -> float:
 
 
 def pure_ldp_profile(eps0: float) -> Profile:
-    """Privacy profile of any ε0-LDP randomizer pair (seed 000 Cor 3.1 [FMT21, Lemma 3.4]).
+    """Privacy profile of any ε0-LDP randomizer pair ([FMT21, Lemma 3.4]; [HC] Cor 3.1).
 
     Every ε0-LDP randomizer is a post-processing of binary randomized response with parameter ε0,
     so for every pair of inputs ``D_{e^ε}(R(x)‖R(x')) ≤ δ_RR(ε) = max(0, e^{ε0} − e^ε)/(e^{ε0} + 1)``
@@ -438,7 +453,7 @@ def pure_ldp_profile(eps0: float) -> Profile:
 
 
 def advanced_grouposition(eps: float, k: int, delta: float) -> float:
-    """Seed 000 Thm 4.1 [BNS19, Thm 4.2]: advanced grouposition for pure LDP.
+    """[BNS19, Thm 4.2] ([HC] Thm 4.1): advanced grouposition for pure LDP.
 
     If every user's randomizer is ε-LDP and datasets differ in at most k entries, the privacy loss
     exceeds ``ε' = k·ε²/2 + ε·sqrt(2k·ln(1/δ))`` with probability ≤ δ; in particular the protocol is
@@ -457,15 +472,16 @@ def advanced_grouposition(eps: float, k: int, delta: float) -> float:
 def advanced_grouposition_approx(
     eps: float, delta: float, k: int, delta_prime: float
 ) -> tuple[float, float]:
-    """Advanced grouposition for approximate LDP (seed 000 Thm 4.2 [BNS19, Thm 4.3], corrected).
+    """Advanced grouposition for approximate LDP ([BNS19, Thm 4.3], corrected;
+    [HC] Thm 4.2).
 
     Every randomizer (ε, δ)-LDP, datasets differing in at most k entries, any δ' ∈ (0, 1]: the
     protocol is (ε', δ' + k·δ)-DP with ε' = k·ε²/2 + ε·sqrt(2k·ln(1/δ')) (:func:`advanced_grouposition`).
 
-    The seed prints the additive term as ``δ + k·δ'``; that is false: for k users running a leaky
+    [HC] prints the additive term as ``δ + k·δ'``; that is false: for k users running a leaky
     randomized response (reveal the input with probability δ) the hockey-stick divergence is at
     least 1 − (1 − δ)^k ≈ kδ at every ε', which exceeds δ + kδ' when δ' is small (see the tests).
-    Proof of δ' + kδ: by seed 000 Lemma 3.3 [KOV15] each differing user's pair is
+    Proof of δ' + kδ: by [KOV15] ([HC] Lemma 3.3) each differing user's pair is
     R(x_i) = (1 − δ)M_i + δL_i, R(x'_i) = (1 − δ)M'_i + δL'_i with (M_i, M'_i) an ε-DP pair
     (binary-RR weights). With probability (1 − δ)^k no differing user leaks and the outputs follow
     the pure product pair, for which Thm 4.1 gives slack δ'; the leak event has probability
@@ -483,12 +499,12 @@ def advanced_grouposition_approx(
 
 
 # ---------------------------------------------------------------------------------------------
-# shuffle model (seed 000 §5)
+# shuffle model ([HC] §5)
 # ---------------------------------------------------------------------------------------------
 
 
 def shuffle_to_ldp(eps: float, delta: float, n: int) -> tuple[float, float]:
-    """Seed 000 Thm 5.1 [CSUZZ19, Thm 6.2]: one-message shuffle (ε_S, δ_S)-DP ⇒ LDP.
+    """[CSUZZ19, Thm 6.2] ([HC] Thm 5.1): one-message shuffle (ε_S, δ_S)-DP ⇒ LDP.
 
     If the shuffled one-message protocol with n users is (ε_S, δ_S)-DP, the local randomizer is
     (ε_S + ln n, δ_S)-LDP. Returns ``(ε_S + ln n, δ_S)`` (ε rounded up).
@@ -502,7 +518,7 @@ def shuffle_to_ldp(eps: float, delta: float, n: int) -> tuple[float, float]:
 
 
 def shuffle_to_ldp_profile(profile: Profile, n: int) -> Profile:
-    """Seed 000 Thm 5.1 applied at every ε: shuffled profile δ_S(ε) → local profile δ_L.
+    """[HC] Thm 5.1 applied at every ε: shuffled profile δ_S(ε) → local profile δ_L.
 
     ``δ_L(ε) = δ_S(ε − ln n)`` for ε ≥ ln n; below ln n the theorem says nothing and the trivial
     bound 1 is returned. ε − ln n is rounded down (δ_S is non-increasing). ``profile`` must return
@@ -525,7 +541,7 @@ def shuffle_to_ldp_profile(profile: Profile, n: int) -> Profile:
 
 
 def fmt_shuffle_bound(eps0: float, n: int, delta: float) -> float:
-    """Seed 000 Thm 5.2 [FMT22, Thm 3.2]: shuffling n reports of an ε0-LDP randomizer is (ε, δ)-DP,
+    """[FMT22, Thm 3.2] ([HC] Thm 5.2): shuffling n reports of an ε0-LDP randomizer is (ε, δ)-DP,
 
         ε = ln(1 + 4(e^{ε0} − 1)(sqrt(2 ln(4/δ)/((e^{ε0} + 1) n)) + 1/n)),
 
@@ -547,7 +563,7 @@ def fmt_shuffle_bound(eps0: float, n: int, delta: float) -> float:
 
 
 def robust_fmt_shuffle_bound(eps0: float, n: int, delta: float, honest_fraction: float) -> float:
-    """Robust shuffle DP (seed 000 Def 2.6 and the remark after Thm 5.2).
+    """Robust shuffle DP ([HC] Def 2.6 and the remark after Thm 5.2).
 
     If only a fraction γ of the n users follow the protocol, apply :func:`fmt_shuffle_bound` to the
     ⌊γ·n⌋ honest users (the floor keeps it sound: fewer users means a larger ε). Raises ValueError
@@ -565,15 +581,15 @@ def robust_fmt_shuffle_bound(eps0: float, n: int, delta: float, honest_fraction:
 
 
 # ---------------------------------------------------------------------------------------------
-# subsampling (seed 000 §6)
+# subsampling ([HC] §6)
 # ---------------------------------------------------------------------------------------------
 
 
 def subsampling(eps: float, delta: float, rate: float) -> tuple[float, float]:
-    """Seed 000 Thm 6.1 [Ste22, Thm 28]: amplification by subsampling.
+    """[Ste22, Thm 28] ([HC] Thm 6.1): amplification by subsampling.
 
     If M is (ε, δ)-DP and M^U runs M on a random subset U whose inclusion probability for every
-    record is at most γ = ``rate`` (the seed's proof: a uniformly random subset of fixed size
+    record is at most γ = ``rate`` ([HC]'s proof: a uniformly random subset of fixed size
     m = γn, replacement neighbours), then M^U is (ε', δ')-DP with
 
         ε' = ln(1 + γ(e^ε − 1)),   δ' = γ·δ.
@@ -600,7 +616,7 @@ def _subsampled_epsilon(epsilon: float, gamma: float) -> float:
 
 
 def subsampled_profile(profile: Profile, rate: float) -> Profile:
-    """Seed 000 Thm 6.1 applied at every ε: the privacy profile of the subsampled mechanism.
+    """[HC] Thm 6.1 applied at every ε: the privacy profile of the subsampled mechanism.
 
     If M has profile δ(ε) (M is (ε, δ(ε))-DP for every ε ≥ 0), then for every ε' ≥ 0
 

@@ -17,8 +17,8 @@ composition of dominating pairs is adaptive, so the order of events does not mat
 Neighbouring relation (a constructor option, stated with every number):
 
 * ``"replace_one"`` (default): one record replaced by another. The shuffle bounds hold only for
-  this relation (SPEC §1). A Gaussian step then has sensitivity 2 (a replaced record moves the
-  clipped sum by up to 2C), exactly as dp-accounting's ``PLDAccountant`` treats it.
+  this relation (docs/theory.md, "Setting"). A Gaussian step then has sensitivity 2 (a replaced
+  record moves the clipped sum by up to 2C), exactly as dp-accounting's ``PLDAccountant`` treats it.
 * ``"add_or_remove_one"``: one record added or removed, the relation Opacus's own accountants use
   (sensitivity 1). Shuffle and local-report events have no guarantee under it, so adding one raises
   ValueError.

@@ -1,4 +1,5 @@
-"""Privacy-loss profiles: from a shuffle bound to objects dp-accounting composes (SPEC §5-6).
+"""Privacy-loss profiles: from a shuffle bound to objects dp-accounting composes (docs/theory.md,
+"Privacy-loss profiles").
 
 A *privacy profile* here is a function ``δ(ε)``, ε ≥ 0, that upper-bounds the hockey-stick
 divergence ``D_{e^ε}`` of a mechanism **in both directions** for every pair of neighbouring
@@ -64,7 +65,8 @@ non-increasing H is below the chord of the grid values, the chord is sampled on
 ``_RDP_SUBDIVISIONS`` sub-points per interval, and each sub-interval uses the value at its left
 end (upper Riemann sum, exact weight integrals). The result bounds D_a in both directions; it is
 finally capped by the Rényi divergence of binary randomized response with ε_cap, which dominates
-every ε_cap-DP pair (seed 000 Cor 3.1 / Kairouz et al.: the pair is a post-processing of it).
+every ε_cap-DP pair (Kairouz, Oh & Viswanath, ICML 2015; Feldman, McMillan & Talwar, FOCS 2021,
+Lemma 3.4: the pair is a post-processing of it).
 """
 
 from __future__ import annotations
@@ -242,7 +244,8 @@ def variation_ratios_of(randomizer: object, name: str = "randomizer") -> tuple[V
 
 
 def honest_users(num_users: int, honest_fraction: float) -> int:
-    """⌊γ·n⌋ honest users (robust shuffling, SPEC §4): at least the victim itself.
+    """⌊γ·n⌋ honest users (robust shuffling, docs/theory.md, "Other bounds"): at least the victim
+    itself.
 
     The product is computed exactly from the binary value of γ, never rounded up by float error
     (so γ = 0.3, whose binary value is slightly below 3/10, gives ⌊0.3·10⌋ = 2).
@@ -314,7 +317,8 @@ def max_profile(profiles: Sequence[PrivacyProfile]) -> PrivacyProfile:
 def randomized_response_delta(epsilon0: float, epsilon: float) -> float:
     """Profile of binary randomized response with parameter ε0: (e^ε0 − e^ε)⁺/(e^ε0 + 1).
 
-    Every ε0-DP pair is a post-processing of it (seed 000 Cor 3.1), so this bounds any ε0-DP pair.
+    Every ε0-DP pair is a post-processing of it (Feldman, McMillan & Talwar, FOCS 2021,
+    arXiv:2012.12803, Lemma 3.4), so this bounds any ε0-DP pair.
     """
     if epsilon >= epsilon0:
         return 0.0
@@ -360,7 +364,8 @@ def poisson_sampled_shuffle_profile(randomizer: object, num_users: int, sampling
     where m and τ come from :func:`sampled_users_lower_bound` (the true δ is non-increasing in the
     number of users: an extra user with known input is a post-processing) and δ_RR,ε0 bounds a
     round with few participants by the victim's local guarantee. This is the always-valid
-    amplification for replace-one; the stronger ε' = ln(1 + γ(e^ε − 1)) of seed 000 Thm 6.1
+    amplification for replace-one; the stronger ε' = ln(1 + γ(e^ε − 1)) of Steinke,
+    arXiv:2210.00597, Thm 28 (Balle, Barthe & Gaboardi, NeurIPS 2018)
     needs add/remove-type comparisons that a replace-one shuffle bound does not provide.
     """
     gamma = check_range("sampling_probability", sampling_probability, 0.0, 1.0)
@@ -383,9 +388,9 @@ def parallel_composite(branches: Sequence[object],
                        probabilities: Sequence[float]) -> VariationRatio:
     """Variation ratio of the randomizer "pick query j w.p. π_j, answer it with R_j, report (j, y)".
 
-    Seed 001 §1.1 ("advanced parallel composition"). The composite randomizer is
-    R(x) = Σ_j π_j·δ_j ⊗ R_j(x): it outputs (j, y) with probability π_j·R_j(x)(y), the choice of j
-    being independent of the data. For a victim pair (x⁰, x¹):
+    Wang et al., arXiv:2304.05007, Sec. 6 ("advanced parallel composition"). The composite
+    randomizer is R(x) = Σ_j π_j·δ_j ⊗ R_j(x): it outputs (j, y) with probability π_j·R_j(x)(y),
+    the choice of j being independent of the data. For a victim pair (x⁰, x¹):
 
     * ratio: R(x⁰)(j, y)/R(x¹)(j, y) = R_j(x⁰)(y)/R_j(x¹)(y) ≤ p_j, so p = max_j p_j;
     * total variation: the branches have disjoint output sets, so
@@ -400,7 +405,8 @@ def parallel_composite(branches: Sequence[object],
     max(μ0, μ1) = pα(Q0 + Q1) + w·N (Q0, Q1 disjoint), so every other user dominates
     (pα/q)·Q0 + (pα/q)·Q1 + (w/q)·N. The *actual* pair may have a smaller TV β' ≤ β and a smaller
     ratio; the decomposition exists for any valid ratio bound p (μ0 ≤ p·μ1 is all it needs) and
-    the bound with the generic share is non-decreasing in β for fixed p, q (SPEC §3, proof in
+    the bound with the generic share is non-decreasing in β for fixed p, q (docs/theory.md,
+    "Monotonicity in β"; proof in
     :mod:`dpacct_shuffle.core.bound`), so evaluating at (p, β, q) upper-bounds the actual pair.
     A branch-specific larger share (e.g. k-ary RR's (d − 2)α) is deliberately not carried over:
     the composite's N mixes the branches' neutral parts in proportions that differ from the other
@@ -439,7 +445,8 @@ def check_probabilities(probabilities: Sequence[float] | None, count: int) -> tu
 
 
 def leaky_randomized_response_delta(epsilon0: float, delta0: float, epsilon: float) -> float:
-    """Profile of any (ε0, δ0)-DP pair (seed 000 Lemma 3.3, leaky randomized response).
+    """Profile of any (ε0, δ0)-DP pair (leaky randomized response, Kairouz, Oh &
+    Viswanath, ICML 2015).
 
     δ(ε) = δ0 + (1 − δ0)·(e^ε0 − e^ε)⁺/(e^ε0 + 1).
     """
@@ -454,8 +461,9 @@ def chained_ldp_profile(epsilons: Sequence[float], deltas: Sequence[float]) -> P
       ≤ e^ε R(ν')(S) + δ. So the chain is (ε, δ)-LDP for any *contiguous block* of stages that is
       (ε, δ)-LDP: the stages before the block produce its (random) input, those after it
       post-process its output.
-    * A block of pure stages is ε-LDP with ε from seed 000 Cor 4.1 applied repeatedly
-      (:func:`dpacct_shuffle.lemmas.chained_ldp`); a single stage with δ_i > 0 is its leaky RR.
+    * A block of pure stages is ε-LDP with ε from Erlingsson et al., arXiv:2001.03618, Cor A.2
+      applied repeatedly (:func:`dpacct_shuffle.lemmas.chained_ldp`); a single stage with
+      δ_i > 0 is its leaky RR.
 
     The profile is the pointwise minimum over all maximal pure blocks and all approximate stages
     (each is a valid profile, so is their minimum).
@@ -721,8 +729,9 @@ def ldp_pld(epsilon: float, delta: float = 0.0,
             ) -> pld_lib.PrivacyLossDistribution:
     """PLD of any (ε, δ)-DP pair: dp-accounting's ``from_privacy_parameters`` (leaky RR).
 
-    Every (ε, δ)-DP pair is a post-processing of the leaky randomized response of seed 000
-    Lemma 3.3 (infinite loss w.p. δ, ±ε otherwise), whose PLD this is (losses rounded up).
+    Every (ε, δ)-DP pair is a post-processing of the leaky randomized response of Kairouz,
+    Oh & Viswanath, ICML 2015 (infinite loss w.p. δ, ±ε otherwise), whose PLD this is (losses
+    rounded up).
     """
     return pld_lib.from_privacy_parameters(
         pld_common.DifferentialPrivacyParameters(epsilon, delta), value_discretization_interval)

@@ -1,12 +1,12 @@
 """Independent brute-force oracles for the numerical core (numpy/scipy/fractions only).
 
 Nothing here imports :mod:`dpacct_shuffle`: every value is computed from the *definitions*
-(SPEC §1-3), not from the core's formulas, so that the tests compare two independent derivations.
+(docs/theory.md, "Setting" to "Neutral-aware bound"), not from the core's formulas, so that the tests compare two independent derivations.
 
 Oracles
 -------
 * :func:`pair_delta_bruteforce` -- hockey-stick divergence of the neutral-aware dominating pair
-  (SPEC §3) by enumerating every count vector ``(#Q0, #Q1, #N)`` of ``n`` users (``n <= 40``).
+  (docs/theory.md, "Neutral-aware bound") by enumerating every count vector ``(#Q0, #Q1, #N)`` of ``n`` users (``n <= 40``).
 * :func:`pair_delta_fraction` -- the same quantity in exact rational arithmetic (small ``n``),
   used to check the floating-point oracle.
 * :func:`pair_delta_truncated` -- a slow cell-by-cell sum for ``n`` in the hundreds/thousands,
@@ -17,9 +17,9 @@ Oracles
 * :func:`shuffled_delta_by_sequences` -- the same by enumerating every output sequence (tiny
   ``n``), fully independent of the convolution code.
 * :func:`krr_matrix`, :func:`krr_neutral_aware_params`, :func:`krr_published_params` -- k-ary
-  randomized response and its variation-ratio parameters (SPEC §2).
+  randomized response and its variation-ratio parameters (docs/theory.md, "Decomposition").
 
-The dominating pair (SPEC §2-3)
+The dominating pair
 -------------------------------
 ``alpha = beta/(p-1)``, ``w = 1-(p+1)alpha``.  Under ``x0`` the victim is a Q0-clone w.p.
 ``p*alpha``, a Q1-clone w.p. ``alpha``, neutral w.p. ``w``; under ``x1`` the first two are
@@ -64,7 +64,7 @@ _REST_ROUNDING = 1e-12  # |rest| below this (negative) is float rounding of s = 
 
 @dataclass(frozen=True)
 class PairParams:
-    """Masses of the dominating pair (SPEC §2): victim (p_alpha, alpha, w), others (r0, r1, s, rest)."""
+    """Masses of the dominating pair: victim (p_alpha, alpha, w), others (r0, r1, s, rest)."""
 
     p: float
     beta: float
@@ -343,7 +343,7 @@ def krr_matrix(eps0: float, d: int) -> np.ndarray:
 
 
 def krr_neutral_aware_params(eps0: float, d: int) -> dict[str, float]:
-    """VariationRatio kwargs for k-RR (SPEC §2): p=q=e^eps0, beta=(e^eps0-1)/(e^eps0+d-1), s=(d-2)alpha."""
+    """VariationRatio kwargs for k-RR: p=q=e^eps0, beta=(e^eps0-1)/(e^eps0+d-1), s=(d-2)alpha."""
     big = math.exp(eps0)
     alpha = 1.0 / (big + d - 1)
     return {"p": big, "beta": (big - 1) / (big + d - 1), "q": big, "neutral_share": (d - 2) * alpha}

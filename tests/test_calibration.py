@@ -29,7 +29,7 @@ def test_largest_epsilon0_krr_is_certified_and_maximal() -> None:
 
 def test_largest_epsilon0_beats_fmt_closed_form() -> None:
     target, delta, n = 0.5, 1e-6, 1000
-    # epsilon0 at which the FMT closed form (seed 000 Thm 5.2) reaches the target
+    # epsilon0 at which the FMT closed form (Feldman, McMillan & Talwar, arXiv:2208.04591, Thm 3.2) reaches the target
     fmt_epsilon0 = optimize.brentq(lambda e0: fmt_epsilon(e0, n, delta) - target, 1e-3, 2.0)
     ours = largest_epsilon0(VariationRatio.worst_case, target, delta, n, rtol=RTOL)
     assert shuffled_delta(VariationRatio.worst_case(ours), target, n) <= delta

@@ -19,7 +19,7 @@ def test_fmt_is_above_the_worst_case_numerical_bound(eps0: float, n: int, delta:
     closed = fmt_epsilon(eps0, n, delta)
     numeric = VariationRatio.worst_case(eps0).epsilon(delta, n)
     assert closed >= numeric
-    # the closed form is looser but of the same order (seed 000 Thm 5.2 vs the clone reduction)
+    # the closed form is looser but of the same order (FMT, arXiv:2208.04591, Thm 3.2, vs the clone reduction)
     assert closed <= 6.0 * numeric
 
 

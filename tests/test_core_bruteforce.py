@@ -1,4 +1,4 @@
-"""The numerical core against independent brute force (issue 2).
+"""The numerical core against independent brute force.
 
 Three groups:
 
@@ -8,7 +8,8 @@ Three groups:
 2. ``VariationRatio.delta``/``delta_interval`` against the pair oracle: exact agreement for n <= 40,
    rigorous brackets at n in the hundreds/thousands.
 3. Soundness on k-ary randomized response: the neutral-aware bound is >= the exact shuffled delta
-   for every configuration of the other users tried; the published pair is not (SPEC §3).
+   for every configuration of the other users tried; the published pair is not (docs/theory.md,
+   "Published pair").
 
 Tolerances: ``REL_EXACT``/``ABS_EXACT`` is the agreement demanded between two double-precision
 summations of O(1) probabilities (1e-9 relative, and 1e-15 absolute -- the resolution of a sum of
@@ -220,7 +221,7 @@ def test_oracles_coincide_where_pair_is_the_histogram(eps0, n):
         assert pair == pytest.approx(exact, rel=1e-10, abs=1e-16)
 
 
-def test_oracles_reproduce_spec_section3_numbers():
+def test_oracles_reproduce_the_published_pair_counterexample():
     # eps0 = 2, d = 5, n = 30, eps = 0.8, others all hold a third value
     exact = exact_shuffled_delta(krr_matrix(2.0, 5), 0, 1, [2] * 29, 0.8)
     kw = krr_published_params(2.0, 5)
@@ -251,7 +252,7 @@ KRR_GRID = [(2, 5), (2, 40), (3, 6), (3, 20), (3, 40), (5, 8), (5, 30)]
 @pytest.mark.parametrize("d,n", KRR_GRID)
 @pytest.mark.parametrize("eps0", [0.5, 1.0, 2.0, 3.0])
 def test_oracle_neutral_aware_pair_dominates_exact_krr(d, n, eps0):
-    """SPEC §3 claim, oracle-only: the s = (d-2)alpha pair is >= exact shuffled k-RR."""
+    """Oracle-only: the s = (d-2)alpha pair is >= exact shuffled k-RR."""
     kw = krr_neutral_aware_params(eps0, d)
     mat = krr_matrix(eps0, d)
     for eps in (0.0, 0.1, 0.3, 0.6, 1.0, 1.5):
@@ -340,7 +341,7 @@ def test_core_interval_brackets_slow_sum_at_larger_n(case):
 
 
 # ---------------------------------------------------------------------------------------------
-# 3. Soundness on k-ary randomized response (SPEC §3)
+# 3. Soundness on k-ary randomized response
 # ---------------------------------------------------------------------------------------------
 
 
@@ -373,8 +374,8 @@ def test_core_worst_case_krr_bound_is_sound():
                     assert vr.delta(eps, n) >= exact * (1 - ORACLE_REL) - ORACLE_ABS
 
 
-def test_core_published_pair_below_exact_spec_regression():
-    """SPEC §3: the published pair under-reports k-RR (so it must never be called a guarantee)."""
+def test_core_published_pair_below_exact_krr():
+    """The published pair under-reports k-RR (so it must never be called a guarantee)."""
     eps0, d, n, eps = 2.0, 5, 30, 0.8
     kw = krr_neutral_aware_params(eps0, d)
     exact = exact_shuffled_delta(krr_matrix(eps0, d), 0, 1, [2] * (n - 1), eps)

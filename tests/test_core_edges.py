@@ -4,7 +4,7 @@ Every value is compared with an independent reference: the brute-force pair orac
 (``tests/oracle.py``) where it resolves the value, otherwise the closed form of the pair's limit
 computed in 40-digit decimal arithmetic from the oracle's own masses (``oracle.pair_params``).
 
-p = ∞ limit (SPEC §3 pair): with α = 0 the victim is an A-clone w.p. β; once e^ε is so large that a
+p = ∞ limit of the dominating pair: with α = 0 the victim is an A-clone w.p. β; once e^ε is so large that a
 single B-clone (or, when w > 0, a neutral clone) among the others outweighs any number of A-clones,
 the divergence is exactly the chance that no other user is a B- or neutral clone:
 δ = β·(1 − r_B − s)^(n − 1) (the victim's clone type is unique). It is the value δ(ε) tends to as
@@ -179,8 +179,8 @@ def test_tiny_delta_against_slow_sum(case):
 
 
 def test_tiny_delta_regime_is_monotone_in_n():
-    """δ ≈ 3e-216 at n = 1e5 (a single call once took ~19 s with a 2.4% wide bracket, and the
-    reported bound at n = 1e6 once exceeded it). Bound non-increasing in n (SPEC §3 bound.py)."""
+    """δ ≈ 3e-216 at n = 1e5, evaluated to a narrow bracket; the reported bound at n = 1e6 must
+    not exceed it (docs/theory.md, "Monotonicity in n")."""
     vr = VariationRatio(E, 0.3, E)
     lower, upper = vr.delta_interval(0.1, 10**5)
     assert 1e-300 < upper

@@ -1,4 +1,4 @@
-"""Properties of the numerical core (issue 2): ranges, monotonicity, inversion, extremes, bad input,
+"""Properties of the numerical core: ranges, monotonicity, inversion, extremes, bad input,
 and the published reference values.
 
 Monotonicity is asserted rigorously with the certified bracket: if the true divergence f is
@@ -32,7 +32,7 @@ _EXAMPLES = settings.default.max_examples
 FEW = settings(max_examples=max(5, _EXAMPLES // 4))
 MANY = settings(max_examples=_EXAMPLES)
 
-REFERENCE_CSV = pathlib.Path("/work/shared/reference/published_pair_delta_1e-8.csv")
+REFERENCE_CSV = pathlib.Path(__file__).resolve().parent / "data" / "published_pair_delta_1e-8.csv"
 
 
 def _beta_max(p: float) -> float:
@@ -71,7 +71,7 @@ def variation_ratios(draw, max_eps0: float = 8.0, allow_inf: bool = True) -> Var
 def _eps_scale(vr: VariationRatio, n: int) -> float:
     """Where delta(eps, n) is not astronomically small: min(ln p, ln(1 + beta sqrt(3000/((r0+r1) n)))).
 
-    The second term is the asymptotic form of seed 001 Thm 4.3 at delta ~ 1e-40 (a heuristic
+    The second term is the asymptotic form of Wang et al. (arXiv:2304.05007), Thm 4.3 at delta ~ 1e-40 (a heuristic
     that only shapes the drawn domain; every assertion stays rigorous).  Drawing eps far beyond it
     probes deltas like 1e-200, where the certified upper bound is a truncation floor rather than a
     value (see test_tiny_delta_regime_is_fast_and_monotone).
@@ -170,7 +170,7 @@ def test_delta_nonincreasing_in_n(vr, fraction, n1, n2):
     n=users,
 )
 def test_delta_nondecreasing_in_beta_with_generic_share(eps0, b1, b2, q_factor, fraction, n):
-    """SPEC §3 convex-order proof: at fixed p, q and s = w/q the bound grows with beta."""
+    """Convex-order proof (docs/theory.md, "Monotonicity in β"): at fixed p, q and s = w/q the bound grows with beta."""
     p = math.exp(eps0)
     q = p * q_factor
     b1, b2 = sorted((b1, b2))
@@ -192,7 +192,7 @@ def test_delta_nondecreasing_in_beta_with_generic_share(eps0, b1, b2, q_factor, 
     n=st.integers(1, 25),
 )
 def test_pair_oracle_nondecreasing_in_beta_with_generic_share(eps0, b1, b2, q_factor, fraction, n):
-    """The same monotonicity on the brute-force pair (checks the SPEC proof, not the core)."""
+    """The same monotonicity on the brute-force pair (checks the proof, not the core)."""
     p = math.exp(eps0)
     q = p * q_factor
     b1, b2 = sorted((b1, b2))
@@ -300,7 +300,7 @@ def test_bad_call_arguments_raise():
             vr.delta(0.1, n)
         with pytest.raises(ValueError, match="n"):
             vr.epsilon(1e-6, n)
-    # non-integer n: a value error or a type error (HELPERS rule 3), never a result
+    # non-integer n: a value error or a type error (bad input is rejected), never a result
     for n in (2.5, "10", None, math.nan, math.inf):
         with pytest.raises((ValueError, TypeError)):
             vr.delta(0.1, n)
@@ -464,20 +464,20 @@ def test_published_reference_values(row):
 
 
 def test_p_infinite_huge_epsilon():
-    # eps > ln(float max) with p = inf (once an OverflowError from math.exp)
+    # eps > ln(float max) with p = inf: no OverflowError from math.exp
     vr = VariationRatio(math.inf, 1.0, 2.0)
     assert vr.delta(710.0, 1) == pytest.approx(1.0, rel=1e-9)
     assert 0.0 <= vr.delta(1000.0, 50) <= 1.0
 
 
 def test_subnormal_beta_and_share():
-    # subnormal beta (r0 underflows to 0; once a ZeroDivisionError)
+    # subnormal beta (r0 underflows to 0): no ZeroDivisionError
     assert VariationRatio(math.inf, 5e-324, 2.0).delta(0.0, 1) <= 1e-323
     # subnormal beta: the certified upper bound must not underflow below the exact value
     exact = float(pair_delta_fraction(math.e, 1e-310, 100.0, None, None, 30, 0.01, 0))
     assert exact > 0.0
     assert VariationRatio(math.e, 1e-310, 100.0).delta(0.01, 30) >= exact
-    # subnormal neutral share (once a "math domain error" from an internal log)
+    # subnormal neutral share: no "math domain error" from an internal log
     for share in (5e-324, 1e-310):
         for vr in (VariationRatio(math.inf, 0.5, 3.0, neutral_share=share),
                    VariationRatio(math.e, 0.3, math.e, neutral_share=share)):

@@ -102,7 +102,7 @@ def matrices(draw: st.DrawFn, rows: int, cols: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------
-# divergences (seed 002 Def 3.5, 3.6, Remark 3.2, Lemma 3.18)
+# divergences (Dwork & Roth 2014, Def 3.5, 3.6, Remark 3.2, Lemma 3.18)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -166,7 +166,7 @@ def test_approximate_max_divergence_edge_cases():
 @FAST
 @given(weights, weights)
 def test_kl_bound_from_max_divergence(w, v):
-    """Seed 002 Lemma 3.18 on explicit pairs: KL ≤ ε(e^ε − 1) with ε = max of both D_∞.
+    """Dwork & Roth 2014, Lemma 3.18, on explicit pairs: KL ≤ ε(e^ε − 1) with ε = max of both D_∞.
 
     The pair is normalised and evaluated in 50-digit arithmetic, so the check is exact."""
     size = min(len(w), len(v))
@@ -258,16 +258,16 @@ def test_approx_to_pure_point_mass_example_is_close_to_bound():
 # ---------------------------------------------------------------------------------------------
 
 
-def seed_counterexample(eps: float, delta: float) -> np.ndarray:
+def compendium_counterexample(eps: float, delta: float) -> np.ndarray:
     e = math.exp(eps)
     r0 = [e / 3, (1 / 3 - delta) / e, 1 - (e / 3 + (1 / 3 - delta) / e)]
     r1 = [1 / (3 * e), e / 3 + delta, 1 - (1 / (3 * e) + e / 3 + delta)]
     return np.array([r0, r1])
 
 
-def test_seed_counterexample_refutes_two_delta_and_attains_lemma_4_2():
+def test_compendium_counterexample_refutes_two_delta_and_attains_lemma_4_2():
     eps, delta = 0.25, 1 / 6
-    m = seed_counterexample(eps, delta)
+    m = compendium_counterexample(eps, delta)
     uniform = np.full(3, 1 / 3)
     # it is (ε, δ)-deletion LDP w.r.t. the uniform reference (Def 2.3, both inequalities)
     for row in m:
@@ -304,8 +304,8 @@ def test_deletion_to_replacement_profile_on_random_randomizers(m, ref):
     profile = L.deletion_to_replacement_profile(lambda e: L.deletion_delta(m, reference, e))
     for eps in (0.0, 0.1, 0.5, 1.0, 2.0):
         assert matrix_delta(m, eps) <= profile(eps) + FLOAT_SLACK
-    # the seed's counterexample attains it at ε' = 2·(1/4)
-    cx = seed_counterexample(0.25, 1 / 6)
+    # Huang & Canonne's counterexample attains it at ε' = 2·(1/4)
+    cx = compendium_counterexample(0.25, 1 / 6)
     tight = L.deletion_to_replacement_profile(lambda e: L.deletion_delta(cx, np.full(3, 1 / 3), e))
     assert tight(0.5) == pytest.approx(matrix_delta(cx, 0.5), rel=1e-12)
 
@@ -450,7 +450,7 @@ def leaky_rr(eps: float, delta: float) -> np.ndarray:
     return np.hstack([base, delta * np.eye(2)])
 
 
-def test_approximate_grouposition_corrected_delta_and_seed_counterexample():
+def test_approximate_grouposition_corrected_delta_and_compendium_counterexample():
     eps, delta, k, delta_prime = 0.5, 0.01, 4, 1e-4
     m = leaky_rr(eps, delta)
     assert matrix_delta(m, eps) <= delta + FLOAT_SLACK  # (ε, δ)-LDP
@@ -458,7 +458,7 @@ def test_approximate_grouposition_corrected_delta_and_seed_counterexample():
     eps_prime, delta_total = L.advanced_grouposition_approx(eps, delta, k, delta_prime)
     actual = hs(p, q, eps_prime)
     assert actual >= 1 - (1 - delta) ** k - 1e-15
-    assert actual > delta + k * delta_prime  # the seed's "δ + kδ'" fails
+    assert actual > delta + k * delta_prime  # the compendium's "δ + kδ'" fails
     assert actual <= delta_total  # δ' + kδ holds
     assert delta_total == pytest.approx(delta_prime + k * delta)
 
@@ -694,7 +694,7 @@ def test_subsampling_large_epsilon_is_finite_and_monotone():
 
 
 # ---------------------------------------------------------------------------------------------
-# basic composition (seed 002 Thm 3.14–3.16)
+# basic composition (Dwork & Roth 2014, Thm 3.14–3.16)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -720,7 +720,7 @@ def test_basic_composition_pure_is_attained_by_randomized_response():
     assert pure_eps(p, q) <= total
 
 
-def test_basic_composition_seed_example_and_delta_cap():
+def test_basic_composition_textbook_example_and_delta_cap():
     assert L.basic_composition([(0.5, 1e-6), (0.3, 0.0), (0.2, 1e-6)]) == (
         pytest.approx(1.0),
         pytest.approx(2e-6),

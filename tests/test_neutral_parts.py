@@ -202,9 +202,8 @@ def test_unary_lower_bounds_close_the_gap() -> None:
 
 def test_analyzer_extreme_entries_do_not_trip_the_verification() -> None:
     """Entries spanning 1e-12..1: the neutral part's float sum differs from w = 1 − (p + 1)α by
-    ~1e-11 relative. The single-type candidates are re-checked output by output (as before the
-    typed candidates existed), so the analysis succeeds; the bound stays above brute force.
-    (Found by an independent audit: from_matrix raised RuntimeError here.)"""
+    ~1e-11 relative. The single-type candidates are checked output by output, so the analysis
+    succeeds (no RuntimeError) and the bound stays above brute force."""
     matrix = np.array([[0.9979805614677382, 9.97980561467738e-10, 0.0020194375342812297],
                        [0.9136603492664712, 0.04530582031401179, 0.04103383041951698],
                        [1.2244752109506862e-06, 0.9999987755235645, 1.2244752109506864e-12]])

@@ -290,12 +290,12 @@ def test_binary_rr_large_n_exact_and_below_upper() -> None:
 
 # -- lower bounds ----------------------------------------------------------------------------------------
 def test_krr_projection_is_lossless_for_others_at_x0() -> None:
-    # SPEC §3: eps0 = 1, d = 3, n = 20, eps = 0.8, others holding x0: exact 3.31e-5
+    # docs/theory.md, "Published pair": eps0 = 1, d = 3, n = 20, eps = 0.8, others holding x0: exact 3.31e-5
     e = math.exp(1.0)
     g = 1 / (e + 2)
     pair = trinomial_projection(20, (e * g, g), (g, e * g), (e * g, g))
     assert pair.delta(0.8) == pytest.approx(3.31e-5, rel=2e-3)
-    # SPEC §3: eps0 = 2, d = 5, n = 30, eps = 0.8: worst configuration exact 0.016845
+    # docs/theory.md, "Published pair": eps0 = 2, d = 5, n = 30, eps = 0.8: worst configuration exact 0.016845
     shuffled = rz.krr(2.0, 5).shuffled(30)
     lower, upper = shuffled.delta_interval(0.8)
     assert lower <= 0.016845 <= upper
@@ -486,20 +486,20 @@ def test_krr_lower_bound_tight_at_ten_million_users() -> None:
 
 
 def test_near_epsilon0_upper_bounds_stay_above_exact() -> None:
-    """Within ~1e-13 of ε0, p − e^ε cancels: p = exp(ε0) rounded down under-reported δ (audit:
-    krr(1, 3), n = 2, ε = 1 − 1e-13: 3.31962e-14 vs exact 3.32014e-14; binary_rr(1): 5.34058e-14 vs
-    5.34613e-14, exact values from 60-digit arithmetic). The core now takes p 4 ulps up and e^ε
-    rounded down."""
+    """Within ~1e-13 of ε0, p − e^ε cancels: a p = exp(ε0) rounded down would under-report δ
+    (krr(1, 3), n = 2, ε = 1 − 1e-13: 3.31962e-14 vs exact 3.32014e-14; binary_rr(1): 5.34058e-14 vs
+    5.34613e-14, exact values from 60-digit arithmetic). The core takes p 4 ulps up and e^ε rounded
+    down."""
     assert rz.krr(1.0, 3).shuffled(2).delta(0.9999999999999) >= 3.32014e-14
     assert rz.krr(2.2, 3).shuffled(3).delta(2.19999999999978) >= 1.20825e-13
     assert rz.binary_rr(1.0).shuffled(2).delta(0.9999999999999) >= 5.34613e-14
 
 
 def test_matrix_lower_bound_with_tiny_rest_mass_stays_below_exact() -> None:
-    """A 1e-13 entry: the victim's rest mass 1 − R(S0) − R(S1) loses ~0.1% by cancellation, which
-    made the analyzer's instance exceed the exact δ (audit: n = 2, ε = 29: 0.0464964 vs 0.0463048)
-    and even report 2.4e-4 at ε = ε0 where the exact value is 3.9e-16. The row margin now covers
-    the cancellation."""
+    """A 1e-13 entry: the victim's rest mass 1 − R(S0) − R(S1) loses ~0.1% by cancellation; without a
+    margin the analyzer's instance would exceed the exact δ (n = 2, ε = 29: 0.0464964 vs 0.0463048)
+    and report 2.4e-4 at ε = ε0 where the exact value is 3.9e-16. The row margin covers the
+    cancellation."""
     from tests.oracle import exact_shuffled_delta
 
     matrix = np.array([[0.4910068950189542, 0.4910068950189542, 0.00899310498104578, 0.00899310498104578],

@@ -1,4 +1,4 @@
-"""The neutral-aware variation-ratio bound (SPEC §2–3).
+"""The neutral-aware variation-ratio bound (docs/theory.md, "Neutral-aware bound").
 
 A local randomizer R and a pair of victim inputs (x⁰, x¹) with μ0 = R(x⁰), μ1 = R(x¹) satisfy
 
@@ -17,9 +17,9 @@ With (A, B, K, rest) ~ Multinomial(n; r0, r1, s, 1 − r0 − r1 − s),
 the exact hockey-stick divergence of the dominating pair on the statistic (#Q0-clones, #Q1-clones,
 #N-clones): the victim is always one of the three clone types, so the number of "rest" users is the
 same under x⁰ and x¹ and the reduction is a post-processing. The reverse direction swaps (r0, q0) with
-(r1, q1). The published variation-ratio pair (seed 001, Thm 4.1/4.7/4.8) is the special case
-s = 1 − r0 − r1, valid only when every other user's residual equals the victim's N (see
-:func:`published_pair`).
+(r1, q1). The published variation-ratio pair (Wang et al., arXiv:2304.05007, Thm 4.1/4.7/4.8) is the
+special case s = 1 − r0 − r1, valid only when every other user's residual equals the victim's N
+(see :func:`published_pair`).
 
 Several neutral types (``neutral_parts``). The victim's neutral part may split as
 w·N = Σ_t w_t·N_t into parts with disjoint supports that the other users reproduce at different
@@ -35,15 +35,15 @@ s_t = 0 (a limit of valid shares s_t → 0⁺) only drops out of λ. With one pa
 above. It helps when one neutral pattern is rare among the others (unary encodings: the (1, 1)
 pattern of the two victim bits) and caps the single share, while another is common.
 
-Monotonicity in β (SPEC §3). With the generic share s = w/q the bound is non-decreasing in β for
-fixed p, q: write a user's contribution as Z ∈ {c_A, c_B, c_K, 0} times a common positive factor;
-raising β moves per-user probability from {K, rest} to {A, B} in proportions (p+1):(p−1) and 1:1,
-the two mixtures have the same mean (1 + 1/p)(1 − e^ε)/2, and since [1 − e^ε, 0] ⊆
-[1/p − e^ε, 1 − e^ε/p] for ε ≤ ln p the new per-user law dominates the old in convex order; convex
-order survives sums of independent variables and E[(·)⁺] is convex. Hence for any ε0-LDP randomizer
-the bound at β = (e^ε0 − 1)/(e^ε0 + 1) (w = 0, :meth:`VariationRatio.worst_case`) is valid; unlike
-the Feldman–McMillan–Talwar stronger-clone proof (erratum arXiv 2208.04591) this argument needs no
-restriction on the randomizer.
+Monotonicity in β (docs/theory.md, "Monotonicity in β"). With the generic share s = w/q the bound
+is non-decreasing in β for fixed p, q: write a user's contribution as Z ∈ {c_A, c_B, c_K, 0} times
+a common positive factor; raising β moves per-user probability from {K, rest} to {A, B} in
+proportions (p+1):(p−1) and 1:1, the two mixtures have the same mean (1 + 1/p)(1 − e^ε)/2, and
+since [1 − e^ε, 0] ⊆ [1/p − e^ε, 1 − e^ε/p] for ε ≤ ln p the new per-user law dominates the old in
+convex order; convex order survives sums of independent variables and E[(·)⁺] is convex. Hence for
+any ε0-LDP randomizer the bound at β = (e^ε0 − 1)/(e^ε0 + 1) (w = 0,
+:meth:`VariationRatio.worst_case`) is valid; unlike the Feldman–McMillan–Talwar stronger-clone
+proof (erratum to arXiv:2208.04591) this argument needs no restriction on the randomizer.
 
 Monotonicity in n: the pair for n + 1 users is the pair for n users plus one independent
 multinomial draw, a post-processing, so the bound is non-increasing in n. Above
@@ -191,7 +191,8 @@ class VariationRatio:
     # -- construction helpers -------------------------------------------------------------
     @classmethod
     def worst_case(cls, epsilon0: float) -> "VariationRatio":
-        """Any ε0-LDP randomizer: p = q = e^ε0, β = (e^ε0 − 1)/(e^ε0 + 1) (w = 0, SPEC §3).
+        """Any ε0-LDP randomizer: p = q = e^ε0, β = (e^ε0 − 1)/(e^ε0 + 1) (w = 0, docs/theory.md,
+        "Monotonicity in β").
 
         ε0 must lie in [MIN_EPSILON0, MAX_EPSILON0] = [1e-6, 500] (core.validation).
 
@@ -251,18 +252,25 @@ class VariationRatio:
                 f"neutral_share={self.neutral_share!r}{weight})")
 
     # -- the bound ------------------------------------------------------------------------
-    def delta_interval(self, epsilon: float, n: int, rtol: float = 1e-3) -> Bracket:
+    def delta_interval(self, epsilon: float, n: int, rtol: float = 1e-3,
+                       direction: int | None = None) -> Bracket:
         """(lower estimate, upper bound) of max(D_{e^ε}(P‖Q), D_{e^ε}(Q‖P)) for n users.
 
         The upper bound is certified (truncated mass and rounding margins added, K bands at their
         lowest K); the lower estimate drops truncated mass and uses each band's highest K. Bands are
         refined until (upper − lower) ≤ rtol·upper or the refinement budget is spent; small problems
         sum every cell and are exact up to rounding.
+
+        ``direction`` 0 or 1 bounds one direction only: D_{e^ε}(P‖Q) (P: victim at x⁰, whose type
+        Q0 has mass pα) or D_{e^ε}(Q‖P); None (default) their maximum.
         """
         eps = check_epsilon(epsilon)
         users = check_num_users(n)
         tolerance = check_range("rtol", rtol, 0.0, 1.0, low_open=True)
-        return _delta_bracket(self._key(), eps, min(users, MAX_EVALUATED_USERS), tolerance)
+        if direction not in (None, 0, 1):
+            raise ValueError(f"direction must be None, 0 or 1, got {direction!r}")
+        return _delta_bracket(self._key(), eps, min(users, MAX_EVALUATED_USERS), tolerance,
+                              direction=direction)
 
     def delta(self, epsilon: float, n: int) -> float:
         """Certified upper bound on the shuffled δ(ε) with n users (both directions)."""
@@ -297,12 +305,16 @@ class VariationRatio:
         return _epsilon_search(self, target, users, tolerance)
 
 
-def _directional_problems(key: BoundKey, eps: float, n: int
+def _directional_problems(key: BoundKey, eps: float, n: int, direction: int | None = None
                           ) -> list[DirectionalProblem]:
+    """The problems of both directions (one if the pair is symmetric), or of ``direction`` only."""
     vr = _from_key(key)
     e = math.exp(eps)
     problems = []
-    for r_a, r_b in ((vr.r0, vr.r1), (vr.r1, vr.r0)):
+    orders = ((vr.r0, vr.r1), (vr.r1, vr.r0))
+    if direction is not None and vr.r0 != vr.r1:
+        orders = (orders[direction],)
+    for r_a, r_b in orders:
         c_a = (vr.p_alpha - e * vr.alpha) / r_a
         c_b = (vr.alpha - e * vr.p_alpha) / r_b
         c_k = 0.0 if vr.neutral_share == 0.0 else vr.neutral_weight * (1.0 - e) / vr.neutral_share
@@ -351,7 +363,8 @@ def _merge_neutral_parts(parts: Sequence[tuple[float, float]], neutral_mass: flo
 @functools.lru_cache(maxsize=4096)
 def _delta_bracket(key: BoundKey, eps: float, n: int,
                    rtol: float, tail: float = 1e-18, bands: int = 4,
-                   reference: bool = False, stop_below: float = _NEGLIGIBLE_DELTA) -> Bracket:
+                   reference: bool = False, stop_below: float = _NEGLIGIBLE_DELTA,
+                   direction: int | None = None) -> Bracket:
     """Bracket of the two-sided divergence, refined until its relative width is ≤ rtol.
 
     Truncated tail mass and band resolution are refined separately: the tail is shrunk when the
@@ -372,7 +385,7 @@ def _delta_bracket(key: BoundKey, eps: float, n: int,
         # the pair is a post-processing of the victim's type, whose total variation is (p − 1)α = β
         return Bracket(0.0, min(1.0, vr.beta))
     # δ is non-increasing in ε, so evaluating at min(ε, 300) is an upper bound (e^ε overflows)
-    problems = _directional_problems(key, min(eps, _MAX_EVALUATED_EPSILON), n)
+    problems = _directional_problems(key, min(eps, _MAX_EVALUATED_EPSILON), n, direction)
     # far in the tail a Chernoff bound settles it without truncating deep into the tails
     chernoff = max(chernoff_log_upper(problem) for problem in problems)
     if chernoff < math.log(max(stop_below, 1e-308)):
@@ -531,10 +544,12 @@ def _epsilon_search(vr: VariationRatio, delta: float, n: int, rtol: float) -> fl
 
 
 def published_pair(p: float, beta: float, q: float, q1: float | None = None) -> VariationRatio:
-    """The published variation-ratio pair (seed 001 Thm 4.1/4.7/4.8) — NOT A VALID BOUND IN GENERAL.
+    """The published variation-ratio pair (Wang et al., arXiv:2304.05007, Thm 4.1/4.7/4.8) — NOT A
+    VALID BOUND IN GENERAL.
 
     It is the special case s = 1 − r0 − r1 (every other user's residual is the victim's neutral
-    part N). For k-ary randomized response it under-reports: exact shuffled δ exceeds it (SPEC §3:
+    part N). For k-ary randomized response it under-reports: exact shuffled δ exceeds it
+    (docs/theory.md, "Published pair":
     ε0 = 2, d = 5, n = 30, ε = 0.8, others holding a third value: exact 0.016845 vs 0.016270).
     Use it only to reproduce the paper's tables, never as a guarantee, unless the randomizer proves
     s = 1 − r0 − r1 is a valid neutral share. At worst-case β (w = 0) it coincides with the valid

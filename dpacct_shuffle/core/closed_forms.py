@@ -1,16 +1,17 @@
-"""Closed-form amplification bounds, each with its validity conditions (SPEC §4).
+"""Closed-form amplification bounds, each with its validity conditions (docs/theory.md, "Other
+bounds").
 
 Only bounds whose statement we can check against the numerical core are shipped:
 
-* :func:`fmt_epsilon` — Feldman–McMillan–Talwar (seed 000, Thm 5.2 [FMT22, Thm 3.2]) for any
-  ε0-LDP randomizer. Valid for every ε0-LDP randomizer because it upper-bounds the worst-case
+* :func:`fmt_epsilon` — Feldman, McMillan & Talwar (SODA 2023, arXiv:2208.04591, Thm 3.2)
+  for any ε0-LDP randomizer. Valid for every ε0-LDP randomizer because it upper-bounds the worst-case
   variation-ratio pair (β = (e^ε0 − 1)/(e^ε0 + 1), w = 0, the clone reduction), which is valid for
-  all ε0-LDP randomizers by the monotonicity-in-β argument of SPEC §3 (see
+  all ε0-LDP randomizers by the monotonicity-in-β argument (docs/theory.md, "Monotonicity in β"; see
   :mod:`dpacct_shuffle.core.bound`).
 
 * :func:`chernoff_delta` / :func:`chernoff_epsilon` — a Chernoff-form bound (the tail-bound route
-  of seed 001 Thm 4.2) re-derived for the *neutral-aware* pair, so it is valid wherever the
-  numerical bound is: for every λ > 0, z⁺ ≤ e^(λz − 1)/λ, hence
+  of Wang et al., arXiv:2304.05007, Thm 4.2) re-derived for the *neutral-aware* pair, so it is
+  valid wherever the numerical bound is: for every λ > 0, z⁺ ≤ e^(λz − 1)/λ, hence
 
       δ(ε) ≤ (1/n)·E[e^(λZ − 1)]/λ = exp(n·ln M(λ) − 1 − ln(λn)),
       M(λ) = 1 + r_A(e^(λc_A) − 1) + r_B(e^(λc_B) − 1) + s(e^(λc_K) − 1),
@@ -18,9 +19,9 @@ Only bounds whose statement we can check against the numerical core are shipped:
   minimised over λ, both directions. It needs no summation, is non-increasing in ε (every c
   decreases with ε) and is looser than the numerical bound.
 
-The variation-ratio paper's own asymptotic forms (seed 001, Thm 4.2/4.3) are derived from the
-published pair (s = 1 − r0 − r1), which is not valid in general, and our copy of the seed renders
-them ambiguously; they are therefore not offered as guarantees.
+The variation-ratio paper's own asymptotic forms (Wang et al., arXiv:2304.05007, Thm 4.2/4.3) are
+derived from the published pair (s = 1 − r0 − r1), which is not valid in general (docs/theory.md,
+"Published pair"); they are therefore not offered as guarantees.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def fmt_validity_limit(n: int, delta: float) -> float:
 
 
 def fmt_epsilon(epsilon0: float, n: int, delta: float) -> float:
-    """FMT closed form (seed 000 Thm 5.2): shuffling n ε0-LDP reports is (ε, δ)-DP with
+    """FMT closed form (Feldman, McMillan & Talwar, SODA 2023, arXiv:2208.04591, Thm 3.2):
+    shuffling n ε0-LDP reports is (ε, δ)-DP with
 
         ε = ln(1 + 4(e^ε0 − 1)·(sqrt(2 ln(4/δ)/((e^ε0 + 1)·n)) + 1/n)),
 

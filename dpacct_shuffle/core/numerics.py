@@ -1,4 +1,5 @@
-"""Numerical kernels for the neutral-aware variation-ratio bound (SPEC §3).
+"""Numerical kernels for the neutral-aware variation-ratio bound (docs/theory.md, "Neutral-aware
+bound").
 
 The divergence of the dominating pair is
 
@@ -42,7 +43,11 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
+
+from dpacct_shuffle.core.lazy_import import LazyModule
+
+stats = LazyModule("scipy.stats")  # imported on first use (lean `import dpacct_shuffle`)
 
 SPECIAL_FUNCTION_RTOL = 1e-12  # floor of special_function_rtol (small numbers of trials)
 SUMMATION_RTOL = 1e-10
@@ -189,7 +194,8 @@ def _band_masses(edges: np.ndarray, m: np.ndarray, p: float) -> np.ndarray:
 
 
 class DirectionalProblem(NamedTuple):
-    """One direction of the dominating pair at privacy level ε (SPEC §3 notation)."""
+    """One direction of the dominating pair at privacy level ε (notation of docs/theory.md,
+    "Neutral-aware bound")."""
 
     n: int
     r_a: float  # clone rate of the type favoured by the first distribution
@@ -957,7 +963,8 @@ _TILTED_UNDERFLOW = 1e-300
 
 
 def _tilt_terms(problem: DirectionalProblem) -> list[tuple[float, float]]:
-    """(rate, coefficient) of the four per-user types A, B, K, rest (SPEC §3)."""
+    """(rate, coefficient) of the four per-user types A, B, K, rest (docs/theory.md, "Neutral-aware
+    bound")."""
     rest = max(0.0, 1.0 - problem.r_a - problem.r_b - problem.s)
     return [(problem.r_a, problem.c_a), (problem.r_b, problem.c_b), (problem.s, problem.c_k),
             (rest, 0.0)]

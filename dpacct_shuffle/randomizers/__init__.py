@@ -5,7 +5,7 @@
 >>> lower, upper = shuffled.epsilon_interval(1e-6)
 
 * :mod:`~dpacct_shuffle.randomizers.catalog` — closed-form entries of the variation-ratio paper's
-  tables (seed 001), each with a proven neutral share;
+  tables (Wang et al., arXiv:2304.05007), each with a proven neutral share;
 * :func:`from_matrix` — the parameter analyzer for any finite randomizer;
 * :mod:`~dpacct_shuffle.randomizers.exact` — exact profiles of explicit instances (lower bounds),
   including the exact shuffled binary randomized response.

@@ -1,20 +1,21 @@
-"""Catalog of local randomizers with their variation-ratio parameters (seed 001, parameter tables).
+"""Catalog of local randomizers with their variation-ratio parameters.
 
 Every entry returns a :class:`Randomizer` whose (p, β, q) are those published in the
-variation-ratio paper ("Privacy Amplification via Shuffling: Unified, Simplified, and
-Tightened", seed 001), except where the published β is not the total variation of the randomizer
-as implemented here — each such case is stated in the entry's docstring and ``notes``. The
-published triple is kept in ``Randomizer.published``.
+variation-ratio paper (Wang, Peng, Li, Wen, Li, Yu, Wang and Yang, "Privacy Amplification via
+Shuffling: Unified, Simplified, and Tightened", arXiv:2304.05007), except where the published β is
+not the total variation of the randomizer as implemented here — each such case is stated in the
+entry's docstring and ``notes``. The published triple is kept in ``Randomizer.published``.
 
-Neutral share s (SPEC §2-3). The bound needs, for every other user's input x_i,
-R(x_i) ≥ r0·Q0 + r1·Q1 + s·N pointwise. The generic s = w/max(q0, q1) is always valid and is the
-core's default. Where a larger s is proven below, it is passed explicitly. Notation: e = e^ε0,
+Neutral share s (docs/theory.md, "Decomposition"). The bound needs, for every other user's input
+x_i, R(x_i) ≥ r0·Q0 + r1·Q1 + s·N pointwise. The generic s = w/max(q0, q1) is always valid and is
+the core's default. Where a larger s is proven below, it is passed explicitly. Notation: e = e^ε0,
 α = β/(p − 1), w = 1 − (p + 1)α, Q0 = (μ0 − μ1)⁺/β, Q1 = (μ1 − μ0)⁺/β, w·N = min(μ0, μ1) − α(Q0 + Q1).
 
 Validity over victim pairs. When pairs differ (a smaller TV for some pairs), an entry with the
 generic s covers them all: the bound is non-decreasing in β for fixed p, q with the generic s
-(SPEC §3), and the decomposition stays valid for any p ≥ the pair's own ratio. Entries with a
-specific s state why it holds for every pair, or carry one VariationRatio per kind of pair.
+(docs/theory.md, "Monotonicity in β"), and the decomposition stays valid for any p ≥ the pair's own
+ratio. Entries with a specific s state why it holds for every pair, or carry one VariationRatio per
+kind of pair.
 
 Lower bounds (``shuffled(n).epsilon_interval``): exact divergences of explicit instances after a
 post-processing (:mod:`dpacct_shuffle.randomizers.exact`); entries without a finite instance
@@ -37,6 +38,8 @@ from dpacct_shuffle.randomizers.base import (LocalPairBound, LowerBoundFactory, 
                                              VariationRatioBound)
 from dpacct_shuffle.randomizers.exact import (BINARY_RR_RTOL, BinaryRRProfile, InstanceLowerBound,
                                               trinomial_projection)
+from dpacct_shuffle.randomizers.frequency import (DirectEncodingOracle, FrequencyOracle,
+                                                  UnaryEncodingOracle)
 from dpacct_shuffle.randomizers.matrix import matrix_lower_bound
 
 MAX_MATRIX_CELLS = 4_000_000
@@ -98,11 +101,13 @@ def _single(
     lower: LowerBoundFactory | None = None,
     published: tuple[float, float, float, float] | None = None,
     notes: str = "",
+    frequency_oracle: FrequencyOracle | None = None,
 ) -> Randomizer:
     """A catalog entry: ``vr`` (its summary) and ``alternatives`` are each valid for every pair;
     the reported bound is their minimum (which one is tightest depends on ε and n)."""
     return Randomizer(name, parameters, [VariationRatioBound([vr, *alternatives])], variation_ratio=vr,
-                      matrix=matrix, lower_bound=lower, published=published, notes=notes)
+                      matrix=matrix, lower_bound=lower, published=published, notes=notes,
+                      frequency_oracle=frequency_oracle)
 
 
 Projection = tuple[tuple[float, float], tuple[float, float], tuple[float, float]]
@@ -249,8 +254,9 @@ def worst_case_ldp(epsilon0: float) -> Randomizer:
     """Any ε0-LDP randomizer: p = q = e^ε0, β = (e^ε0 − 1)/(e^ε0 + 1) (w = 0, s irrelevant).
 
     Valid for every ε0-LDP randomizer: its TV is at most (e − 1)/(e + 1) and the bound is
-    non-decreasing in β (SPEC §3). Lower bound: binary randomized response is ε0-LDP, so its exact
-    shuffled profile (:class:`BinaryRRProfile`) is a lower bound for the class.
+    non-decreasing in β (docs/theory.md, "Monotonicity in β"). Lower bound: binary randomized
+    response is ε0-LDP, so its exact shuffled profile (:class:`BinaryRRProfile`) is a lower bound
+    for the class.
     """
     eps0 = _epsilon0(epsilon0)
     vr = VariationRatio.worst_case(eps0)
@@ -276,7 +282,8 @@ def binary_rr(epsilon0: float) -> Randomizer:
     return Randomizer("binary_rr", {"epsilon0": eps0}, [VariationRatioBound([vr])], variation_ratio=vr,
                       fallbacks=[BinaryRRExactUpper(eps0)], matrix=matrix,
                       lower_bound=_binary_rr_lower(eps0), published=(e, vr.beta, e, e),
-                      notes="upper bound: min of the clone bound and the certified exact profile")
+                      notes="upper bound: min of the clone bound and the certified exact profile",
+                      frequency_oracle=DirectEncodingOracle(2, e))
 
 
 @_catalog_entry
@@ -290,9 +297,9 @@ def krr(epsilon0: float, domain_size: int) -> Randomizer:
     law puts at least g on every output, so R(x_i) ≥ g·1 = g·Q0 + g·Q1 + (d − 2)g·N pointwise:
     r0 = r1 = g = pα/q and s = (d − 2)g = w. All pairs are equivalent under relabelling. □
 
-    The published pair (s = 1 − 2g) is NOT valid (SPEC §3); s = (d − 2)g leaves rest mass
-    (e − 1)g. Lower bound: trinomial projection onto (x⁰, x¹), others all holding x⁰ (lossless for
-    that configuration) or all holding a third value.
+    The published pair (s = 1 − 2g) is NOT valid (docs/theory.md, "Published pair"); s = (d − 2)g
+    leaves rest mass (e − 1)g. Lower bound: trinomial projection onto (x⁰, x¹), others all holding
+    x⁰ (lossless for that configuration) or all holding a third value.
     """
     eps0 = _epsilon0(epsilon0)
     d = _integer("domain_size", domain_size, 2)
@@ -301,7 +308,8 @@ def krr(epsilon0: float, domain_size: int) -> Randomizer:
         return Randomizer("krr", {"epsilon0": eps0, "domain_size": 2}, result.cover,
                           variation_ratio=result.variation_ratio, fallbacks=result.fallbacks,
                           matrix=result.matrix,
-                          lower_bound=_binary_rr_lower(eps0), published=result.published)
+                          lower_bound=_binary_rr_lower(eps0), published=result.published,
+                          frequency_oracle=result.frequency_oracle)
     e = math.exp(eps0)
     g = 1.0 / (e + d - 1.0)
     beta = (e - 1.0) * g
@@ -314,7 +322,8 @@ def krr(epsilon0: float, domain_size: int) -> Randomizer:
     lower = _projection_lower((e * g, g), (g, e * g), others,
                               f"k-RR d={d}: counts of x0 and x1, others all at x0 or at a third value")
     return _single("krr", {"epsilon0": eps0, "domain_size": d}, vr, matrix=matrix, lower=lower,
-                   published=(e, beta, e, e), notes="neutral share (d-2)/(e^eps0+d-1), proven")
+                   published=(e, beta, e, e), notes="neutral share (d-2)/(e^eps0+d-1), proven",
+                   frequency_oracle=DirectEncodingOracle(d, e))
 
 
 # -- unary encodings ------------------------------------------------------------------------------
@@ -388,7 +397,7 @@ def rappor(epsilon0: float, domain_size: int) -> Randomizer:
                               extra=[_unary_third_bit_projection(a, b)] if d >= 3 else [])
     return _single("rappor", {"epsilon0": eps0, "domain_size": d}, vr, alternatives=[two_types],
                    matrix=matrix, lower=lower,
-                   published=(e, beta, e, e))
+                   published=(e, beta, e, e), frequency_oracle=UnaryEncodingOracle(d, a, b))
 
 
 @_catalog_entry
@@ -428,7 +437,7 @@ def optimized_unary_encoding(epsilon0: float, domain_size: int) -> Randomizer:
                               extra=[_unary_third_bit_projection(0.5, c)] if d >= 3 else [])
     return _single("oue", {"epsilon0": eps0, "domain_size": d}, vr, alternatives=[two_types],
                    matrix=matrix, lower=lower,
-                   published=(e, beta, e, e))
+                   published=(e, beta, e, e), frequency_oracle=UnaryEncodingOracle(d, 0.5, c))
 
 
 oue = optimized_unary_encoding  # ALIASES["oue"]
@@ -683,7 +692,8 @@ def _set_response(name: str, eps0: float, outputs: int, set_size: int, differenc
 
 @_catalog_entry
 def pckv_grr(epsilon0: float, domain_size: int, set_size: int) -> Randomizer:
-    """PCKV-GRR as parametrised in seed 001: β = s(e − 1)/(s·e + 2d − s), p = q = e.
+    """PCKV-GRR as parametrised in Wang et al., arXiv:2304.05007: β = s(e − 1)/(s·e + 2d − s),
+    p = q = e.
 
     This is the exact TV of a set-boost randomizer over the 2d key-value outputs in which each
     input boosts (prob. e·g, g = 1/(s·e + 2d − s)) its own set of s outputs and the sets of the

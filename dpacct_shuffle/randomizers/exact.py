@@ -1,4 +1,5 @@
-"""Exact shuffled privacy profiles of explicit instances: certified *lower* bounds (SPEC §4).
+"""Exact shuffled privacy profiles of explicit instances: certified *lower* bounds (docs/theory.md,
+"Lower bounds").
 
 An upper bound is only useful next to a lower bound that shows the gap. Every value here is the
 exact hockey-stick divergence of one explicit instance — a victim pair (x⁰, x¹) and a fixed
@@ -8,10 +9,10 @@ worst case over neighbouring datasets is at least the value of any one of them, 
 a certified lower bound on the shuffled protocol's δ(ε) (and, inverted, on its ε(δ)).
 
 Post-processing used (the *trinomial projection*): fix two disjoint output sets S0, S1 (for a
-finite randomizer S0 = {μ0 > μ1} and S1 = {μ1 > μ0}, the supports of Q0 and Q1 of SPEC §2) and
-report only the counts (H0, H1) of shuffled messages in S0 and S1 — a function of the multiset of
-messages. With all others holding the same input, their counts are multinomial and the victim adds
-one message, so the pair of laws is explicit:
+finite randomizer S0 = {μ0 > μ1} and S1 = {μ1 > μ0}, the supports of Q0 and Q1 of docs/theory.md,
+"Decomposition") and report only the counts (H0, H1) of shuffled messages in S0 and S1 — a function
+of the multiset of messages. With all others holding the same input, their counts are multinomial
+and the victim adds one message, so the pair of laws is explicit:
 
     P_j(h0, h1) = u_j0·O(h0 − 1, h1) + u_j1·O(h0, h1 − 1) + (1 − u_j0 − u_j1)·O(h0, h1),
 

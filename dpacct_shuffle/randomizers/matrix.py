@@ -2,7 +2,7 @@
 
 For every unordered victim pair (x⁰, x¹) (the core bound is the maximum of both directions, so the
 ordered pair (x¹, x⁰) gives the same value) with μ0 = R(x⁰), μ1 = R(x¹) this computes the exact
-decomposition of SPEC §2:
+decomposition of docs/theory.md, "Decomposition":
 
 * p = max_y max(μ0(y)/μ1(y), μ1(y)/μ0(y)) (both directions: the core's p bounds both ratios);
 * β = TV(μ0, μ1), Q0 = (μ0 − μ1)⁺/β, Q1 = (μ1 − μ0)⁺/β;
@@ -41,8 +41,8 @@ the pairs are binned by β and each bin gets one VariationRatio with the generic
 their local hockey-stick divergence instead (the shuffled output is a post-processing of the
 victim's message). Two fallbacks valid for every pair lower the result further: the summary
 VariationRatio (max p, max β, q = max p, generic s: the decomposition stays valid for a larger p
-and the bound is non-decreasing in β with the generic s, SPEC §3) and the largest local
-hockey-stick divergence.
+and the bound is non-decreasing in β with the generic s, docs/theory.md, "Monotonicity in β") and
+the largest local hockey-stick divergence.
 """
 
 from __future__ import annotations
@@ -79,14 +79,14 @@ def _sorted_sum(values: np.ndarray) -> np.ndarray:
 
 
 def _pair_decomposition(mu0: np.ndarray, mu1: np.ndarray) -> dict[str, np.ndarray]:
-    """Vectorised SPEC §2 decomposition for a batch of pairs (rows)."""
+    """Vectorised variation-ratio decomposition for a batch of pairs (rows)."""
     diff = mu0 - mu1
     pos, neg = np.maximum(diff, 0.0), np.maximum(-diff, 0.0)
     beta = np.maximum(_sorted_sum(pos), _sorted_sum(neg))
     with np.errstate(divide="ignore", invalid="ignore"):
         r01 = np.where(mu1 > 0, mu0 / mu1, np.where(mu0 > 0, np.inf, 1.0))
         r10 = np.where(mu0 > 0, mu1 / mu0, np.where(mu1 > 0, np.inf, 1.0))
-    # a few ulps up: the decomposition stays valid for any p >= the exact ratio (SPEC §2)
+    # a few ulps up: the decomposition stays valid for any p >= the exact ratio
     p = np.maximum(r01.max(axis=1), r10.max(axis=1)) * (1.0 + 4.0 * np.finfo(float).eps)
     return {"pos": pos, "neg": neg, "beta": beta, "p": p}
 
@@ -295,9 +295,10 @@ def _generic_bins(
     """Too many kinds of pairs: MAX_PAIR_KINDS bins of consecutive β, each one generic VR.
 
     For a pair with its own (p_k, β_k) and q_k = max_y max(μ0, μ1)(y)/min_x R(x)(y), the generic
-    share is valid: R(x_i) ≥ max(μ0, μ1)/q_k = pα(Q0 + Q1)/q_k + w·N/q_k (SPEC §2). The
-    decomposition stays valid for any p ≥ p_k and q ≥ q_k, and with the generic share the bound is
-    non-decreasing in β (SPEC §3), so (max p, max β, max q) over a bin covers every pair in it.
+    share is valid: R(x_i) ≥ max(μ0, μ1)/q_k = pα(Q0 + Q1)/q_k + w·N/q_k (docs/theory.md,
+    "Decomposition"). The decomposition stays valid for any p ≥ p_k and q ≥ q_k, and with the
+    generic share the bound is non-decreasing in β (docs/theory.md, "Monotonicity in β"), so (max
+    p, max β, max q) over a bin covers every pair in it.
     """
     cover: list[PairBound] = []
     local: list[tuple[int, int]] = []
