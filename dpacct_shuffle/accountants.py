@@ -50,7 +50,8 @@ Not changed: ``RdpAccountant`` refuses ``PoissonSampledDpEvent`` of a Gaussian u
 fails under numpy 2 and is not used by anything here.
 
 Private parent attributes relied on (guarded by ``tests/test_accountants.py``):
-``PLDAccountant._pld``, ``._contains_non_dp_event``, ``._value_discretization_interval``;
+``PLDAccountant._pld``, ``._contains_non_dp_event``, ``._value_discretization_interval``,
+``PrivacyLossDistribution._pmf_remove/_pmf_add._infinity_mass``;
 ``RdpAccountant._rdp``, ``._orders``.
 """
 
@@ -69,6 +70,7 @@ from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from dp_accounting.rdp import rdp_privacy_accountant
 from numpy.typing import NDArray
 
+from dpacct_shuffle.core.validation import check_range
 from dpacct_shuffle.events import (
     LDPCompositionEvent,
     LDPCompositionMode,
@@ -306,6 +308,8 @@ def ldp_event_pld(event: LDPCompositionEvent,
                   ) -> pld_lib.PrivacyLossDistribution:
     """PLD of a user's local reports (sequential: composed leaky-RR PLDs; chained: its profile)."""
     deltas = event.delta_values
+    if max(deltas) >= 1.0:  # a report with δ = 1 carries no guarantee: all loss mass infinite
+        return ldp_pld(event.epsilons[deltas.index(max(deltas))], 1.0, value_discretization_interval)
     if event.mode is LDPCompositionMode.SEQUENTIAL:
         result = pld_lib.identity(value_discretization_interval)
         for epsilon, delta in zip(event.epsilons, deltas):
@@ -405,7 +409,33 @@ def _tree_compose(plds: list[pld_lib.PrivacyLossDistribution]) -> pld_lib.Privac
     return plds[0]
 
 
-class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
+class _CheckedQueries:
+    """``get_epsilon``/``get_delta`` with their arguments validated and their results in range.
+
+    The parents accept NaN and out-of-range targets (NaN in, NaN or an arbitrary number out) and
+    can return δ marginally above 1. Here a bad target is a ValueError naming it, ε ≥ 0 and δ is
+    clipped to [0, 1] (both sound: δ ≤ 1 always holds); a NaN from the parent on valid input is
+    reported as no guarantee (ε = inf, δ = 1)."""
+
+    def get_epsilon(self, target_delta: float) -> float:
+        """Smallest ε with (ε, target_delta)-DP for everything composed; target_delta in [0, 1]."""
+        delta = check_range("target_delta", target_delta, 0.0, 1.0)
+        value = float(super().get_epsilon(delta))  # type: ignore[misc]
+        return math.inf if math.isnan(value) else max(0.0, value)
+
+    def get_delta(self, target_epsilon: float) -> float:
+        """Smallest δ with (target_epsilon, δ)-DP for everything composed; target_epsilon >= 0."""
+        epsilon = check_range("target_epsilon", target_epsilon, 0.0, math.inf)
+        value = float(super().get_delta(epsilon))  # type: ignore[misc]
+        return 1.0 if math.isnan(value) else min(1.0, max(0.0, value))
+
+
+def _infinity_mass(pld: pld_lib.PrivacyLossDistribution) -> float:
+    """Probability of an infinite privacy loss in either direction of ``pld``."""
+    return float(max(pld._pmf_remove._infinity_mass, pld._pmf_add._infinity_mass))
+
+
+class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant):
     """``PLDAccountant`` that also accounts shuffle rounds and local reports (replace-one default).
 
     Args:
@@ -480,6 +510,12 @@ class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
         return pld.self_compose(count) if count > 1 else pld
 
     def _compose_pld(self, pld: pld_lib.PrivacyLossDistribution, count: int) -> None:
+        if _infinity_mass(pld) >= 1.0:
+            # no finite privacy loss at all (δ(ε) = 1 for every ε, e.g. an (ε, 1)-LDP report or a
+            # p = ∞ randomizer with one user): the parent's non-private state (ε = inf, δ = 1);
+            # dp-accounting cannot compose a PLD without finite mass (IndexError)
+            self._contains_non_dp_event = True
+            return
         self._pld = self._pld.compose(pld.self_compose(count) if count > 1 else pld)
 
     def _leaf_error(self, event: dp_event.DpEvent) -> Optional[CompositionErrorDetails]:
@@ -498,7 +534,7 @@ class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
 
     def _compose_leaf(self, event: dp_event.DpEvent, count: int) -> None:
         if _is_own(event):
-            self._pld = self._pld.compose(self._own_pld(event, count))
+            self._compose_pld(self._own_pld(event, count), 1)
         elif self._is_fixed_randomized_response(event):
             # parent defect: it composes the randomized-response PLD once, whatever `count` is
             if event.noise_parameter < 1.0:
@@ -581,7 +617,7 @@ class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
             except TypeError:  # unhashable event (mutable randomizer): composed on its own
                 separate.append((event, count))
         leaves = [(event, count) for event, count in groups.values()] + separate
-        self._pld = self._pld.compose(_tree_compose([self._own_pld(e, c) for e, c in leaves]))
+        self._compose_pld(_tree_compose([self._own_pld(e, c) for e, c in leaves]), 1)
         self._pending = []
 
     # -- queries --------------------------------------------------------------------------
@@ -604,7 +640,7 @@ class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
         return super().get_delta(target_epsilon)
 
 
-class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):
+class ShuffleRdpAccountant(_CheckedQueries, rdp_privacy_accountant.RdpAccountant):
     """``RdpAccountant`` that also accounts shuffle rounds and local reports (replace-one default).
 
     Args:

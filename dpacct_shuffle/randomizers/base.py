@@ -103,7 +103,7 @@ class LocalPairBound(PairBound):
                                 self.mu1).sum(axis=1)
         # round up: the sums of nonnegative terms carry relative error <= outputs * ulp
         slack = 1.0 + 4.0 * self.mu0.shape[1] * np.finfo(float).eps
-        return float(max(forward.max(), backward.max()) * slack)
+        return min(1.0, float(max(forward.max(), backward.max()) * slack))  # δ ≤ 1 always
 
     def delta(self, epsilon: float, n: int) -> float:
         return self._delta(check_epsilon(epsilon))
