@@ -9,16 +9,19 @@ Under that relation dp-accounting's PLD treats a ``GaussianDpEvent`` with sensit
 replaced record can move a norm-≤C sum by 2C); :class:`ShuffleRdpAccountant` does the same (its
 parent used sensitivity 1 — see below). Pass another relation explicitly to get the parents'
 behaviour for their own events; the events of :mod:`dpacct_shuffle.events` are then unsupported
-(``supports()`` returns False, never raises).
+(``supports()`` returns False, never raises) — except Poisson-sampled shuffle rounds, which
+:class:`ShufflePLDAccountant` also accounts under ``ADD_OR_REMOVE_ONE`` (client sampling hides
+whether the victim is present; an unsampled round's message count reveals it).
 
 Supported, anywhere inside ``ComposedDpEvent`` / ``SelfComposedDpEvent``:
 
 * :class:`~dpacct_shuffle.events.ShuffleEvent`, :class:`~dpacct_shuffle.events.ParallelCompositionEvent`
   (PLD via :func:`dpacct_shuffle.profiles.pld_from_profile`, RDP via
   :func:`dpacct_shuffle.profiles.rdp_from_profile`);
-* ``PoissonSampledDpEvent`` around either of them (client sampling, replace-one; profile
-  γ·δ(ε) at the same ε with the sampled round's user count, see
-  :func:`dpacct_shuffle.profiles.poisson_sampled_shuffle_profile`);
+* ``PoissonSampledDpEvent(γ, ·)`` around either of them (client sampling from a population of
+  ``num_users``): replace-one and, PLD only, add/remove-one, through the void view of
+  :mod:`dpacct_shuffle.sampling` (:func:`~dpacct_shuffle.sampling.poisson_sampled_profile`; the
+  Rényi divergence under add/remove-one is infinite, so the RDP accountant refuses it);
 * ``SampledWithoutReplacementDpEvent(N, m, ·)`` around either of them, or around a
   ``GaussianDpEvent`` (m of N clients sampled uniformly, replace-one; the PLD accountant's
   parent does not support this event): profile η·δ(ln(1 + (e^ε − 1)/η)), η = m/N, of
@@ -80,11 +83,11 @@ from dpacct_shuffle.profiles import (
     ldp_pld,
     max_profile,
     pld_from_grid,
-    poisson_sampled_shuffle_profile,
     profile_grid,
     randomized_response_rdp,
     rdp_from_grid,
 )
+from dpacct_shuffle.sampling import poisson_sampled_profile
 from dpacct_shuffle.without_replacement import gaussian_profile, without_replacement_profile
 
 NeighborRel = privacy_accountant.NeighboringRelation
@@ -99,16 +102,18 @@ _OWN_EVENTS = (ShuffleEvent, ParallelCompositionEvent, LDPCompositionEvent)
 # ---------------------------------------------------------------------------------------------
 
 
-def _sampled_profile(event: dp_event.PoissonSampledDpEvent) -> PrivacyProfile:
-    """Profile of ``PoissonSampledDpEvent(γ, ShuffleEvent | ParallelCompositionEvent)``."""
+def _sampled_profile(event: dp_event.PoissonSampledDpEvent,
+                     relation: NeighborRel = NeighborRel.REPLACE_ONE) -> PrivacyProfile:
+    """Profile of ``PoissonSampledDpEvent(γ, ShuffleEvent | ParallelCompositionEvent)``: the void
+    view (:func:`dpacct_shuffle.sampling.poisson_sampled_profile`) under ``relation``."""
     inner, gamma = event.event, event.sampling_probability
     if isinstance(inner, ShuffleEvent):
-        return poisson_sampled_shuffle_profile(inner.randomizer, inner.num_users, gamma,
-                                               inner.honest_fraction)
+        return poisson_sampled_profile(inner.randomizer, inner.num_users, gamma,
+                                       inner.honest_fraction, relation)
     if inner.mode is ParallelMode.RANDOM:
-        return poisson_sampled_shuffle_profile(inner.composite_randomizer(), inner.num_users, gamma,
-                                               inner.honest_fraction)
-    return max_profile([poisson_sampled_shuffle_profile(branch, size, gamma, inner.honest_fraction)
+        return poisson_sampled_profile(inner.composite_randomizer(), inner.num_users, gamma,
+                                       inner.honest_fraction, relation)
+    return max_profile([poisson_sampled_profile(branch, size, gamma, inner.honest_fraction, relation)
                         for branch, size in zip(inner.branches, inner.num_users)])
 
 
@@ -139,11 +144,15 @@ def _without_replacement_profile(event: dp_event.SampledWithoutReplacementDpEven
     return without_replacement_profile(base, event.sample_size, event.source_dataset_size)
 
 
-def event_profile(event: dp_event.DpEvent) -> PrivacyProfile:
+def event_profile(event: dp_event.DpEvent,
+                  relation: NeighborRel = NeighborRel.REPLACE_ONE) -> PrivacyProfile:
     """The privacy profile of a (possibly Poisson- or without-replacement-sampled) shuffle event,
-    or of a without-replacement-sampled Gaussian (replace-one)."""
+    or of a without-replacement-sampled Gaussian, under ``relation``: ``REPLACE_ONE`` for all of
+    them, ``ADD_OR_REMOVE_ONE`` for Poisson-sampled shuffle rounds only."""
+    if not _supported_relation(event, relation):
+        raise ValueError(_relation_message(event, relation))
     if isinstance(event, dp_event.PoissonSampledDpEvent):
-        return _sampled_profile(event)
+        return _sampled_profile(event, relation)
     if isinstance(event, dp_event.SampledWithoutReplacementDpEvent):
         return _without_replacement_profile(event)
     if isinstance(event, _SHUFFLE_EVENTS):
@@ -161,6 +170,18 @@ def _is_without_replacement_gaussian(event: dp_event.DpEvent) -> bool:
     return (isinstance(event, dp_event.SampledWithoutReplacementDpEvent)
             and isinstance(event.event, dp_event.GaussianDpEvent)
             and event.event.noise_multiplier > 0)
+
+
+def _is_poisson_shuffle(event: dp_event.DpEvent) -> bool:
+    return (isinstance(event, dp_event.PoissonSampledDpEvent)
+            and isinstance(event.event, _SHUFFLE_EVENTS))
+
+
+def _supported_relation(event: dp_event.DpEvent, relation: NeighborRel) -> bool:
+    """Replace-one for every event here; add/remove-one for Poisson-sampled shuffle rounds."""
+    if relation is NeighborRel.REPLACE_ONE:
+        return True
+    return relation is NeighborRel.ADD_OR_REMOVE_ONE and _is_poisson_shuffle(event)
 
 
 _Result = TypeVar("_Result")
@@ -183,24 +204,27 @@ def _cached(function: Callable[..., _Result]) -> Callable[..., _Result]:
 
 @_cached
 def shuffle_event_grid(event: dp_event.DpEvent,
-                       value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION
+                       value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION,
+                       relation: NeighborRel = NeighborRel.REPLACE_ONE
                        ) -> tuple[ProfileGrid, float]:
-    """Profile grid and ε cap of one (possibly Poisson-sampled) shuffle event (cached per event,
-    shared by the PLD and the RDP conversions)."""
-    profile = event_profile(event)
+    """Profile grid and ε cap of one (possibly sampled) shuffle event under ``relation`` (cached
+    per event, shared by the PLD and the RDP conversions)."""
+    profile = event_profile(event, relation)
     return profile_grid(profile, value_discretization_interval), profile.epsilon_cap
 
 
 @_cached
 def shuffle_event_pld(event: dp_event.DpEvent,
-                      value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION
+                      value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION,
+                      relation: NeighborRel = NeighborRel.REPLACE_ONE
                       ) -> pld_lib.PrivacyLossDistribution:
-    """Pessimistic PLD of one (possibly Poisson-sampled) shuffle event (cached per event)."""
-    return pld_from_grid(shuffle_event_grid(event, value_discretization_interval)[0])
+    """Pessimistic PLD of one (possibly sampled) shuffle event under ``relation`` (cached per
+    event)."""
+    return pld_from_grid(shuffle_event_grid(event, value_discretization_interval, relation)[0])
 
 
 def shuffle_event_rdp(event: dp_event.DpEvent, orders: Sequence[float]) -> NDArray[np.float64]:
-    """RDP upper bound (both directions) of one (possibly Poisson-sampled) shuffle event."""
+    """RDP upper bound (both directions) of one (possibly sampled) shuffle event, replace-one."""
     grid, epsilon_cap = shuffle_event_grid(event)
     return rdp_from_grid(grid, orders, epsilon_cap)
 
@@ -237,12 +261,23 @@ def ldp_event_rdp(event: LDPCompositionEvent, orders: Sequence[float]) -> Option
     return randomized_response_rdp(cap, orders_array)
 
 
+def _relation_message(event: dp_event.DpEvent, relation: NeighborRel) -> str:
+    if isinstance(event, _SHUFFLE_EVENTS) or _is_sampled_shuffle(event):
+        if _is_poisson_shuffle(event):
+            return (f"a Poisson-sampled shuffle round has a guarantee under REPLACE_ONE and "
+                    f"ADD_OR_REMOVE_ONE only. Found {relation}.")
+        return (f"{type(event).__name__} has no guarantee under {relation}: the number of shuffled "
+                "reports reveals whether the victim is present. Use neighboring_relation "
+                "REPLACE_ONE, or wrap the round in PoissonSampledDpEvent(sampling_probability, "
+                "...) (client sampling hides presence; accepted under ADD_OR_REMOVE_ONE).")
+    return (f"neighboring_relation must be `REPLACE_ONE` for {type(event).__name__} "
+            f"(local-report and Gaussian bounds here hold for replace-one neighbours). "
+            f"Found {relation}.")
+
+
 def _relation_error(event: dp_event.DpEvent, relation: NeighborRel) -> CompositionErrorDetails:
-    return CompositionErrorDetails(
-        invalid_event=event,
-        error_message=(f"neighboring_relation must be `REPLACE_ONE` for {type(event).__name__} "
-                       f"(shuffle and local bounds hold for replace-one neighbours). Found {relation}."),
-    )
+    return CompositionErrorDetails(invalid_event=event,
+                                   error_message=_relation_message(event, relation))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,13 +306,14 @@ class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
                        do_compose: bool) -> Optional[CompositionErrorDetails]:
         if (isinstance(event, _OWN_EVENTS) or _is_sampled_shuffle(event)
                 or _is_without_replacement_gaussian(event)):
-            if self.neighboring_relation is not NeighborRel.REPLACE_ONE:
+            if not _supported_relation(event, self.neighboring_relation):
                 return _relation_error(event, self.neighboring_relation)
             if do_compose:
                 if isinstance(event, LDPCompositionEvent):
                     pld = ldp_event_pld(event, self._value_discretization_interval)
                 else:
-                    pld = shuffle_event_pld(event, self._value_discretization_interval)
+                    pld = shuffle_event_pld(event, self._value_discretization_interval,
+                                            self.neighboring_relation)
                 self._compose_pld(pld, count)
             return None
         if (isinstance(event, dp_event.RandomizedResponseDpEvent)
@@ -313,6 +349,13 @@ class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):
                        do_compose: bool) -> Optional[CompositionErrorDetails]:
         replace_one = self.neighboring_relation is NeighborRel.REPLACE_ONE
         if isinstance(event, _OWN_EVENTS) or _is_sampled_shuffle(event):
+            if not replace_one and _supported_relation(event, self.neighboring_relation):
+                return CompositionErrorDetails(
+                    invalid_event=event,
+                    error_message="the Rényi divergence of a Poisson-sampled shuffle round under "
+                                  "ADD_OR_REMOVE_ONE is infinite (with the victim present every "
+                                  "user may report, an outcome impossible without it); use "
+                                  "ShufflePLDAccountant.")
             if not replace_one:
                 return _relation_error(event, self.neighboring_relation)
             if isinstance(event, LDPCompositionEvent):

@@ -14,7 +14,8 @@ Sub-commands (``dpacct-shuffle COMMAND --help`` shows examples):
   (needs matplotlib, the ``plot`` extra).
 
 Every sub-command accepts ``--json`` (one JSON object on stdout). Exit codes: 0 success;
-2 bad input (argument errors and every ``ValueError``/``TypeError`` raised by the library, reported
+2 bad input (argument errors, every ``ValueError``/``TypeError`` raised by the library and
+numbers beyond floating-point range (``ArithmeticError``), reported
 as one line ``dpacct-shuffle: error: ...`` on stderr); 1 a missing optional dependency (matplotlib)
 or an unreadable/unwritable file.
 
@@ -29,10 +30,8 @@ is never called a guarantee.
 from __future__ import annotations
 
 import argparse
-import csv
 import decimal
 import inspect
-import io
 import json
 import math
 import sys
@@ -47,13 +46,7 @@ EXIT_RUNTIME = 1
 EXIT_BAD_INPUT = 2
 DISPLAY_DIGITS = 6
 LOWER_BOUND_MAX_USERS = 10**7
-
-# CLI flags that map onto a catalog factory's keyword, tried in this order
-_PARAMETER_ALIASES: dict[str, tuple[str, ...]] = {
-    "epsilon0": ("epsilon0", "eps0", "epsilon_0"),
-    "domain": ("domain_size", "domain", "d", "k", "num_values"),
-}
-
+MAX_RANGE_COUNT = 1000
 
 class UsageError(ValueError):
     """Bad command-line input detected by the CLI itself (reported like a library ValueError)."""
@@ -92,22 +85,33 @@ def format_lower(value: float, digits: int = DISPLAY_DIGITS) -> str:
     return _round_significant(float(value), digits, decimal.ROUND_FLOOR)
 
 
-def parse_users(text: str) -> int:
-    """Number of users from ``"1000"``, ``"1e6"`` or ``"1_000_000"`` (must be a positive integer)."""
-    cleaned = text.strip().replace("_", "")
-    try:
-        value = int(cleaned)
-    except ValueError:
+def positive_integer(what: str) -> Callable[[str], int]:
+    """Parser of a positive integer option given as ``"1000"``, ``"1e6"`` or ``"1_000_000"``;
+    errors say ``what`` must be a positive integer (argparse adds the option's name)."""
+
+    def parse(text: str) -> int:
+        cleaned = text.strip().replace("_", "")
         try:
-            number = float(cleaned)
+            value = int(cleaned)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"number of users must be a positive integer, got {text!r}") from None
-        if not math.isfinite(number) or not number.is_integer():
-            raise argparse.ArgumentTypeError(f"number of users must be a positive integer, got {text!r}") from None
-        value = int(number)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"number of users must be >= 1, got {text!r}")
-    return value
+            try:
+                number = float(cleaned)
+            except ValueError:
+                number = math.nan
+            if not math.isfinite(number) or not number.is_integer():
+                raise argparse.ArgumentTypeError(
+                    f"{what} must be a positive integer, got {text!r}") from None
+            value = int(number)
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{what} must be a positive integer (>= 1), got {text!r}")
+        return value
+
+    return parse
+
+
+parse_users = positive_integer("number of users")
+parse_domain = positive_integer("domain size")
+parse_limit = positive_integer("limit")
 
 
 def parse_real(text: str) -> float:
@@ -121,182 +125,64 @@ def parse_real(text: str) -> float:
     return value
 
 
-def parse_list(convert: Callable[[str], Any]) -> Callable[[str], list[Any]]:
-    """Comma-separated list (``"1e3,1e4,1e5"``) or a range ``"start:stop:count"`` (log-spaced for
-    users, linear for reals)."""
+def parse_list(convert: Callable[[str], Any], *, log_spaced: bool = False
+               ) -> Callable[[str], list[Any]]:
+    """Comma-separated list (``"1e3,1e4,1e5"``) or a range ``"start:stop:count"`` with
+    2 <= count <= :data:`MAX_RANGE_COUNT` (log-spaced integers if ``log_spaced``, else linear)."""
 
     def parse(text: str) -> list[Any]:
-        if text.count(":") == 2:
+        if ":" in text:
+            if text.count(":") != 2:
+                raise argparse.ArgumentTypeError(
+                    f"a range is start:stop:count (e.g. 1e3:1e5:5), got {text!r}")
             start_s, stop_s, count_s = text.split(":")
             start, stop = convert(start_s), convert(stop_s)
             try:
                 count = int(count_s)
             except ValueError:
-                raise argparse.ArgumentTypeError(f"range count must be an integer, got {count_s!r}") from None
-            if count < 2:
-                raise argparse.ArgumentTypeError(f"range count must be >= 2, got {count}")
-            if convert is parse_users:
+                raise argparse.ArgumentTypeError(
+                    f"the count of start:stop:count must be an integer, got {count_s!r}") from None
+            if not 2 <= count <= MAX_RANGE_COUNT:
+                raise argparse.ArgumentTypeError(
+                    f"the count of start:stop:count must be in [2, {MAX_RANGE_COUNT}], got {count}")
+            if log_spaced:
                 ratio = (stop / start) ** (1.0 / (count - 1))
-                values = sorted({int(round(start * ratio ** i)) for i in range(count)})
-                return values
+                return sorted({int(round(start * ratio ** i)) for i in range(count)})
             step = (stop - start) / (count - 1)
             return [start + i * step for i in range(count)]
         items = [item for item in text.split(",") if item.strip()]
         if not items:
-            raise argparse.ArgumentTypeError(f"expected a non-empty list, got {text!r}")
+            raise argparse.ArgumentTypeError(
+                f"expected a comma-separated list or start:stop:count, got {text!r}")
         return [convert(item) for item in items]
 
     return parse
 
 
-def _parse_scalar(text: str) -> object:
-    lowered = text.strip().lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    for convert in (int, float):
-        try:
-            return convert(text)
-        except ValueError:
-            pass
-    return text
-
-
 def parse_param(text: str) -> tuple[str, object]:
     """``NAME=VALUE`` for ``--param`` (VALUE parsed as int, float, true/false, else string)."""
-    if "=" not in text:
-        raise argparse.ArgumentTypeError(f"--param expects NAME=VALUE, got {text!r}")
-    name, value = text.split("=", 1)
-    if not name.strip():
-        raise argparse.ArgumentTypeError(f"--param expects NAME=VALUE, got {text!r}")
-    return name.strip(), _parse_scalar(value)
+    from dpacct_shuffle.randomizers.spec import parse_assignment
+
+    try:
+        return parse_assignment(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--param: {exc}") from None
 
 
 # ---------------------------------------------------------------------------------------------
-# randomizers: catalog entries and matrices
+# randomizers: catalog entries and matrices (parsing rules in dpacct_shuffle.randomizers.spec)
 # ---------------------------------------------------------------------------------------------
-
-
-def _randomizers_module() -> Any:
-    from dpacct_shuffle import randomizers
-
-    return randomizers
-
-
-def catalog_names() -> list[str]:
-    """Names of the catalog factories (``dpacct_shuffle.randomizers.CATALOG``, e.g. ``krr``)."""
-    return sorted(_randomizers_module().CATALOG)
-
-
-def _factory(name: str) -> Callable[..., Any]:
-    """Catalog factory called ``name`` or one of its aliases (``randomizers.ALIASES``, e.g. oue)."""
-    module = _randomizers_module()
-    names = catalog_names()
-    canonical = module.ALIASES.get(name, name)
-    if canonical not in names:
-        raise UsageError(f"unknown randomizer {name!r}; available: {', '.join(names)} "
-                         f"(aliases: {', '.join(sorted(module.ALIASES))}; or use --matrix FILE)")
-    return module.CATALOG[canonical]
-
-
-def _resolve_keywords(name: str, factory: Callable[..., Any], params: Mapping[str, object],
-                      *, lenient: bool = False, complete: bool = True) -> dict[str, object]:
-    """Map CLI parameter names (incl. the aliases --epsilon0, --domain) onto the factory's keywords.
-
-    ``lenient``: parameters the factory does not take are skipped instead of rejected (shared
-    options of a multi-randomizer plot). ``complete``: require every parameter without a default.
-    """
-    signature = inspect.signature(factory)
-    accepted = [p.name for p in signature.parameters.values()
-                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    keywords: dict[str, object] = {}
-    for given, value in params.items():
-        target = given if given in accepted else None
-        if target is None:
-            for alias in _PARAMETER_ALIASES.get(given, ()):
-                if alias in accepted:
-                    target = alias
-                    break
-        if target is None and lenient:
-            continue
-        if target is None:
-            raise UsageError(f"randomizer {name!r} takes parameters ({', '.join(accepted)}); "
-                             f"got unknown parameter {given!r}")
-        keywords[target] = value
-    missing = [p.name for p in signature.parameters.values()
-               if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-               and p.name not in keywords]
-    if missing and complete:
-        flags = ", ".join(missing)
-        raise UsageError(f"randomizer {name!r} needs parameter(s) {flags} "
-                         "(use --epsilon0/--domain or --param NAME=VALUE)")
-    return keywords
-
-
-def split_spec(spec: str) -> tuple[str, dict[str, object]]:
-    """``"krr:domain_size=10,epsilon0=1"`` -> (``"krr"``, {...}); a bare name has no parameters."""
-    name, _, rest = spec.partition(":")
-    try:
-        params = dict(parse_param(item) for item in rest.split(",") if item.strip())
-    except argparse.ArgumentTypeError as exc:
-        raise UsageError(f"randomizer {spec!r}: {exc} (form NAME:key=value,...)") from None
-    return name.strip(), params
-
-
-def build_randomizer(name: str, params: Mapping[str, object], *, lenient: bool = False) -> Any:
-    """Catalog entry ``name`` built with ``params`` (aliases: epsilon0, domain); ``name`` may carry
-    its own parameters as ``NAME:key=value,...`` (they take precedence)."""
-    base, own = split_spec(name)
-    factory = _factory(base)
-    keywords = _resolve_keywords(base, factory, {**params, **own}, lenient=lenient)
-    _resolve_keywords(base, factory, own, complete=False)  # NAME:key=value must be known keys
-    return factory(**keywords)
-
-
-def read_matrix(path: str | Path) -> list[list[float]]:
-    """Randomizer matrix (rows = inputs, columns = outputs) from a CSV or JSON file.
-
-    CSV: one row per input, comma- or whitespace-separated numbers; blank lines and lines starting
-    with ``#`` are skipped. JSON: a list of rows, or an object with a ``"matrix"`` list of rows.
-    """
-    file = Path(path)
-    text = file.read_text(encoding="utf-8")
-    if file.suffix.lower() == ".json" or text.lstrip().startswith(("[", "{")):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"matrix file {str(file)!r} is not valid JSON: {exc}") from None
-        if isinstance(data, dict):
-            if "matrix" not in data:
-                raise ValueError(f"matrix file {str(file)!r}: JSON object needs a 'matrix' key")
-            data = data["matrix"]
-        if not isinstance(data, list) or not all(isinstance(row, list) for row in data):
-            raise ValueError(f"matrix file {str(file)!r}: expected a list of rows of numbers")
-        return [[_matrix_entry(v, file) for v in row] for row in data]
-    rows: list[list[float]] = []
-    lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-    for record in csv.reader(io.StringIO("\n".join(lines))):
-        cells = [cell for field in record for cell in field.split()]
-        rows.append([_matrix_entry(cell, file) for cell in cells])
-    if not rows:
-        raise ValueError(f"matrix file {str(file)!r} contains no rows")
-    return rows
-
-
-def _matrix_entry(value: object, file: Path) -> float:
-    if isinstance(value, bool):
-        raise ValueError(f"matrix file {str(file)!r}: entries must be numbers, got {value!r}")
-    try:
-        return float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError(f"matrix file {str(file)!r}: entries must be numbers, got {value!r}") from None
 
 
 def randomizer_from_args(args: argparse.Namespace) -> Any:
     """The randomizer selected by ``--randomizer NAME [params]`` or ``--matrix FILE``."""
+    from dpacct_shuffle.randomizers import from_matrix
+    from dpacct_shuffle.randomizers.spec import build_randomizer, read_matrix
+
     if args.matrix is not None:
         if args.randomizer is not None:
             raise UsageError("give either --randomizer or --matrix, not both")
-        return _randomizers_module().from_matrix(read_matrix(args.matrix), name=Path(args.matrix).stem)
+        return from_matrix(read_matrix(args.matrix), name=Path(args.matrix).stem)
     if args.randomizer is None:
         raise UsageError("one of --randomizer NAME or --matrix FILE is required")
     return build_randomizer(args.randomizer, randomizer_params(args))
@@ -314,19 +200,6 @@ def randomizer_params(args: argparse.Namespace, *, without_epsilon0: bool = Fals
     return params
 
 
-def randomizer_factory(name: str, params: Mapping[str, object], *, lenient: bool = False
-                       ) -> Callable[[float], Any]:
-    """ε0 ↦ catalog entry ``name`` (``NAME[:key=value,...]``) with ``params`` and that ε0 (for
-    sweeps and calibration)."""
-    base = {k: v for k, v in params.items() if k != "epsilon0"}
-    build_randomizer(name, {**base, "epsilon0": 1.0}, lenient=lenient)  # validate names early
-
-    def make(epsilon0: float) -> Any:
-        return build_randomizer(name, {**base, "epsilon0": epsilon0}, lenient=lenient)
-
-    return make
-
-
 def _describe(randomizer: Any) -> str:
     params = ", ".join(f"{k}={v}" for k, v in randomizer.parameters.items())
     return f"{randomizer.name}({params})"
@@ -337,73 +210,11 @@ def _describe(randomizer: Any) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-class Progress:
-    """Plain-text progress bar on stderr, shown only once a sweep has run for ``after`` seconds.
+def _show_progress(args: argparse.Namespace) -> bool:
+    """Progress bars (tqdm, on stderr) unless ``--quiet`` or stderr is not a terminal."""
+    from dpacct_shuffle.progress import is_terminal
 
-    On a terminal the line is redrawn in place (``\\r``); otherwise a new line is written at most
-    every ``interval`` seconds. ``total=None`` (unknown amount of work, e.g. a bisection) shows a
-    count instead of a bar. ``enabled=False`` (``--quiet``) silences it.
-    """
-
-    def __init__(self, label: str, total: int | None, *, stream: TextIO | None = None,
-                 enabled: bool = True, after: float = 1.0, interval: float = 5.0,
-                 width: int = 30) -> None:
-        self.label = label
-        self.total = None if total is None else max(int(total), 1)
-        self.stream = stream if stream is not None else sys.stderr
-        self.enabled = enabled
-        self.after = after
-        self.interval = interval
-        self.width = width
-        self.start = time.monotonic()
-        self.done = 0
-        self._shown = False
-        self._last_write = -math.inf
-
-    def _tty(self) -> bool:
-        isatty = getattr(self.stream, "isatty", None)
-        return bool(isatty and isatty())
-
-    def line(self) -> str:
-        """The current progress text."""
-        elapsed = time.monotonic() - self.start
-        if self.total is None:
-            return f"{self.label}: {self.done} evaluations, {elapsed:.0f}s"
-        filled = int(round(self.width * self.done / self.total))
-        return (f"{self.label} [{'#' * filled}{'.' * (self.width - filled)}] "
-                f"{self.done}/{self.total} {elapsed:.0f}s")
-
-    def advance(self, steps: int = 1) -> None:
-        """Record ``steps`` finished items and redraw if due."""
-        self.done += steps
-        if self.total is not None:
-            self.done = min(self.done, self.total)
-        now = time.monotonic()
-        if not self.enabled or now - self.start < self.after:
-            return
-        tty = self._tty()
-        finished = self.total is not None and self.done == self.total
-        if now - self._last_write < (0.1 if tty else self.interval) and not finished:
-            return
-        self._last_write = now
-        if tty:
-            self.stream.write("\r" + self.line())
-            self._shown = True
-        else:
-            self.stream.write(self.line() + "\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        """Finish the in-place bar with a newline (if one was drawn)."""
-        if self._shown:
-            self.stream.write("\n")
-            self.stream.flush()
-            self._shown = False
-
-    def __call__(self, done: int, total: int) -> None:
-        """Callback form ``progress(done, total)`` used by :mod:`dpacct_shuffle.plots`."""
-        self.total = max(int(total), 1)
-        self.advance(done - self.done)
+    return not getattr(args, "quiet", False) and is_terminal()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -479,8 +290,12 @@ def _lower_bound(shuffled: Any, args: argparse.Namespace, compute: Callable[[], 
                 "--lower-max-users to compute it)")
     start = time.perf_counter()
     value = compute() if shuffled.lower_bound is not None else None
-    payload[key] = value
     payload["seconds_lower"] = time.perf_counter() - start
+    if value is not None and math.isnan(value):  # no number is printed for a failed evaluation
+        payload[key] = None
+        payload["lower_unavailable"] = f"the instance evaluated to NaN at n = {args.users}"
+        return "not available at this n (the instance's evaluation failed)"
+    payload[key] = value
     if value is None:
         return "not available for this entry"
     return f"{format_lower(value)}   (explicit instance)"
@@ -559,19 +374,20 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("calibrate --users searches eps0 of a catalog entry and cannot be used "
                          "with --matrix (a matrix has a fixed eps0: omit --users to search n)")
     from dpacct_shuffle import calibration
+    from dpacct_shuffle.progress import ProgressReporter
+    from dpacct_shuffle.randomizers.spec import randomizer_factory
 
-    progress = Progress("calibrate", None, enabled=not args.quiet)
     start = time.perf_counter()
     payload: dict[str, object] = {"command": "calibrate", "target_epsilon": args.target_epsilon,
                                   "delta": args.delta}
-    try:
+    with ProgressReporter(None, "calibrate", _show_progress(args), unit="evaluation") as progress:
         if args.users is not None:
             if args.randomizer is None:
                 raise UsageError("calibrate --users needs --randomizer NAME")
             make = randomizer_factory(args.randomizer, randomizer_params(args, without_epsilon0=True))
 
             def family(epsilon0: float) -> Any:
-                progress.advance()
+                progress.tick()
                 return make(epsilon0)
 
             value = calibration.largest_epsilon0(family, args.target_epsilon, args.delta, args.users,
@@ -591,8 +407,6 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
                             "smallest_users": users})
             text = (f"smallest number of users: {users}  (certified delta({args.target_epsilon:g}) "
                     f"<= {args.delta:g} for {_describe(randomizer)})")
-    finally:
-        progress.close()
     payload["seconds"] = time.perf_counter() - start
     if args.json:
         _emit_json(payload, out)
@@ -649,165 +463,40 @@ def cmd_params(args: argparse.Namespace, out: TextIO) -> int:
 # -- account ------------------------------------------------------------------------------------
 
 
-def read_pipeline(path: str | Path) -> dict[str, Any]:
-    """Pipeline description from a JSON (``.json``) or TOML (``.toml``, Python ≥ 3.11) file."""
-    file = Path(path)
-    text = file.read_text(encoding="utf-8")
-    if file.suffix.lower() == ".toml":
-        try:
-            import tomllib
-        except ImportError:  # Python 3.10
-            raise MissingDependencyError("TOML pipelines need Python >= 3.11 (tomllib); "
-                                         "use a JSON file instead") from None
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"pipeline file {str(file)!r} is not valid TOML: {exc}") from None
-    else:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"pipeline file {str(file)!r} is not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"pipeline file {str(file)!r} must hold an object/table at top level")
-    return data
-
-
-def _require(step: Mapping[str, Any], key: str, where: str) -> Any:
-    if key not in step:
-        raise ValueError(f"{where}: missing key {key!r}")
-    return step[key]
-
-
-def _count(step: Mapping[str, Any], where: str, key: str = "count") -> int:
-    value = step.get(key, 1)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{where}: {key} must be a positive integer, got {value!r}")
-    return value
-
-
-def randomizer_from_spec(spec: object, where: str, base_dir: Path) -> Any:
-    """A randomizer from a pipeline entry: ``{"name": "krr", "epsilon0": 2, "domain_size": 100}``,
-    ``{"matrix": [[...], ...]}`` or ``{"matrix_file": "m.csv"}`` (relative to the pipeline file)."""
-    if isinstance(spec, str):
-        spec = {"name": spec}
-    if not isinstance(spec, Mapping):
-        raise TypeError(f"{where}: randomizer must be a table/object, got {type(spec).__name__}")
-    if "matrix" in spec or "matrix_file" in spec:
-        matrix = spec["matrix"] if "matrix" in spec else read_matrix(base_dir / str(spec["matrix_file"]))
-        return _randomizers_module().from_matrix(matrix, name=str(spec.get("name", "matrix")))
-    name = _require(spec, "name", where)
-    return build_randomizer(str(name), {k: v for k, v in spec.items() if k != "name"})
-
-
-def pipeline_event(pipeline: Mapping[str, Any], base_dir: Path = Path(".")) -> Any:
-    """The dp-accounting ``ComposedDpEvent`` of a pipeline description (see docs/sections/10_cli.md).
-
-    Step types: ``shuffle`` (:class:`~dpacct_shuffle.events.ShuffleEvent`; ``randomizer``,
-    ``users``, optional ``honest_fraction``, ``sampling_probability`` for client sampling),
-    ``parallel`` (:class:`~dpacct_shuffle.events.ParallelCompositionEvent`; ``branches``, ``users``,
-    optional ``probabilities``, ``mode``), ``ldp`` (:class:`~dpacct_shuffle.events.LDPCompositionEvent`;
-    ``epsilons``, optional ``deltas``, ``mode``), ``dpsgd`` (Poisson-sampled Gaussian steps;
-    ``noise_multiplier``, ``sampling_probability``, ``steps``) and ``gaussian``
-    (``noise_multiplier``). Every step takes an optional ``count`` (repetitions).
-    """
-    from dp_accounting import dp_event
-
-    from dpacct_shuffle.events import LDPCompositionEvent, ParallelCompositionEvent, ShuffleEvent
-
-    steps = _require(pipeline, "steps", "pipeline")
-    if not isinstance(steps, list) or not steps:
-        raise ValueError("pipeline: 'steps' must be a non-empty list")
-    events = []
-    for index, step in enumerate(steps):
-        where = f"steps[{index}]"
-        if not isinstance(step, Mapping):
-            raise TypeError(f"{where} must be a table/object, got {type(step).__name__}")
-        kind = _require(step, "type", where)
-        count = _count(step, where)
-        if kind == "shuffle":
-            randomizer = randomizer_from_spec(_require(step, "randomizer", where), where, base_dir)
-            event: Any = ShuffleEvent(randomizer, _require(step, "users", where),
-                                      step.get("honest_fraction", 1.0))
-            if "sampling_probability" in step:
-                event = dp_event.PoissonSampledDpEvent(step["sampling_probability"], event)
-        elif kind == "parallel":
-            branches = _require(step, "branches", where)
-            if not isinstance(branches, list):
-                raise TypeError(f"{where}: branches must be a list of randomizers")
-            event = ParallelCompositionEvent(
-                tuple(randomizer_from_spec(b, f"{where}.branches[{i}]", base_dir)
-                      for i, b in enumerate(branches)),
-                _require(step, "users", where), step.get("probabilities"),
-                step.get("mode", "random"), step.get("honest_fraction", 1.0))
-        elif kind == "ldp":
-            event = LDPCompositionEvent(_require(step, "epsilons", where),
-                                        step.get("mode", "sequential"), step.get("deltas"))
-        elif kind == "dpsgd":
-            sigma = _require(step, "noise_multiplier", where)
-            rate = _require(step, "sampling_probability", where)
-            event = dp_event.SelfComposedDpEvent(
-                dp_event.PoissonSampledDpEvent(rate, dp_event.GaussianDpEvent(sigma)),
-                _count(step, where, "steps"))
-        elif kind == "gaussian":
-            event = dp_event.GaussianDpEvent(_require(step, "noise_multiplier", where))
-        else:
-            raise ValueError(f"{where}: type must be one of 'shuffle', 'parallel', 'ldp', "
-                             f"'dpsgd', 'gaussian', got {kind!r}")
-        events.append(dp_event.SelfComposedDpEvent(event, count) if count > 1 else event)
-    return dp_event.ComposedDpEvent(events)
-
-
-def account_pipeline(pipeline: Mapping[str, Any], base_dir: Path = Path(".")) -> dict[str, object]:
-    """Compose a pipeline with :class:`~dpacct_shuffle.accountants.ShufflePLDAccountant`.
-
-    The pipeline gives ``delta`` (report ε) and/or ``epsilon`` (report δ), and optionally
-    ``value_discretization_interval`` (default 1e-4).
-    """
-    from dpacct_shuffle.accountants import ShufflePLDAccountant
-
-    if "delta" not in pipeline and "epsilon" not in pipeline:
-        raise ValueError("pipeline: give 'delta' (to report epsilon) and/or 'epsilon' (to report delta)")
-    kwargs = {}
-    if "value_discretization_interval" in pipeline:
-        kwargs["value_discretization_interval"] = pipeline["value_discretization_interval"]
-    accountant = ShufflePLDAccountant(**kwargs)
-    event = pipeline_event(pipeline, base_dir)
-    status = accountant.supports(event)
-    if not status:
-        raise ValueError(f"ShufflePLDAccountant does not support this pipeline: {event!r}")
-    accountant.compose(event)
-    result: dict[str, object] = {"steps": len(pipeline["steps"])}
-    if "delta" in pipeline:
-        result["delta"] = pipeline["delta"]
-        result["epsilon"] = accountant.get_epsilon(pipeline["delta"])
-    if "epsilon" in pipeline:
-        result["epsilon_target"] = pipeline["epsilon"]
-        result["delta_at_epsilon"] = accountant.get_delta(pipeline["epsilon"])
-    return result
-
-
 def cmd_account(args: argparse.Namespace, out: TextIO) -> int:
-    """``account``: ε/δ of a pipeline file through the PLD accountant."""
-    pipeline = read_pipeline(args.pipeline)
-    if args.delta is not None:
-        pipeline["delta"] = args.delta
-    if args.epsilon is not None:
-        pipeline["epsilon"] = args.epsilon
+    """``account``: ε/δ of a pipeline file through the PLD accountant, per step and in total."""
+    from dpacct_shuffle.pipeline import account_pipeline, load_pipeline
+
+    overrides = {key: value for key, value in (("delta", args.delta), ("epsilon", args.epsilon))
+                 if value is not None}
+    pipeline = load_pipeline(args.pipeline, overrides=overrides)
     start = time.perf_counter()
-    result = account_pipeline(pipeline, Path(args.pipeline).parent)
-    result["seconds"] = time.perf_counter() - start
-    payload = {"command": "account", "pipeline": str(args.pipeline), **result}
+    result = account_pipeline(pipeline, progress=_show_progress(args))
+    seconds = time.perf_counter() - start
+    payload: dict[str, object] = {"command": "account", "pipeline": str(args.pipeline),
+                                  "steps": len(result.steps)}
+    if result.target_delta is not None:
+        payload.update({"delta": result.target_delta, "epsilon": result.epsilon})
+    if result.target_epsilon is not None:
+        payload.update({"epsilon_target": result.target_epsilon, "delta_at_epsilon": result.delta})
+    payload.update({"per_step": [step.as_dict() for step in result.steps], "seconds": seconds})
     if args.json:
         _emit_json(payload, out)
         return EXIT_OK
-    out.write(f"pipeline {args.pipeline}: {result['steps']} step(s), ShufflePLDAccountant "
-              f"(replace-one)\n")
-    if "epsilon" in result:
-        out.write(f"epsilon: {format_upper(result['epsilon'])}  at delta = {result['delta']:g}\n")
-    if "delta_at_epsilon" in result:
-        out.write(f"delta: {format_upper(result['delta_at_epsilon'])}  at epsilon = "
-                  f"{result['epsilon_target']:g}\n")
+    out.write(f"pipeline {args.pipeline}: {len(result.steps)} step(s), ShufflePLDAccountant "
+              "(replace-one)\n")
+    for step in result.steps:
+        repeat = f" x{step.count}" if step.count > 1 else ""
+        values = []
+        if step.epsilon is not None:
+            values.append(f"epsilon {format_upper(step.epsilon)}")
+        if step.delta is not None:
+            values.append(f"delta {format_upper(step.delta)}")
+        out.write(f"  steps[{step.index}]{repeat} {step.description}: {', '.join(values)}\n")
+    if result.epsilon is not None:
+        out.write(f"epsilon: {format_upper(result.epsilon)}  at delta = {result.target_delta:g}\n")
+    if result.delta is not None:
+        out.write(f"delta: {format_upper(result.delta)}  at epsilon = {result.target_epsilon:g}\n")
     return EXIT_OK
 
 
@@ -817,6 +506,7 @@ def cmd_account(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_plot(args: argparse.Namespace, out: TextIO) -> int:
     """``plot``: ε vs n (``--users LIST``) or ε vs ε0 (``--epsilon0s LIST``) to PNG/SVG."""
     from dpacct_shuffle import plots
+    from dpacct_shuffle.randomizers.spec import build_randomizer, randomizer_factory
 
     suffix = Path(args.output).suffix.lower()
     if suffix not in (".png", ".svg", ".pdf"):
@@ -826,24 +516,21 @@ def cmd_plot(args: argparse.Namespace, out: TextIO) -> int:
     if not names:
         raise UsageError("plot needs at least one --randomizer NAME")
     params = randomizer_params(args, without_epsilon0=True)
-    progress = Progress("plot", 1, enabled=not args.quiet)
+    progress = _show_progress(args)
     start = time.perf_counter()
-    try:
-        if args.x == "users":
-            shared = params if args.epsilon0 is None else {**params, "epsilon0": args.epsilon0}
-            entries = {name: build_randomizer(name, shared, lenient=True) for name in names}
-            curves = plots.epsilon_vs_users(entries, args.users_list, args.delta,
-                                            lower=not args.no_lower, fmt=not args.no_fmt,
-                                            progress=progress)
-        else:
-            if args.users is None:
-                raise UsageError("plot --x epsilon0 needs --users N")
-            factories = {name: randomizer_factory(name, params, lenient=True) for name in names}
-            curves = plots.epsilon_vs_epsilon0(factories, args.epsilon0_list, args.users, args.delta,
-                                               lower=not args.no_lower, fmt=not args.no_fmt,
-                                               progress=progress)
-    finally:
-        progress.close()
+    if args.x == "users":
+        shared = params if args.epsilon0 is None else {**params, "epsilon0": args.epsilon0}
+        entries = {name: build_randomizer(name, shared, lenient=True) for name in names}
+        curves = plots.epsilon_vs_users(entries, args.users_list, args.delta,
+                                        lower=not args.no_lower, fmt=not args.no_fmt,
+                                        progress=progress)
+    else:
+        if args.users is None:
+            raise UsageError("plot --x epsilon0 needs --users N")
+        factories = {name: randomizer_factory(name, params, lenient=True) for name in names}
+        curves = plots.epsilon_vs_epsilon0(factories, args.epsilon0_list, args.users, args.delta,
+                                           lower=not args.no_lower, fmt=not args.no_fmt,
+                                           progress=progress)
     if args.x == "epsilon0":
         setting = f", n = {args.users}"
     else:
@@ -933,14 +620,14 @@ def _add_randomizer_options(parser: argparse.ArgumentParser, *, multiple: bool =
         group.add_argument("--matrix", metavar="FILE",
                            help="randomizer matrix, CSV or JSON (rows = inputs, columns = outputs)")
     group.add_argument("--epsilon0", type=parse_real, metavar="EPS0", help=epsilon0_help)
-    group.add_argument("--domain", type=parse_users, metavar="D", help="domain size of the entry")
+    group.add_argument("--domain", type=parse_domain, metavar="D", help="domain size of the entry")
     group.add_argument("--param", type=parse_param, action="append", metavar="NAME=VALUE",
                        help="any other parameter of the catalog entry (repeatable)")
 
 
 def _add_lower_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-lower", action="store_true", help="skip the lower bound")
-    parser.add_argument("--lower-max-users", type=parse_users, default=LOWER_BOUND_MAX_USERS,
+    parser.add_argument("--lower-max-users", type=parse_limit, default=LOWER_BOUND_MAX_USERS,
                         metavar="N", help="compute the lower bound only for n <= N (default 1e7; "
                         "it takes ~2 s at n = 1e6, ~15 s at 1e7, minutes at 1e8)")
 
@@ -998,7 +685,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delta", type=parse_real, required=True)
     p.add_argument("--max-epsilon0", type=parse_real, default=20.0,
                    help="search eps0 in [target, this] (default 20)")
-    p.add_argument("--max-users", type=parse_users, help="search n up to this (default 1e10)")
+    p.add_argument("--max-users", type=parse_limit, help="search n up to this (default 1e10)")
     p.add_argument("--rtol", type=parse_real, default=1e-3, help="relative tolerance of the eps0 search")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_common(p)
@@ -1020,6 +707,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("pipeline", help="pipeline file (.json or .toml)")
     p.add_argument("--delta", type=parse_real, help="override the file's delta")
     p.add_argument("--epsilon", type=parse_real, help="also/instead report delta at this epsilon")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_common(p)
     p.set_defaults(handler=cmd_account)
 
@@ -1028,7 +716,7 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog=_EXAMPLES["plot"], formatter_class=formatter)
     _add_randomizer_options(p, multiple=True)
     p.add_argument("--x", choices=("users", "epsilon0"), default="users", help="x axis (default users)")
-    p.add_argument("--users-list", type=parse_list(parse_users), default=[10**3, 10**4, 10**5],
+    p.add_argument("--users-list", type=parse_list(parse_users, log_spaced=True), default=[10**3, 10**4, 10**5],
                    metavar="LIST", help="n values: 1e3,1e4 or start:stop:count (log-spaced)")
     p.add_argument("--users", "-n", type=parse_users, metavar="N", help="n for --x epsilon0")
     p.add_argument("--epsilon0-list", type=parse_list(parse_real), default=[0.5, 1.0, 2.0, 3.0, 4.0],
@@ -1048,9 +736,11 @@ def cmd_params_or_list(args: argparse.Namespace, out: TextIO) -> int:
     """``params`` (or ``params --list``: the catalog entries with their parameters)."""
     if not args.list:
         return cmd_params(args, out)
+    from dpacct_shuffle.randomizers.spec import catalog_factory, catalog_names
+
     entries = {}
     for name in catalog_names():
-        factory = _factory(name)
+        factory = catalog_factory(name)
         signature = inspect.signature(factory)
         first_paragraph = (inspect.getdoc(factory) or "").split("\n\n")[0]
         entries[name] = {"parameters": [str(p) for p in signature.parameters.values()],
@@ -1084,6 +774,10 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
             return int(args.handler(args, out))
         except (ValueError, TypeError) as exc:
             err.write(f"{PROG}: error: {_one_line(exc)}\n")
+            return EXIT_BAD_INPUT
+        except ArithmeticError as exc:  # overflow or division by zero: inputs beyond float range
+            err.write(f"{PROG}: error: numbers out of the supported range "
+                      f"({type(exc).__name__}: {_one_line(exc)})\n")
             return EXIT_BAD_INPUT
         except (MissingDependencyError, ImportError, OSError) as exc:
             err.write(f"{PROG}: error: {_one_line(exc)}\n")

@@ -29,8 +29,7 @@ from typing import Any
 
 from dpacct_shuffle.core.validation import check_delta, check_num_users, check_range
 from dpacct_shuffle.lemmas import fmt_shuffle_bound
-
-ProgressCallback = Callable[[int, int], None]
+from dpacct_shuffle.progress import ProgressOption, ProgressReporter
 
 KIND_LABELS = {
     "upper": "upper bound (ours, certified)",
@@ -84,16 +83,6 @@ def _fmt_or_nan(epsilon0: float, users: int, delta: float) -> float:
         return math.nan
 
 
-class _Counter:
-    def __init__(self, total: int, progress: ProgressCallback | None) -> None:
-        self.total, self.done, self.progress = total, 0, progress
-
-    def tick(self) -> None:
-        self.done += 1
-        if self.progress is not None:
-            self.progress(self.done, self.total)
-
-
 def _timed(function: Callable[[], float]) -> tuple[float, float]:
     import time
 
@@ -115,13 +104,14 @@ def epsilon_vs_users(
     lower: bool = True,
     fmt: bool = True,
     published: bool = False,
-    progress: ProgressCallback | None = None,
+    progress: ProgressOption = None,
 ) -> list[Curve]:
     """ε(δ) against the number of users for each randomizer (catalog ``Randomizer`` objects).
 
     Returns, per randomizer, an ``upper`` curve, a ``lower`` curve (if the entry has a lower-bound
     instance and ``lower``), a ``published`` curve (if requested and the entry carries published
-    parameters) and, per distinct ε0 among the entries, one ``fmt`` curve.
+    parameters) and, per distinct ε0 among the entries, one ``fmt`` curve. ``progress``: True
+    for a tqdm bar, or a callback ``progress(done, total)`` (:mod:`dpacct_shuffle.progress`).
     """
     target = check_delta(delta)
     ns = [check_num_users(n, f"users[{i}]") for i, n in enumerate(users)]
@@ -129,11 +119,12 @@ def epsilon_vs_users(
         raise ValueError("users must contain at least one number of users")
     if not randomizers:
         raise ValueError("randomizers must contain at least one entry")
-    counter = _Counter(len(randomizers) * len(ns) * (1 + int(lower) + int(published)), progress)
+    total = len(randomizers) * len(ns) * (1 + int(lower) + int(published))
     curves: list[Curve] = []
-    for label, randomizer in randomizers.items():
-        points = [(float(n), randomizer, n) for n in ns]
-        curves.extend(_sweep(label, "users", points, target, lower, published, counter))
+    with ProgressReporter(total, "epsilon vs n", progress, unit="bound") as counter:
+        for label, randomizer in randomizers.items():
+            points = [(float(n), randomizer, n) for n in ns]
+            curves.extend(_sweep(label, "users", points, target, lower, published, counter))
     if fmt:
         seen: set[float] = set()
         for randomizer in randomizers.values():
@@ -155,12 +146,12 @@ def epsilon_vs_epsilon0(
     lower: bool = True,
     fmt: bool = True,
     published: bool = False,
-    progress: ProgressCallback | None = None,
+    progress: ProgressOption = None,
 ) -> list[Curve]:
     """ε(δ) against ε0 for n users; ``factories[label](ε0)`` builds the randomizer.
 
     Returns per factory an ``upper`` curve (and ``lower``/``published`` as in
-    :func:`epsilon_vs_users`) and one ``fmt`` curve.
+    :func:`epsilon_vs_users`) and one ``fmt`` curve; ``progress`` as in :func:`epsilon_vs_users`.
     """
     target = check_delta(delta)
     n = check_num_users(users, "users")
@@ -170,11 +161,12 @@ def epsilon_vs_epsilon0(
         raise ValueError("epsilon0s must contain at least one value")
     if not factories:
         raise ValueError("factories must contain at least one entry")
-    counter = _Counter(len(factories) * len(eps0s) * (1 + int(lower) + int(published)), progress)
+    total = len(factories) * len(eps0s) * (1 + int(lower) + int(published))
     curves: list[Curve] = []
-    for label, make in factories.items():
-        points = [(eps0, make(eps0), n) for eps0 in eps0s]
-        curves.extend(_sweep(label, "epsilon0", points, target, lower, published, counter))
+    with ProgressReporter(total, "epsilon vs eps0", progress, unit="bound") as counter:
+        for label, make in factories.items():
+            points = [(eps0, make(eps0), n) for eps0 in eps0s]
+            curves.extend(_sweep(label, "epsilon0", points, target, lower, published, counter))
     if fmt:
         curves.append(Curve("any eps0-LDP", "fmt", "epsilon0", tuple(eps0s),
                             tuple(_fmt_or_nan(e, n, target) for e in eps0s)))
@@ -188,7 +180,7 @@ def _sweep(
     delta: float,
     lower: bool,
     published: bool,
-    counter: _Counter,
+    counter: ProgressReporter,
 ) -> list[Curve]:
     """``upper`` (and ``lower``/``published``) curves of one label over ``(x, randomizer, n)`` points.
 

@@ -1,12 +1,11 @@
 """Shared pytest configuration: hypothesis profiles.
 
-* ``ci``  -- loaded when the environment variable ``CI`` is ``true`` (case-insensitive): many
-  examples, no per-example deadline (the 2-core CI machine is shared), derandomized so a red CI
-  run reproduces exactly.
-* ``dev`` -- the default: fewer examples for a quick local loop.
-
-``HYPOTHESIS_PROFILE=<name>`` overrides the choice.  Tests that are expensive per example scale
-their own ``max_examples`` from ``settings.default.max_examples`` (the loaded profile).
+* ``ci``       -- the default: a few hundred examples per fuzz test (tests scale their own
+  ``max_examples`` from ``settings.default.max_examples``), no per-example deadline (the CI
+  machine is shared), derandomized so a red run reproduces exactly.
+* ``thorough`` -- thousands of examples per fuzz test, random seeds: run on demand with
+  ``HYPOTHESIS_PROFILE=thorough python -m pytest ...``.
+* ``dev``      -- fewer examples for a quick local loop (``HYPOTHESIS_PROFILE=dev``).
 """
 
 from __future__ import annotations
@@ -15,21 +14,10 @@ import os
 
 from hypothesis import HealthCheck, settings
 
-settings.register_profile(
-    "ci",
-    max_examples=100,
-    deadline=None,
-    derandomize=True,
-    print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-settings.register_profile(
-    "dev",
-    max_examples=30,
-    deadline=None,
-    print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+_COMMON = {"deadline": None, "print_blob": True, "suppress_health_check": [HealthCheck.too_slow]}
 
-_default_profile = "ci" if os.environ.get("CI", "").strip().lower() == "true" else "dev"
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", _default_profile))
+settings.register_profile("ci", max_examples=100, derandomize=True, **_COMMON)
+settings.register_profile("thorough", max_examples=2000, **_COMMON)
+settings.register_profile("dev", max_examples=30, **_COMMON)
+
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

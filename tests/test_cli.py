@@ -283,26 +283,29 @@ def test_console_script_subprocess() -> None:
     assert completed.stderr.startswith("dpacct-shuffle: error: ") and completed.stderr.count("\n") == 1
 
 
-# -- progress bar ---------------------------------------------------------------------------------
-def test_progress_writes_to_its_stream_only_when_enabled() -> None:
-    from dpacct_shuffle.cli import Progress
+# -- progress bars ------------------------------------------------------------------------------
+def test_progress_reporter_calls_back_draws_tqdm_or_stays_silent(capsys: pytest.CaptureFixture[str]) -> None:
+    from dpacct_shuffle.progress import ProgressReporter
 
-    stream = io.StringIO()
-    progress = Progress("sweep", 4, stream=stream, after=0.0, interval=0.0)
-    for _ in range(4):
-        progress.advance()
-    progress.close()
-    lines = stream.getvalue().splitlines()
-    assert lines[-1].startswith("sweep [" + "#" * 30 + "] 4/4")
-    counting = io.StringIO()
-    spinner = Progress("search", None, stream=counting, after=0.0, interval=0.0)
-    spinner.advance()
-    spinner.advance()
-    assert counting.getvalue().splitlines()[-1].startswith("search: 2 evaluations")
-    silent = io.StringIO()
-    quiet = Progress("sweep", 4, stream=silent, enabled=False, after=0.0)
-    quiet.advance(4)
-    assert silent.getvalue() == ""
+    calls: list[tuple[int, int]] = []
+    with ProgressReporter(3, "sweep", lambda done, total: calls.append((done, total))) as reporter:
+        for _ in range(3):
+            reporter.tick()
+    assert calls == [(1, 3), (2, 3), (3, 3)]
+    with ProgressReporter(2, "sweep", True) as reporter:
+        reporter.tick(2)
+    assert "sweep" in capsys.readouterr().err  # tqdm drew on stderr
+    with ProgressReporter(2, "sweep", False) as reporter:
+        reporter.tick(2)
+    assert capsys.readouterr() == ("", "")
+
+
+def test_cli_draws_no_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"delta": 1e-6, "steps": [
+        {"type": "gaussian", "noise_multiplier": 2.0}, {"type": "ldp", "epsilons": [0.5]}]}))
+    code, out, err = run("account", str(path))
+    assert code == 0 and err == "" and "epsilon:" in out
 
 
 # -- benchmarks/compare.py (smoke test at small n: the structure of its claims) ------------------

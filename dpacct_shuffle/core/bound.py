@@ -229,18 +229,25 @@ class VariationRatio:
                 f"neutral_share={self.neutral_share!r}{weight})")
 
     # -- the bound ------------------------------------------------------------------------
-    def delta_interval(self, epsilon: float, n: int, rtol: float = 1e-3) -> Bracket:
+    def delta_interval(self, epsilon: float, n: int, rtol: float = 1e-3,
+                       direction: int | None = None) -> Bracket:
         """(lower estimate, upper bound) of max(D_{e^ε}(P‖Q), D_{e^ε}(Q‖P)) for n users.
 
         The upper bound is certified (truncated mass and rounding margins added, K bands at their
         lowest K); the lower estimate drops truncated mass and uses each band's highest K. Bands are
         refined until (upper − lower) ≤ rtol·upper or the refinement budget is spent; small problems
         sum every cell and are exact up to rounding.
+
+        ``direction`` 0 or 1 bounds one direction only: D_{e^ε}(P‖Q) (P: victim at x⁰, whose type
+        Q0 has mass pα) or D_{e^ε}(Q‖P); None (default) their maximum.
         """
         eps = check_epsilon(epsilon)
         users = check_num_users(n)
         tolerance = check_range("rtol", rtol, 0.0, 1.0, low_open=True)
-        return _delta_bracket(self._key(), eps, min(users, MAX_EVALUATED_USERS), tolerance)
+        if direction not in (None, 0, 1):
+            raise ValueError(f"direction must be None, 0 or 1, got {direction!r}")
+        return _delta_bracket(self._key(), eps, min(users, MAX_EVALUATED_USERS), tolerance,
+                              direction=direction)
 
     def delta(self, epsilon: float, n: int) -> float:
         """Certified upper bound on the shuffled δ(ε) with n users (both directions)."""
@@ -275,12 +282,16 @@ class VariationRatio:
         return _epsilon_search(self, target, users, tolerance)
 
 
-def _directional_problems(key: BoundKey, eps: float, n: int
+def _directional_problems(key: BoundKey, eps: float, n: int, direction: int | None = None
                           ) -> list[DirectionalProblem]:
+    """The problems of both directions (one if the pair is symmetric), or of ``direction`` only."""
     vr = _from_key(key)
     e = math.exp(eps)
     problems = []
-    for r_a, r_b in ((vr.r0, vr.r1), (vr.r1, vr.r0)):
+    orders = ((vr.r0, vr.r1), (vr.r1, vr.r0))
+    if direction is not None and vr.r0 != vr.r1:
+        orders = (orders[direction],)
+    for r_a, r_b in orders:
         c_a = (vr.p_alpha - e * vr.alpha) / r_a
         c_b = (vr.alpha - e * vr.p_alpha) / r_b
         c_k = 0.0 if vr.neutral_share == 0.0 else vr.neutral_weight * (1.0 - e) / vr.neutral_share
@@ -329,7 +340,8 @@ def _merge_neutral_parts(parts: Sequence[tuple[float, float]], neutral_mass: flo
 @functools.lru_cache(maxsize=4096)
 def _delta_bracket(key: BoundKey, eps: float, n: int,
                    rtol: float, tail: float = 1e-18, bands: int = 4,
-                   reference: bool = False, stop_below: float = _NEGLIGIBLE_DELTA) -> Bracket:
+                   reference: bool = False, stop_below: float = _NEGLIGIBLE_DELTA,
+                   direction: int | None = None) -> Bracket:
     """Bracket of the two-sided divergence, refined until its relative width is ≤ rtol.
 
     Truncated tail mass and band resolution are refined separately: the tail is shrunk when the
@@ -350,7 +362,7 @@ def _delta_bracket(key: BoundKey, eps: float, n: int,
         # the pair is a post-processing of the victim's type, whose total variation is (p − 1)α = β
         return Bracket(0.0, min(1.0, vr.beta))
     # δ is non-increasing in ε, so evaluating at min(ε, 300) is an upper bound (e^ε overflows)
-    problems = _directional_problems(key, min(eps, _MAX_EVALUATED_EPSILON), n)
+    problems = _directional_problems(key, min(eps, _MAX_EVALUATED_EPSILON), n, direction)
     # far in the tail a Chernoff bound settles it without truncating deep into the tails
     chernoff = max(chernoff_log_upper(problem) for problem in problems)
     if chernoff < math.log(max(stop_below, 1e-308)):

@@ -43,7 +43,11 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
+
+from dpacct_shuffle.core.lazy_import import LazyModule
+
+stats = LazyModule("scipy.stats")  # imported on first use (lean `import dpacct_shuffle`)
 
 SPECIAL_FUNCTION_RTOL = 1e-12  # floor of special_function_rtol (small numbers of trials)
 SUMMATION_RTOL = 1e-10

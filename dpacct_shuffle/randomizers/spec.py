@@ -1,0 +1,207 @@
+"""Randomizers from text and files: ``NAME:key=value,...`` specs and matrix files.
+
+Used by the command line (``--randomizer``, ``--param``, ``--matrix``) and by pipeline files
+(:mod:`dpacct_shuffle.pipeline`), so both read a randomizer the same way:
+
+* :func:`build_randomizer` — the catalog entry ``NAME`` (or an alias of :data:`ALIASES`, e.g.
+  ``oue``) called with keyword parameters; ``NAME`` may carry its own as
+  ``"krr:domain_size=10,epsilon0=1"``. The names ``epsilon0`` and ``domain`` also reach the
+  usual spellings of the entry (:data:`PARAMETER_ALIASES`).
+* :func:`read_matrix` — a row-stochastic matrix (rows = inputs, columns = outputs) from a CSV or
+  JSON file, for :func:`~dpacct_shuffle.randomizers.from_matrix`.
+
+Every bad input raises ``ValueError`` (or ``TypeError`` for a wrong type) naming the parameter and
+what is allowed there (for an unknown parameter: the keywords the entry takes).
+"""
+
+from __future__ import annotations
+
+import csv
+import inspect
+import io
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from dpacct_shuffle.randomizers.base import Randomizer
+from dpacct_shuffle.randomizers.catalog import ALIASES, CATALOG
+
+#: Short parameter names and the factory keywords they stand for, tried in this order.
+PARAMETER_ALIASES: dict[str, tuple[str, ...]] = {
+    "epsilon0": ("epsilon0", "eps0", "epsilon_0"),
+    "domain": ("domain_size", "domain", "d", "k", "num_values"),
+}
+
+
+def catalog_names() -> list[str]:
+    """Names of the catalog factories (``CATALOG``, e.g. ``krr``), sorted."""
+    return sorted(CATALOG)
+
+
+def catalog_factory(name: str) -> Callable[..., Randomizer]:
+    """The catalog factory called ``name`` or one of its :data:`ALIASES` (e.g. ``oue``)."""
+    canonical = ALIASES.get(name, name)
+    if canonical not in CATALOG:
+        raise ValueError(f"unknown randomizer {name!r}; available: {', '.join(catalog_names())} "
+                         f"(aliases: {', '.join(sorted(ALIASES))}; or give a matrix)")
+    return CATALOG[canonical]
+
+
+def factory_keywords(factory: Callable[..., Randomizer]) -> list[str]:
+    """The keyword parameters ``factory`` accepts, in signature order."""
+    return [p.name for p in inspect.signature(factory).parameters.values()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def required_keywords(factory: Callable[..., Randomizer]) -> list[str]:
+    """The keyword parameters of ``factory`` without a default."""
+    return [p.name for p in inspect.signature(factory).parameters.values()
+            if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def canonical_keyword(given: str, accepted: list[str]) -> str | None:
+    """The keyword of ``accepted`` that ``given`` names (itself, or via :data:`PARAMETER_ALIASES`)."""
+    if given in accepted:
+        return given
+    for alias in PARAMETER_ALIASES.get(given, ()):
+        if alias in accepted:
+            return alias
+    return None
+
+
+def resolve_keywords(name: str, params: Mapping[str, object], *, lenient: bool = False,
+                     complete: bool = True) -> dict[str, object]:
+    """Map parameter names (including :data:`PARAMETER_ALIASES`) onto the keywords of entry ``name``.
+
+    ``lenient``: parameters the entry does not take are skipped instead of rejected (options shared
+    by several entries). ``complete``: require every parameter without a default.
+    """
+    factory = catalog_factory(name)
+    accepted = factory_keywords(factory)
+    keywords: dict[str, object] = {}
+    for given, value in params.items():
+        target = canonical_keyword(given, accepted)
+        if target is None:
+            if lenient:
+                continue
+            raise ValueError(f"randomizer {name!r} has no parameter {given!r}; allowed: "
+                             f"{', '.join(accepted)}")
+        keywords[target] = value
+    missing = [key for key in required_keywords(factory) if key not in keywords]
+    if missing and complete:
+        raise ValueError(f"randomizer {name!r} needs parameter(s) {', '.join(missing)}")
+    return keywords
+
+
+def parse_scalar(text: str) -> object:
+    """A parameter value from text: ``true``/``false``, an int, a float, else the string itself."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_assignment(text: str) -> tuple[str, object]:
+    """``NAME=VALUE`` -> (``NAME``, :func:`parse_scalar` of ``VALUE``)."""
+    name, equals, value = text.partition("=")
+    if not equals or not name.strip():
+        raise ValueError(f"expected NAME=VALUE, got {text!r}")
+    return name.strip(), parse_scalar(value)
+
+
+def split_spec(spec: str) -> tuple[str, dict[str, object]]:
+    """``"krr:domain_size=10,epsilon0=1"`` -> (``"krr"``, {...}); a bare name has no parameters."""
+    name, _, rest = spec.partition(":")
+    try:
+        params = dict(parse_assignment(item) for item in rest.split(",") if item.strip())
+    except ValueError as exc:
+        raise ValueError(f"randomizer {spec!r}: {exc} (form NAME:key=value,...)") from None
+    return name.strip(), params
+
+
+def build_randomizer(spec: str, params: Mapping[str, object] | None = None, *,
+                     lenient: bool = False) -> Randomizer:
+    """Catalog entry ``spec`` (``NAME`` or ``NAME:key=value,...``) built with ``params``.
+
+    Parameters written into ``spec`` take precedence over ``params`` and must be keywords of the
+    entry even when ``lenient`` (which only skips unknown names in ``params``).
+    """
+    base, own = split_spec(spec)
+    resolve_keywords(base, own, complete=False)
+    keywords = resolve_keywords(base, {**(params or {}), **own}, lenient=lenient)
+    return catalog_factory(base)(**keywords)
+
+
+def randomizer_factory(spec: str, params: Mapping[str, object] | None = None, *,
+                       lenient: bool = False) -> Callable[[float], Randomizer]:
+    """ε0 ↦ :func:`build_randomizer` of ``spec`` with ``params`` and that ε0 (for sweeps and
+    calibration); the names are checked once up front, at ε0 = 1."""
+    base = {k: v for k, v in (params or {}).items() if k != "epsilon0"}
+    build_randomizer(spec, {**base, "epsilon0": 1.0}, lenient=lenient)
+
+    def make(epsilon0: float) -> Randomizer:
+        return build_randomizer(spec, {**base, "epsilon0": epsilon0}, lenient=lenient)
+
+    return make
+
+
+def read_matrix(path: str | Path) -> list[list[float]]:
+    """Randomizer matrix (rows = inputs, columns = outputs) from a CSV or JSON file.
+
+    CSV: one row per input, comma- or whitespace-separated numbers; blank lines and lines starting
+    with ``#`` are skipped. JSON: a list of rows, or an object with a ``"matrix"`` list of rows.
+    Row sums and signs are checked by :func:`~dpacct_shuffle.randomizers.from_matrix`.
+    """
+    file = Path(path)
+    text = file.read_text(encoding="utf-8")
+    if file.suffix.lower() == ".json" or text.lstrip().startswith(("[", "{")):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"matrix file {str(file)!r} is not valid JSON: {exc}") from None
+        if isinstance(data, dict):
+            if "matrix" not in data:
+                raise ValueError(f"matrix file {str(file)!r}: JSON object needs a 'matrix' key")
+            data = data["matrix"]
+        if not isinstance(data, list) or not all(isinstance(row, list) for row in data):
+            raise ValueError(f"matrix file {str(file)!r}: expected a list of rows of numbers")
+        rows = [[_matrix_entry(value, file) for value in row] for row in data]
+    else:
+        lines = [line for line in text.splitlines()
+                 if line.strip() and not line.lstrip().startswith("#")]
+        rows = [[_matrix_entry(cell, file) for field in record for cell in field.split()]
+                for record in csv.reader(io.StringIO("\n".join(lines)))]
+    if not rows:
+        raise ValueError(f"matrix file {str(file)!r} contains no rows")
+    return rows
+
+
+def _matrix_entry(value: object, file: Path) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"matrix file {str(file)!r}: entries must be numbers, got {value!r}")
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"matrix file {str(file)!r}: entries must be numbers, got {value!r}") from None
+
+
+__all__ = [
+    "PARAMETER_ALIASES",
+    "build_randomizer",
+    "canonical_keyword",
+    "catalog_factory",
+    "catalog_names",
+    "factory_keywords",
+    "parse_assignment",
+    "parse_scalar",
+    "read_matrix",
+    "randomizer_factory",
+    "required_keywords",
+    "resolve_keywords",
+    "split_spec",
+]

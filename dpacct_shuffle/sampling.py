@@ -1,0 +1,371 @@
+"""Poisson client sampling in shuffle rounds (docs/theory.md, "Client sampling").
+
+Two relations, each a privacy profile (:class:`~dpacct_shuffle.profiles.PrivacyProfile`)
+bounding both directions of every neighbouring pair:
+
+* :func:`poisson_sampled_profile`, replace-one — each of the ``num_users`` users of a known
+  population takes part independently with probability γ and the participants' reports are
+  shuffled. Bound: the *void view* (below), and, entry by entry, the participant-count bound of
+  :func:`dpacct_shuffle.profiles.poisson_sampled_shuffle_profile`; the smaller is kept.
+* :func:`poisson_sampled_profile`, add/remove-one — the same round, the victim present in one
+  dataset and absent from the other (:func:`add_remove_variation_ratios`).
+
+Fixed-size cohorts (exactly m of the N users) are accounted by
+:func:`dpacct_shuffle.without_replacement.without_replacement_profile` on the m-user round.
+
+The void view
+-------------
+Let ⊥ be a symbol no randomizer outputs. "Take part with probability γ, then shuffle the
+participants' reports" releases the multiset of participants' reports; with N known, that is a
+bijective function of the multiset of N messages in which every non-participant sends ⊥ (the
+number of ⊥ is N minus the number of reports). So the sampled round *is* a shuffle round of N
+users applying the void randomizer
+
+    R'(x) = γ·R(x) + (1 − γ)·δ_⊥,
+
+and every shuffle bound for R' is a bound for the sampled round, with the participant count
+visible. Its variation-ratio parameters, for a victim pair (x⁰, x¹) of R with parameters
+(p, β, q0, q1) and neutral split μ_b = pα·Q_b + α·Q_{1−b} + w·N, others R(x_i) ≥ r0·Q0 + r1·Q1 + s·N:
+
+* R'(x⁰) − R'(x¹) = γ·(μ0 − μ1): total variation γβ, the same Q0, Q1, α' = γα;
+* the ratio on R's outputs is that of R, on ⊥ it is 1: the same p; for the same reason the same
+  q0, q1, and the clone rates pα'/q_j = γ·r_j are exactly the others' γ·r_j·Q_j;
+* the victim's neutral part w'·N' = γw·N + (1 − γ)·δ_⊥ (w' = 1 − (p + 1)α' = γw + 1 − γ); every
+  other user reproduces γ·s·N (γ times R's guarantee) and (1 − γ)·δ_⊥ (exactly its own ⊥ mass).
+
+The core's several-types bound (:mod:`dpacct_shuffle.core.bound`, ``neutral_parts``) takes parts
+(w_t, s_t) with disjoint supports. R's relaxed neutral data is a share s with weight ν = λ·s ≤ w
+(λ = min_t w_t/s_t over R's own parts); any valid split of R reduces to the two parts (ν, s),
+(w − ν, 0) for the core (put λ·s_t of each part w_t into the first, the rest into the second).
+So R' has the parts (γν, γs), (γ(w − ν), 0) and (1 − γ, σ) for any σ ≤ 1 − γ, a share
+γs + σ and ratio λ' = min(λ, (1 − γ)/σ). :func:`void_variation_ratios` returns the candidates
+σ = 1 − γ (λ' = min(λ, 1)), σ = (1 − γ)/λ when λ > 1 (λ' = λ) and, when λ < 1, R's part dropped
+(share 1 − γ, λ' = 1); the bound is the minimum over them.
+
+Pair classes and local bounds. A catalog ``Randomizer`` covers its victim pairs by entries
+(``cover``, min'ed with ``fallbacks``); the void view applies entry by entry: a candidate
+VariationRatio of an entry maps to its void candidates, and a :class:`LocalPairBound` (the victim's
+own local divergence) to γ times it (D_{e^ε}(γμ0 + (1−γ)δ_⊥ ‖ γμ1 + (1−γ)δ_⊥) = γ·D_{e^ε}(μ0‖μ1)
+for ε ≥ 0). For every entry the participant-count bound (same pair class, m sampled users) is also
+evaluated and the smaller value kept. ``from_matrix`` randomizers are covered by the same rule (their
+cover consists of VariationRatio candidates and local bounds).
+
+Floating point: the void parameters are computed for a sampling probability γ_up ≥ γ (γ rounded up
+by 4 ulps): a round with probability γ is a post-processing of the round with γ_up ≥ γ (drop each
+released report independently with probability 1 − γ/γ_up), so its divergences are at most those
+of γ_up; the shares are shrunk by a relative 1e-12 (a smaller share only loosens the bound).
+
+Robust shuffling (``honest_fraction`` h): only ⌊h·N⌋ users of the population follow the protocol
+(sampling and randomizer); the others' messages (including whether they send one) may be anything,
+known to the adversary. The released multiset is a post-processing of the honest users' void
+messages, so every bound is evaluated for ⌊h·N⌋ users, like an unsampled round.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from dp_accounting import privacy_accountant
+
+from dpacct_shuffle.core.bound import VariationRatio
+from dpacct_shuffle.core.validation import check_num_users, check_range
+from dpacct_shuffle.profiles import (
+    PrivacyProfile,
+    ShuffleBound,
+    as_shuffle_bound,
+    honest_users,
+    randomized_response_delta,
+    sampled_users_lower_bound,
+    variation_ratios_of,
+    DEFAULT_SAMPLING_TAIL,
+)
+from dpacct_shuffle.randomizers.base import LocalPairBound, VariationRatioBound
+
+NeighborRel = privacy_accountant.NeighboringRelation
+_ULP = 2.0**-52
+_SHARE_SHRINK = 1.0 - 1e-12
+# core evaluations use this relative bracket width (the upper end is certified whatever the width)
+_CORE_RTOL = 1e-2
+
+# splits r1 = t·(1 − γ) of the others' ⊥ mass in the add/remove pair (add_remove_variation_ratios)
+_PRESENCE_SPLITS = (0.02, 0.2, 0.5, 0.75)
+
+DeltaFunction = Callable[[float, int], float]
+
+
+def _gamma_up(sampling_probability: float) -> float:
+    """γ rounded up by 4 ulps, at most 1 (module docstring, "Floating point")."""
+    return min(1.0, sampling_probability * (1.0 + 4.0 * _ULP))
+
+
+def check_sampling_probability(value: object, name: str = "sampling_probability") -> float:
+    """γ ∈ [0, 1]."""
+    return check_range(name, value, 0.0, 1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# replace-one: the void randomizer's parameters
+# ---------------------------------------------------------------------------------------------
+
+
+def void_variation_ratios(variation_ratio: VariationRatio,
+                          sampling_probability: float) -> tuple[VariationRatio, ...]:
+    """Candidate VariationRatios of R'(x) = γ·R(x) + (1 − γ)·⊥ for the victim pair of ``variation_ratio``.
+
+    Proof in the module docstring: same p, q0, q1; β' = γβ; neutral parts (γν, γs), (γ(w − ν), 0),
+    (1 − γ, σ) with ν = ``neutral_weight``, s = ``neutral_share``, w = ``neutral_mass`` of R and
+    σ ∈ {1 − γ, (1 − γ)/λ if λ = ν/s > 1}; if λ < 1 also R's part dropped (share 1 − γ, λ' = 1).
+    Every candidate is an upper bound for the sampled round with N users evaluated at N; the
+    minimum over them is. γ = 1 returns ``(variation_ratio,)``.
+    """
+    if not isinstance(variation_ratio, VariationRatio):
+        raise TypeError(f"variation_ratio must be a VariationRatio, got {type(variation_ratio).__name__}")
+    gamma = check_sampling_probability(sampling_probability)
+    if gamma == 1.0:
+        return (variation_ratio,)
+    vr = variation_ratio
+    g_up = _gamma_up(gamma)
+    beta = vr.beta * g_up  # the core clamps a rounding excess over (p − 1)/(p + 1)
+    q1 = vr.q1 if vr.q1 != vr.q0 else None
+    probe = VariationRatio(vr.p, beta, vr.q0, q1=q1)
+    if probe.beta == 0.0:
+        return (probe,)
+    w_void = probe.neutral_mass
+    void_mass = w_void - g_up * vr.neutral_mass  # ≈ 1 − γ_up: the victim's ⊥ mass
+    void_share = max(0.0, 1.0 - g_up) * _SHARE_SHRINK
+    if void_mass <= 0.0 or void_share <= 0.0:
+        return (probe,)
+    share = vr.neutral_share * gamma * _SHARE_SHRINK
+    weight = vr.neutral_weight * g_up
+    parts: list[list[tuple[float, float]]] = []
+    if share > 0.0:
+        ratio = vr.neutral_weight / vr.neutral_share
+        rest = w_void - weight - void_mass
+        own = [(weight, share), (max(0.0, rest), 0.0)]
+        parts.append(own + [(void_mass, void_share)])
+        if ratio > 1.0:
+            parts.append(own + [(void_mass, void_share / ratio)])
+        else:
+            parts.append([(w_void - void_mass, 0.0), (void_mass, void_share)])
+    else:
+        parts.append([(w_void - void_mass, 0.0), (void_mass, void_share)])
+    candidates: dict[VariationRatio, None] = {}
+    for split in parts:
+        candidates.setdefault(VariationRatio(vr.p, beta, vr.q0, q1=q1, neutral_parts=split), None)
+    return tuple(candidates)
+
+
+def add_remove_variation_ratios(randomizer: object,
+                                sampling_probability: float) -> tuple[VariationRatio, ...]:
+    """Candidate VariationRatios of a Poisson-sampled round under add/remove-one neighbours.
+
+    With the victim present it sends μ0 = γ·R(x) + (1 − γ)·⊥; absent, it sends nothing, which is
+    the same release as sending ⊥ always (μ1 = δ_⊥: the server sees only reports). So the pair is
+    p = ∞ (R's outputs have no mass under μ1), β = TV(μ0, μ1) = γ, α = 0 and, in the core's form
+    μ0 = pα·Q0 + w·N, μ1 = pα·Q1 + w·N with pα = γ, w = 1 − γ: Q0 = R(x), Q1 = N = δ_⊥ (the
+    labelled-type argument of the core needs no disjoint supports: the release is a
+    post-processing of the type counts). Every other user sends γ·R(x_i) + (1 − γ)·δ_⊥ ≥
+    (γ/q)·R(x) + r1·δ_⊥ + s·δ_⊥ for any r1 + s ≤ 1 − γ, where q bounds R(x)/R(x_i) over all
+    inputs — max(q0, q1) of parameters valid for every victim pair (every input is the x⁰ or x¹
+    of some pair). So VariationRatio(∞, γ, q, q1 = γ/r1, s) is valid, r1 ≤ γ (q1 ≥ 1). The
+    candidates use r1 = min(γ, t·(1 − γ)) for t ∈ ``_PRESENCE_SPLITS``: a large r1 suits the
+    direction present‖absent (direction 0), a small one absent‖present (direction 1: splitting ⊥
+    into two labelled types lets the adversary see the absent victim's Q1 label, with probability
+    about γ(1 − γ/q − s)^(N−1) when no other user carries it). With num_users = N the bound holds
+    for the victim added to or removed from a population of N (the others number N − 1 or N; the
+    bound is non-increasing in the number of users).
+
+    Floating point: γ is rounded up (see the module docstring), q up by 4 ulps, q1 is chosen so
+    that the core's r1 = γ/q1 is at most the target, and s is shrunk by 1e-12.
+    """
+    gamma = check_sampling_probability(sampling_probability)
+    vrs = variation_ratios_of(randomizer)
+    q = max(max(vr.q0, vr.q1) for vr in vrs) * (1.0 + 4.0 * _ULP)
+    if not math.isfinite(q):
+        raise ValueError("add/remove-one needs a finite q (R(x) <= q·R(x') for all inputs); "
+                         f"the randomizer's parameters give q = {q!r}")
+    if gamma == 0.0:
+        return (VariationRatio(math.inf, 0.0, q),)
+    g_up = _gamma_up(gamma)
+    silent = 1.0 - g_up
+    if silent <= 0.0:  # everyone always sends: presence is visible
+        return (VariationRatio(math.inf, 1.0, q, q1=1.0, neutral_share=0.0),)
+    candidates: dict[VariationRatio, None] = {}
+    for t in _PRESENCE_SPLITS:
+        r1 = min(g_up, t * silent)
+        q1 = g_up / r1 * (1.0 + 4.0 * _ULP)
+        share = (silent - r1) * _SHARE_SHRINK
+        candidates.setdefault(VariationRatio(math.inf, g_up, q, q1=q1, neutral_share=share), None)
+    return tuple(candidates)
+
+
+def _presence_delta(randomizer: object, gamma: float, users: int) -> Callable[[float], float]:
+    """δ(ε) = max(present‖absent, absent‖present) of the add/remove pair, each direction the
+    minimum over :func:`add_remove_variation_ratios`; absent‖present is also 0 for
+    ε ≥ −ln(1 − γ), because the law with the victim is ≥ (1 − γ) times the law without it (the
+    victim does not report with probability 1 − γ)."""
+    vrs = add_remove_variation_ratios(randomizer, gamma)
+    g_up = _gamma_up(gamma)
+    absent_cap = -math.log1p(-g_up) * (1.0 + 4.0 * _ULP) if g_up < 1.0 else math.inf
+
+    def direction_delta(epsilon: float, direction: int) -> float:
+        return min(vr.delta_interval(epsilon, users, rtol=_CORE_RTOL, direction=direction).upper
+                   for vr in vrs)
+
+    def delta_upper(epsilon: float) -> float:
+        present = direction_delta(epsilon, 0)
+        absent = 0.0 if epsilon >= absent_cap else direction_delta(epsilon, 1)
+        return max(present, absent)
+
+    return delta_upper
+
+
+# ---------------------------------------------------------------------------------------------
+# bounds of one sampled round
+# ---------------------------------------------------------------------------------------------
+
+
+def _min_over(vrs: Sequence[VariationRatio]) -> DeltaFunction:
+    def delta_upper(epsilon: float, n: int) -> float:
+        return min(vr.delta_interval(epsilon, n, rtol=_CORE_RTOL).upper for vr in vrs)
+
+    return delta_upper
+
+
+def _void_entry(entry: object, gamma: float) -> DeltaFunction | None:
+    """Void-view δ(ε, N) of one cover/fallback entry of a catalog Randomizer, None if the entry
+    has no void form (e.g. an exact-profile fallback)."""
+    if isinstance(entry, VariationRatioBound) and all(
+            isinstance(vr, VariationRatio) for vr in entry.candidates):
+        return _min_over([v for vr in entry.candidates for v in void_variation_ratios(vr, gamma)])
+    if isinstance(entry, LocalPairBound):
+        factor = _gamma_up(gamma) * (1.0 + 4.0 * _ULP)
+
+        def local_delta(epsilon: float, n: int) -> float:
+            return min(1.0, factor * entry.delta(epsilon, n))
+
+        return local_delta
+    return None
+
+
+def _entry_delta(entry: object) -> DeltaFunction:
+    """δ(ε, n) of one cover/fallback entry (the unsampled round)."""
+    candidates = getattr(entry, "candidates", None)
+    if candidates and all(isinstance(vr, VariationRatio) for vr in candidates):
+        return _min_over(candidates)
+    return entry.delta  # type: ignore[attr-defined, no-any-return]
+
+
+class _SampledRound:
+    """δ(ε) of a Poisson-sampled round, replace-one: min(void view, participant-count bound),
+    entry by entry for a catalog Randomizer (module docstring)."""
+
+    def __init__(self, randomizer: object, num_users: int, gamma: float, honest_fraction: float,
+                 tail: float) -> None:
+        self.gamma = gamma
+        self.bound = as_shuffle_bound(randomizer)
+        self.population = honest_users(num_users, honest_fraction)
+        self.sampled, self.tail_mass = sampled_users_lower_bound(self.population, gamma, tail)
+        self.delta = self._delta_function(randomizer)
+
+    def _count_bound(self, delta_n: DeltaFunction) -> Callable[[float], float]:
+        """The participant-count bound γ·(δ_m(ε) + τ·δ_RR,ε0(ε)) for one pair class."""
+        gamma, users, tail_mass, eps0 = self.gamma, self.sampled, self.tail_mass, self.bound.epsilon0
+
+        def delta_upper(epsilon: float) -> float:
+            value = delta_n(epsilon, users) + tail_mass * randomized_response_delta(eps0, epsilon)
+            return min(1.0, gamma * value)
+
+        return delta_upper
+
+    def _best(self, void: DeltaFunction | None, delta_n: DeltaFunction) -> Callable[[float], float]:
+        count = self._count_bound(delta_n)
+        if void is None:
+            return count
+        population = self.population
+
+        def delta_upper(epsilon: float) -> float:
+            return min(void(epsilon, population), count(epsilon))
+
+        return delta_upper
+
+    def _delta_function(self, randomizer: object) -> Callable[[float], float]:
+        gamma = self.gamma
+        if isinstance(randomizer, VariationRatio):
+            return self._best(_min_over(void_variation_ratios(randomizer, gamma)),
+                              self.bound.delta_upper)
+        cover = getattr(randomizer, "cover", None)
+        if callable(getattr(randomizer, "shuffled", None)) and cover:
+            covers = [self._best(_void_entry(e, gamma), _entry_delta(e)) for e in cover]
+            fallbacks = [self._best(_void_entry(e, gamma), _entry_delta(e))
+                         for e in getattr(randomizer, "fallbacks", ())]
+
+            def randomizer_delta(epsilon: float) -> float:
+                value = max(entry(epsilon) for entry in covers)
+                for entry in fallbacks:
+                    value = min(value, entry(epsilon))
+                return value
+
+            return randomizer_delta
+        if (not isinstance(randomizer, ShuffleBound) and not callable(getattr(randomizer, "shuffled", None))
+                and hasattr(randomizer, "variation_ratio")):
+            return self._delta_function(randomizer.variation_ratio)
+        if isinstance(randomizer, Sequence) and not isinstance(randomizer, str) and randomizer:
+            items = [self._delta_function(item) for item in randomizer]
+
+            def sequence_delta(epsilon: float) -> float:
+                return max(item(epsilon) for item in items)
+
+            return sequence_delta
+        return self._best(None, self.bound.delta_upper)
+
+
+def poisson_sampled_profile(randomizer: object, num_users: int, sampling_probability: float,
+                            honest_fraction: float = 1.0,
+                            neighboring_relation: NeighborRel = NeighborRel.REPLACE_ONE,
+                            tail: float = DEFAULT_SAMPLING_TAIL) -> PrivacyProfile:
+    """Profile of a shuffle round on a Poisson sample of a population of ``num_users`` users.
+
+    Every user takes part independently with probability γ = ``sampling_probability`` and the
+    participants' reports are shuffled (the server sees the reports, hence their number).
+
+    * ``REPLACE_ONE``: the victim's input is replaced. δ(ε) = min of the void view (N = ⌊h·N⌋
+      users of R'(x) = γ·R(x) + (1 − γ)·⊥, :func:`void_variation_ratios`) and the
+      participant-count bound (:func:`dpacct_shuffle.profiles.poisson_sampled_shuffle_profile`),
+      taken entry by entry for a catalog Randomizer; cap ε0 = ln p (the victim's local guarantee).
+    * ``ADD_OR_REMOVE_ONE``: the victim is in the population or not (:func:`add_remove_variation_ratios`);
+      no cap (with the victim present all N users may report, which is impossible without it).
+
+    Args:
+      randomizer: anything :func:`~dpacct_shuffle.profiles.as_shuffle_bound` accepts; add/remove
+        needs VariationRatio parameters (:func:`~dpacct_shuffle.profiles.variation_ratios_of`).
+      num_users: the population N (with the victim, for add/remove), ≥ 1.
+      sampling_probability: γ ∈ [0, 1].
+      honest_fraction: h ∈ (0, 1]: ⌊h·N⌋ users follow the protocol (module docstring).
+      neighboring_relation: ``REPLACE_ONE`` or ``ADD_OR_REMOVE_ONE``.
+      tail: lower-tail mass of the participant count in the participant-count bound.
+    """
+    gamma = check_sampling_probability(sampling_probability)
+    population = check_num_users(num_users, "num_users")
+    if neighboring_relation is NeighborRel.ADD_OR_REMOVE_ONE:
+        users = honest_users(population, honest_fraction)
+        return PrivacyProfile(_presence_delta(randomizer, gamma, users), math.inf,
+                              f"poisson_add_remove({gamma!r}, {randomizer!r}, N={users})")
+    if neighboring_relation is not NeighborRel.REPLACE_ONE:
+        raise ValueError("neighboring_relation must be REPLACE_ONE or ADD_OR_REMOVE_ONE, "
+                         f"got {neighboring_relation!r}")
+    round_ = _SampledRound(randomizer, population, gamma, honest_fraction, tail)
+    if gamma == 0.0:
+        return PrivacyProfile(lambda epsilon: 0.0, 0.0, "poisson(0.0): nobody reports")
+    return PrivacyProfile(round_.delta, round_.bound.epsilon0,
+                          f"poisson({gamma!r}, void shuffle({round_.bound.source!r}, "
+                          f"N={round_.population}))")
+
+
+__all__ = [
+    "add_remove_variation_ratios",
+    "check_sampling_probability",
+    "poisson_sampled_profile",
+    "void_variation_ratios",
+]
