@@ -39,7 +39,7 @@ from dpacct_shuffle.randomizers.base import (LocalPairBound, LowerBoundFactory, 
 from dpacct_shuffle.randomizers.exact import (BINARY_RR_RTOL, BinaryRRProfile, InstanceLowerBound,
                                               trinomial_projection)
 from dpacct_shuffle.randomizers.frequency import (DirectEncodingOracle, FrequencyOracle,
-                                                  UnaryEncodingOracle)
+                                                  LocalHashingOracle, UnaryEncodingOracle)
 from dpacct_shuffle.randomizers.matrix import matrix_lower_bound
 
 MAX_MATRIX_CELLS = 4_000_000
@@ -564,9 +564,12 @@ def local_hashing(epsilon0: float, hash_range: int, domain_size: int | None = No
     params: dict[str, object] = {"epsilon0": eps0, "hash_range": l, "collision_probability": coll}
     if d is not None:
         params["domain_size"] = d
+    oracle = LocalHashingOracle(d, l, e) if d is not None and collision_probability is None \
+        else None  # the sampler draws uniformly random functions: collision probability 1/l
     return _single("local_hashing", params, vr, matrix=matrix, lower=lower,
                    published=(e, published_beta, e, e),
-                   notes="beta carries the collision factor (1 - collision_probability)")
+                   notes="beta carries the collision factor (1 - collision_probability)",
+                   frequency_oracle=oracle)
 
 
 @_catalog_entry
