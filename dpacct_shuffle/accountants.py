@@ -118,7 +118,7 @@ def _sampled_profile(event: dp_event.PoissonSampledDpEvent,
         return poisson_sampled_profile(inner.randomizer, inner.num_users, gamma,
                                        inner.honest_fraction, relation)
     if inner.mode is ParallelMode.RANDOM:
-        return poisson_sampled_profile(inner.composite_randomizer(), inner.num_users, gamma,
+        return poisson_sampled_profile(inner.composite_bound(), inner.num_users, gamma,
                                        inner.honest_fraction, relation)
     return max_profile([poisson_sampled_profile(branch, size, gamma, inner.honest_fraction, relation)
                         for branch, size in zip(inner.branches, inner.num_users)])
