@@ -66,6 +66,7 @@ from dpacct_shuffle.core.numerics import (
 from dpacct_shuffle.core.validation import (
     check_delta,
     check_epsilon,
+    check_epsilon0,
     check_num_users,
     check_range,
 )
@@ -193,11 +194,33 @@ class VariationRatio:
         """Any ε0-LDP randomizer: p = q = e^ε0, β = (e^ε0 − 1)/(e^ε0 + 1) (w = 0, docs/theory.md,
         "Monotonicity in β").
 
+        ε0 must lie in [MIN_EPSILON0, MAX_EPSILON0] = [1e-6, 500] (core.validation).
+
         p is exp(ε0) taken 4 ulps up: near ε = ε0 the coefficient α(p − e^ε) cancels, and a p
         rounded below the true e^ε0 under-reports δ (binary RR, ε0 = 1, n = 2, ε = 1 − 1e-13)."""
-        eps0 = check_range("epsilon0", epsilon0, 0.0, math.inf, low_open=True, high_open=True)
+        eps0 = check_epsilon0(epsilon0)
         p = math.exp(eps0) * (1.0 + 4.0 * _ULP)
         return cls(p, (p - 1.0) / (p + 1.0), p)  # β of the rounded p: ≥ tanh(ε0/2), still w = 0
+
+    @classmethod
+    def from_fields(cls, p: float, beta: float, q: float, q1: float, neutral_share: float,
+                    neutral_weight: float) -> "VariationRatio":
+        """The VariationRatio with exactly these attribute values (e.g. read back from its JSON form,
+        :mod:`dpacct_shuffle.randomizers.serialization`); it compares equal to the one they were
+        read from.
+
+        Validated as the constructor validates (p, β, q, q1, s); ``neutral_weight`` must lie in
+        [0, w] — it is the victim's neutral mass the bound credits, a claim of the same kind as
+        ``neutral_share`` (w for one neutral type, λ·s from ``neutral_parts``).
+        """
+        result = cls(p, beta, q, q1=q1, neutral_share=neutral_share)
+        weight = check_range("neutral_weight", neutral_weight, 0.0, result.neutral_mass)
+        if weight != result.neutral_weight:
+            if result.neutral_share == 0.0:
+                raise ValueError("neutral_weight must equal the neutral mass w = "
+                                 f"{result.neutral_mass!r} when neutral_share is 0, got {weight!r}")
+            result.neutral_weight = weight
+        return result
 
     # -- derived quantities ---------------------------------------------------------------
     @property

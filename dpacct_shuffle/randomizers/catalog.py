@@ -34,13 +34,13 @@ from scipy.linalg import hadamard
 
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.multilevel import PrivacyLossLevels
-from dpacct_shuffle.core.validation import check_range
+from dpacct_shuffle.core.validation import check_epsilon0, check_range
 from dpacct_shuffle.randomizers.base import (LocalPairBound, LowerBoundFactory, PairBound, Randomizer,
                                              VariationRatioBound)
 from dpacct_shuffle.randomizers.exact import (BINARY_RR_RTOL, BinaryRRProfile, InstanceLowerBound,
                                               trinomial_projection)
 from dpacct_shuffle.randomizers.frequency import (DirectEncodingOracle, FrequencyOracle,
-                                                  UnaryEncodingOracle)
+                                                  LocalHashingOracle, UnaryEncodingOracle)
 from dpacct_shuffle.randomizers.matrix import matrix_lower_bound
 from dpacct_shuffle.randomizers.multilevel import MultiLevelBound, attach_multilevel
 
@@ -73,7 +73,7 @@ def _catalog_entry(constructor: Callable[_Args, Randomizer]) -> Callable[_Args, 
 
 # -- validation helpers -------------------------------------------------------------------------
 def _epsilon0(value: object, name: str = "epsilon0") -> float:
-    return check_range(name, value, 0.0, math.inf, low_open=True, high_open=True)
+    return check_epsilon0(value, name)
 
 
 def _up(ratio: float) -> float:
@@ -593,9 +593,12 @@ def local_hashing(epsilon0: float, hash_range: int, domain_size: int | None = No
     params: dict[str, object] = {"epsilon0": eps0, "hash_range": l, "collision_probability": coll}
     if d is not None:
         params["domain_size"] = d
+    oracle = LocalHashingOracle(d, l, e) if d is not None and collision_probability is None \
+        else None  # the sampler draws uniformly random functions: collision probability 1/l
     return _single("local_hashing", params, vr, matrix=matrix, lower=lower,
                    published=(e, published_beta, e, e),
-                   notes="beta carries the collision factor (1 - collision_probability)")
+                   notes="beta carries the collision factor (1 - collision_probability)",
+                   frequency_oracle=oracle)
 
 
 @_catalog_entry
@@ -898,8 +901,10 @@ def metric_laplace(d01: float, d_max: float) -> Randomizer:
 
     p = e^{d01}, β = 1 − e^{−d01/2}, q = e^{d_max} (published). Generic neutral share.
     """
-    dist = check_range("d01", d01, 0.0, math.inf, low_open=True, high_open=True)
-    dmax = check_range("d_max", d_max, dist, math.inf, high_open=True)
+    dist = check_epsilon0(d01, "d01")
+    dmax = check_epsilon0(d_max, "d_max")
+    if dmax < dist:
+        raise ValueError(f"d_max must be >= d01 = {dist!r}, got {dmax!r}")
     return _laplace("metric_laplace", dist, dmax, {"d01": dist, "d_max": dmax})
 
 
@@ -996,9 +1001,12 @@ def metric_ldp(d01: float, d0_max: float, d1_max: float | None = None) -> Random
     dj_max = max over users' inputs c of d(x^j, c) (≥ d01, since x^{1−j} is a possible input).
     Worst-case β for p, so w = 0. No finite instance: lower bound 0.
     """
-    dist = check_range("d01", d01, 0.0, math.inf, low_open=True, high_open=True)
-    d0 = check_range("d0_max", d0_max, dist, math.inf, high_open=True)
-    d1 = d0 if d1_max is None else check_range("d1_max", d1_max, dist, math.inf, high_open=True)
+    dist = check_epsilon0(d01, "d01")
+    d0 = check_epsilon0(d0_max, "d0_max")
+    d1 = d0 if d1_max is None else check_epsilon0(d1_max, "d1_max")
+    for name, value in (("d0_max", d0), ("d1_max", d1)):
+        if value < dist:
+            raise ValueError(f"{name} must be >= d01 = {dist!r}, got {value!r}")
     p = math.exp(dist)
     beta = math.tanh(dist / 2.0)
     vr = VariationRatio(_up(p), beta, _up(math.exp(d0)), q1=_up(math.exp(d1)))
