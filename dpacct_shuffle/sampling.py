@@ -97,7 +97,7 @@ _CORE_RTOL = 1e-2
 # measured best for both directions, given that absent‖present vanishes for ε ≥ −ln(1 − γ))
 _PRESENCE_SPLITS = (0.5, 0.75)
 # a randomizer's matrix up to this many cells (with the ⊥ column) is also analyzed as R'
-VOID_MATRIX_MAX_CELLS = 256
+VOID_MATRIX_MAX_CELLS = 64
 # λ this close to 1 counts as 1 (void_variation_ratios: no extra candidate)
 _RATIO_TOLERANCE = 1e-9
 
