@@ -45,7 +45,7 @@ EXIT_OK = 0
 EXIT_RUNTIME = 1
 EXIT_BAD_INPUT = 2
 DISPLAY_DIGITS = 6
-LOWER_BOUND_MAX_USERS = 10**7
+LOWER_BOUND_MAX_USERS = 10**7  # = randomizers.LOWER_BOUND_MAX_USERS (not imported: lean --help)
 MAX_RANGE_COUNT = 1000
 
 class UsageError(ValueError):
@@ -311,7 +311,8 @@ def _upper_bound(
     certified upper bound ``compute(shuffled)`` of ``command`` at the ``given`` level, and the JSON
     payload so far."""
     randomizer = randomizer_from_args(args)
-    shuffled = randomizer.shuffled(args.users)
+    # the lower bound's cost is limited by --lower-max-users (_lower_bound), not the library default
+    shuffled = randomizer.shuffled(args.users, lower_bound_max_users=None)
     gamma = args.sampling_probability
     start = time.perf_counter()
     if gamma is None:
@@ -540,31 +541,41 @@ def cmd_account(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_plot(args: argparse.Namespace, out: TextIO) -> int:
-    """``plot``: ε vs n (``--users LIST``) or ε vs ε0 (``--epsilon0s LIST``) to PNG/SVG."""
+    """``plot``: ε vs n (``--users LIST``) or ε vs ε0 (``--epsilon0s LIST``) to PNG/SVG.
+
+    Every argument is validated (exit 2) and the output directory checked (exit 1) before
+    matplotlib is looked for (exit 1 with the install hint) and before the sweep starts.
+    """
     from dpacct_shuffle import plots
+    from dpacct_shuffle.core.validation import check_delta
     from dpacct_shuffle.randomizers.spec import build_randomizer, randomizer_factory
 
     suffix = Path(args.output).suffix.lower()
     if suffix not in (".png", ".svg", ".pdf"):
         raise UsageError(f"--output must end in .png, .svg or .pdf, got {args.output!r}")
-    plots.require_matplotlib()  # fail before a long sweep
     names = args.randomizer or []
     if not names:
         raise UsageError("plot needs at least one --randomizer NAME")
+    delta = check_delta(args.delta, "--delta")
     params = randomizer_params(args, without_epsilon0=True)
-    progress = _show_progress(args)
-    start = time.perf_counter()
     if args.x == "users":
+        users_list = plots.check_users_list(args.users_list, "--users-list")
         shared = params if args.epsilon0 is None else {**params, "epsilon0": args.epsilon0}
         entries = {name: build_randomizer(name, shared, lenient=True) for name in names}
-        curves = plots.epsilon_vs_users(entries, args.users_list, args.delta,
-                                        lower=not args.no_lower, fmt=not args.no_fmt,
-                                        progress=progress)
     else:
         if args.users is None:
             raise UsageError("plot --x epsilon0 needs --users N")
+        epsilon0_list = plots.check_epsilon0_list(args.epsilon0_list, "--epsilon0-list")
         factories = {name: randomizer_factory(name, params, lenient=True) for name in names}
-        curves = plots.epsilon_vs_epsilon0(factories, args.epsilon0_list, args.users, args.delta,
+    plots.check_output_path(args.output)
+    plots.require_matplotlib()  # fail before a long sweep
+    progress = _show_progress(args)
+    start = time.perf_counter()
+    if args.x == "users":
+        curves = plots.epsilon_vs_users(entries, users_list, delta, lower=not args.no_lower,
+                                        fmt=not args.no_fmt, progress=progress)
+    else:
+        curves = plots.epsilon_vs_epsilon0(factories, epsilon0_list, args.users, delta,
                                            lower=not args.no_lower, fmt=not args.no_fmt,
                                            progress=progress)
     if args.x == "epsilon0":

@@ -57,6 +57,7 @@ from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
 from dpacct_shuffle.accountants import ShufflePLDAccountant, relation_message
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_range
+from dpacct_shuffle.event_serialization import event_from_dict, event_to_dict
 from dpacct_shuffle.events import ShuffleEvent
 from dpacct_shuffle.profiles import DEFAULT_VALUE_DISCRETIZATION
 
@@ -321,16 +322,26 @@ class ShuffleAccountant(IAccountant):
     # -- checkpoints -----------------------------------------------------------------------------
     def state_dict(self, destination: Optional[dict[str, Any]] = None) -> dict[str, Any]:
         """Opacus's ``history``/``mechanism`` plus ``events``, ``neighboring_relation`` and
-        ``value_discretization_interval``. Events are stored as the (immutable) DpEvent objects;
-        ``torch.save`` of the dict needs them to be picklable."""
+        ``value_discretization_interval`` — plain data only (numbers, strings, lists, dicts).
+
+        ``events`` is a list of ``[event JSON form, count]``, the JSON form of
+        :func:`dpacct_shuffle.event_serialization.event_to_dict`, so a checkpoint holding the dict
+        loads with ``torch.load(path, weights_only=True)``, even where this package is not
+        installed, and :meth:`load_state_dict` reproduces ε exactly. TypeError if an event has no
+        JSON form (a randomizer built directly with the Randomizer constructor)."""
         result = super().state_dict(OrderedDict() if destination is None else destination)
-        result["events"] = list(self.events)
+        # Opacus's (σ, q, steps) tuples, as Python numbers (numpy scalars are not plain data)
+        result["history"] = [(float(sigma), float(rate), int(steps))
+                             for sigma, rate, steps in result["history"]]
+        result["events"] = [[event_to_dict(event), count] for event, count in self.events]
         result["neighboring_relation"] = self._neighboring_relation.name
         result["value_discretization_interval"] = self._value_discretization_interval
         return result
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         """Restore a :meth:`state_dict` (validated; the relation and grid are restored too).
+
+        ``events`` entries hold an event's JSON form (what :meth:`state_dict` writes) or a DpEvent.
 
         Nothing is changed unless the whole state is valid.
 
@@ -348,8 +359,10 @@ class ShuffleAccountant(IAccountant):
                                      state_dict["value_discretization_interval"])
         for i, item in enumerate(state_dict["events"]):
             if not isinstance(item, Sequence) or len(item) != 2:
-                raise ValueError(f"events[{i}] must be (DpEvent, count), got {item!r}")
-            restored.compose(item[0], item[1])
+                raise ValueError(f"events[{i}] must be (event JSON form or DpEvent, count), "
+                                 f"got {item!r}")
+            event = event_from_dict(item[0]) if isinstance(item[0], Mapping) else item[0]
+            restored.compose(event, item[1])
         self.history = history
         self.events = restored.events
         self._neighboring_relation = restored._neighboring_relation
