@@ -20,8 +20,9 @@ Neighbouring relation (a constructor option, stated with every number):
   this relation (docs/theory.md, "Setting"). A Gaussian step then has sensitivity 2 (a replaced
   record moves the clipped sum by up to 2C), exactly as dp-accounting's ``PLDAccountant`` treats it.
 * ``"add_or_remove_one"``: one record added or removed, the relation Opacus's own accountants use
-  (sensitivity 1). Shuffle and local-report events have no guarantee under it, so adding one raises
-  ValueError.
+  (sensitivity 1). Poisson-sampled shuffle rounds (``step_shuffle(..., sampling_probability=γ)``)
+  have a guarantee under it (:mod:`dpacct_shuffle.sampling`); unsampled shuffle rounds (their
+  message count reveals presence) and local reports do not, so adding one raises ValueError.
 
 :func:`noise_multiplier_for_epsilon` calibrates σ for a target ε counting the planned shuffle
 rounds (Opacus's ``make_private_with_epsilon`` cannot: it calibrates a fresh accountant holding only
@@ -54,7 +55,7 @@ from dp_accounting import mechanism_calibration
 from dp_accounting import privacy_accountant
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
-from dpacct_shuffle.accountants import ShufflePLDAccountant
+from dpacct_shuffle.accountants import ShufflePLDAccountant, relation_message
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_range
 from dpacct_shuffle.event_serialization import event_from_dict, event_to_dict
 from dpacct_shuffle.events import ShuffleEvent
@@ -153,7 +154,8 @@ class ShuffleAccountant(IAccountant):
     Args:
       neighboring_relation: ``"replace_one"`` (default; the relation of the shuffle bounds, under
         which a Gaussian step has sensitivity 2) or ``"add_or_remove_one"`` (Opacus's relation,
-        sensitivity 1; shuffle and local-report events are then refused with ValueError).
+        sensitivity 1; only Poisson-sampled shuffle rounds among this package's events are then
+        accepted, the others are refused with ValueError).
       value_discretization_interval: PLD grid of every composed event (dp-accounting's default
         1e-4).
 
@@ -216,15 +218,25 @@ class ShuffleAccountant(IAccountant):
             self.history.append((sigma, rate, 1))
 
     def step_shuffle(self, randomizer: object, num_users: int, count: int = 1,
-                     honest_fraction: float = 1.0) -> None:
+                     honest_fraction: float = 1.0,
+                     sampling_probability: Optional[float] = None) -> None:
         """``count`` shuffle rounds, in each of which the focal user sends one report.
 
         ``ShuffleEvent(randomizer, num_users, honest_fraction)`` (see
         :class:`dpacct_shuffle.events.ShuffleEvent`): ``randomizer`` is a catalog Randomizer, a
         VariationRatio or a ``delta(ε, n)`` profile, ``num_users`` the number of reports shuffled
         together. Replace-one only: ValueError under add/remove.
+
+        With ``sampling_probability`` γ each round is
+        ``PoissonSampledDpEvent(γ, ShuffleEvent(randomizer, num_users, honest_fraction))``: every
+        one of the ``num_users`` clients (the population) takes part with probability γ
+        (:func:`dpacct_shuffle.sampling.poisson_sampled_profile`); accepted under both relations.
         """
-        self.compose(ShuffleEvent(randomizer, num_users, honest_fraction), count)
+        event: dp_event.DpEvent = ShuffleEvent(randomizer, num_users, honest_fraction)
+        if sampling_probability is not None:
+            event = dp_event.PoissonSampledDpEvent(
+                check_range("sampling_probability", sampling_probability, 0.0, 1.0), event)
+        self.compose(event, count)
 
     def compose(self, event: dp_event.DpEvent, count: int = 1) -> None:
         """Add ``count`` copies of any event :class:`ShufflePLDAccountant` supports.
@@ -232,8 +244,8 @@ class ShuffleAccountant(IAccountant):
         Raises:
           TypeError: ``event`` is not a DpEvent.
           ValueError: the event is unsupported under this accountant's neighbouring relation (for
-            a shuffle or local-report event under add/remove: it only has a replace-one
-            guarantee).
+            an unsampled shuffle round or local reports under add/remove: they only have a
+            replace-one guarantee).
         """
         if not isinstance(event, dp_event.DpEvent):
             raise TypeError(f"event must be a dp_accounting DpEvent, got {type(event).__name__}")
@@ -253,9 +265,10 @@ class ShuffleAccountant(IAccountant):
         if (relation is not NeighborRel.REPLACE_ONE
                 and ShufflePLDAccountant(NeighborRel.REPLACE_ONE).supports(event)):
             raise ValueError(
-                f"{type(event).__name__} has a guarantee only for replace-one neighbours, so it "
-                f"cannot be accounted under neighboring_relation={relation.name}; use "
-                "ShuffleAccountant(neighboring_relation='replace_one')")
+                f"{type(event).__name__} cannot be accounted under neighboring_relation="
+                f"{relation.name}: {relation_message(event, relation)} With this accountant: "
+                "ShuffleAccountant(neighboring_relation='replace_one'), or "
+                "step_shuffle(..., sampling_probability=...) for client-sampled rounds.")
         raise ValueError(f"event {event!r} is not supported by ShufflePLDAccountant under "
                          f"neighboring_relation={relation.name}")
 

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from dpacct_shuffle.core.numerics import (
     Bracket,
@@ -386,18 +386,33 @@ def _delta_bracket(key: BoundKey, eps: float, n: int,
         return Bracket(0.0, min(1.0, vr.beta))
     # δ is non-increasing in ε, so evaluating at min(ε, 300) is an upper bound (e^ε overflows)
     problems = _directional_problems(key, min(eps, _MAX_EVALUATED_EPSILON), n, direction)
+    return refined_bracket(problems, vr.beta, rtol, tail, bands, reference, stop_below)
+
+
+def refined_bracket(problems: Sequence[DirectionalProblem], total_variation: float, rtol: float,
+                    tail: float = 1e-18, bands: int = 4, reference: bool = False,
+                    stop_below: float = _NEGLIGIBLE_DELTA) -> Bracket:
+    """Bracket of max over ``problems`` of (1/n)·E[(c_A·A + c_B·B + c_K·K)⁺], refined to ``rtol``.
+
+    The refinement loop of :class:`VariationRatio` (see ``_delta_bracket``), for any list of
+    directional problems of one pair: a Chernoff bound settles values below ``stop_below``; then
+    tail truncation and band resolution are refined until (upper − lower) ≤ rtol·upper. The upper
+    end is capped by ``total_variation``, a bound on the victim's total variation (δ(ε) ≤ δ(0) ≤ TV:
+    the pair is a post-processing of the victim's report).
+    """
     # far in the tail a Chernoff bound settles it without truncating deep into the tails
     chernoff = max(chernoff_log_upper(problem) for problem in problems)
     if chernoff < math.log(max(stop_below, 1e-308)):
         return Bracket(0.0, max(math.exp(chernoff), 5e-324))
     shift_tol = 0.1 * rtol
+    lower = upper = 0.0
     for _ in range(12):
         if reference:
             results = [reference_directional_bracket(problem, bands, tail) for problem in problems]
         else:
             results = [directional_bracket(problem, bands, tail, shift_tol) for problem in problems]
         lower = max(r.lower for r in results)
-        upper = min(max(r.upper for r in results), vr.beta)  # δ ≤ TV of the victim (see above)
+        upper = min(max(r.upper for r in results), total_variation)
         lower = min(lower, upper)
         dropped = max(r.dropped for r in results)
         if upper - lower <= rtol * upper or upper <= stop_below:
@@ -446,6 +461,16 @@ def _initial_guess(vr: VariationRatio, delta: float, n: int) -> float:
 
 
 def _epsilon_search(vr: VariationRatio, delta: float, n: int, rtol: float) -> float:
+    """Smallest ε (relative tolerance rtol) with the certified δ_upper(ε) ≤ delta (see
+    :func:`epsilon_search`; the bound is evaluated at the public ``delta_interval``'s bracket)."""
+    key = vr._key()
+    n_eval = min(n, MAX_EVALUATED_USERS)
+    return epsilon_search(lambda eps: _delta_bracket(key, eps, n_eval, _SEARCH_RTOL).upper,
+                          delta, vr.beta, vr.epsilon0, _initial_guess(vr, delta, n), rtol)
+
+
+def epsilon_search(delta_upper: Callable[[float], float], delta: float, total_variation: float,
+                   eps_cap: float, guess: float, rtol: float) -> float:
     """Smallest ε (relative tolerance rtol) with certified δ_upper(ε) ≤ delta.
 
     Secant iterations on F(u) = ln(−ln δ_upper(e^u)) − ln(−ln delta), u = ln ε: for the Gaussian-like
@@ -455,17 +480,14 @@ def _epsilon_search(vr: VariationRatio, delta: float, n: int, rtol: float) -> fl
     probed. Falls back to bisection in the bracket whenever the secant step leaves it. The result is
     always a point where the certified upper bound was evaluated and found ≤ delta.
     """
-    key = vr._key()
-    n_eval = min(n, MAX_EVALUATED_USERS)
-    if delta >= vr.beta:  # δ(0) is at most TV(μ0, μ1) = β (post-processing of the victim)
+    if delta >= total_variation:  # δ(0) is at most the victim's TV (post-processing of the victim)
         return 0.0
-    eps_cap = vr.epsilon0
     log_target = -math.log(delta)
 
     def upper(eps: float) -> float:
         if eps >= eps_cap:
             return 0.0
-        return _delta_bracket(key, eps, n_eval, _SEARCH_RTOL).upper
+        return delta_upper(eps)
 
     def merit(d: float) -> float:
         """F without the log of ε: ln(−ln δ) − ln(−ln target), ±inf at δ ∈ {0, 1}."""
@@ -493,7 +515,7 @@ def _epsilon_search(vr: VariationRatio, delta: float, n: int, rtol: float) -> fl
             points.append((math.log(eps), f))
         return feasible
 
-    eps = _initial_guess(vr, delta, n)
+    eps = guess
     first_guess = eps
     zero_checked = False
     record(eps)

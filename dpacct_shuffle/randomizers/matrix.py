@@ -42,7 +42,9 @@ their local hockey-stick divergence instead (the shuffled output is a post-proce
 victim's message). Two fallbacks valid for every pair lower the result further: the summary
 VariationRatio (max p, max β, q = max p, generic s: the decomposition stays valid for a larger p
 and the bound is non-decreasing in β with the generic s, docs/theory.md, "Monotonicity in β") and
-the largest local hockey-stick divergence.
+the largest local hockey-stick divergence; a third, the multi-level (blanket) bound of every pair's
+whole privacy-loss spectrum (:mod:`dpacct_shuffle.randomizers.multilevel`), is attached where it
+applies.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_stochastic_matrix
 from dpacct_shuffle.randomizers.base import LocalPairBound, PairBound, Randomizer, VariationRatioBound
 from dpacct_shuffle.randomizers.exact import InstanceLowerBound, trinomial_projection
+from dpacct_shuffle.randomizers.multilevel import attach_multilevel
 
 _SHRINK = 1.0 - 1e-9
 _CHUNK_CELLS = 4_000_000
@@ -438,6 +441,7 @@ def _analyze(mat: np.ndarray, name: str) -> Randomizer:
         lower_bound=functools.partial(matrix_lower_bound, mat) if beta_max > 0 else None,
         notes="analyzed matrix: per-pair exact decomposition, rates from column minima",
     )
+    attach_multilevel(randomizer)
     analyzed = randomizer.matrix  # the read-only copy the Randomizer keeps
     identity = ("matrix", name, analyzed.shape, hashlib.sha256(analyzed.tobytes()).hexdigest())
     randomizer._record_origin(functools.partial(_reanalyze, analyzed, name), identity)
