@@ -91,8 +91,8 @@ def _real_validator(low: float, high: float, low_open: bool, high_open: bool
                                       {"allowed": allowed, "got": _shown(value)})
         try:
             number = float(value)
-        except OverflowError:
-            number = math.copysign(math.inf, value)
+        except OverflowError:  # an integer beyond float range
+            number = math.inf if value > 0 else -math.inf
         inside = (math.isfinite(number)
                   and (number > low if low_open else number >= low)
                   and (number < high if high_open else number <= high))
@@ -449,8 +449,9 @@ _STEP_MODELS: dict[str, type[_Step]] = {"shuffle": ShuffleStep, "parallel": Para
 def _step_tag(value: object) -> Optional[str]:
     if isinstance(value, _Step):
         return "step:" + str(value.type)  # type: ignore[attr-defined]
-    if isinstance(value, Mapping) and value.get("type") in _STEP_MODELS:
-        return "step:" + str(value["type"])
+    if isinstance(value, Mapping) and isinstance(value.get("type"), str) \
+            and value["type"] in _STEP_MODELS:
+        return "step:" + value["type"]
     return None
 
 
