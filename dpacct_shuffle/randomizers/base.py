@@ -103,7 +103,7 @@ class LocalPairBound(PairBound):
                                 self.mu1).sum(axis=1)
         # round up: the sums of nonnegative terms carry relative error <= outputs * ulp
         slack = 1.0 + 4.0 * self.mu0.shape[1] * np.finfo(float).eps
-        return float(max(forward.max(), backward.max()) * slack)
+        return min(1.0, float(max(forward.max(), backward.max()) * slack))  # δ ≤ 1 always
 
     def delta(self, epsilon: float, n: int) -> float:
         return self._delta(check_epsilon(epsilon))
@@ -151,7 +151,8 @@ class Randomizer:
       notes: validity statements specific to this randomizer.
       frequency_oracle: the sampler and unbiased frequency estimator
         (:mod:`~dpacct_shuffle.randomizers.frequency`) of entries that have one (k-RR, binary RR,
-        RAPPOR, OUE), else ``None``; used by :meth:`sample` and :meth:`estimate_frequencies`.
+        RAPPOR, OUE, local hashing with a domain size), else ``None``; used by :meth:`sample`
+        and :meth:`estimate_frequencies`.
 
     Equality and pickling. Catalog entries and :func:`~dpacct_shuffle.randomizers.from_matrix`
     randomizers record their origin: they compare (and hash) by value — catalog entries by
@@ -221,7 +222,7 @@ class Randomizer:
     def _oracle(self) -> FrequencyOracle:
         if self.frequency_oracle is None:
             raise TypeError(f"{self!r} has no sampler and frequency estimator; catalog entries with "
-                            "one: binary_rr, krr, rappor, optimized_unary_encoding")
+                            "one: binary_rr, krr, rappor, optimized_unary_encoding, local_hashing")
         return self.frequency_oracle
 
     def sample(self, value: int, rng: np.random.Generator) -> Report:
