@@ -50,7 +50,8 @@ Not changed: ``RdpAccountant`` refuses ``PoissonSampledDpEvent`` of a Gaussian u
 fails under numpy 2 and is not used by anything here.
 
 Private parent attributes relied on (guarded by ``tests/test_accountants.py``):
-``PLDAccountant._pld``, ``._contains_non_dp_event``, ``._value_discretization_interval``;
+``PLDAccountant._pld``, ``._contains_non_dp_event``, ``._value_discretization_interval``,
+``PrivacyLossDistribution._pmf_remove/_pmf_add._infinity_mass``;
 ``RdpAccountant._rdp``, ``._orders``.
 """
 
@@ -69,6 +70,7 @@ from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from dp_accounting.rdp import rdp_privacy_accountant
 from numpy.typing import NDArray
 
+from dpacct_shuffle.core.validation import check_range
 from dpacct_shuffle.events import (
     LDPCompositionEvent,
     LDPCompositionMode,
@@ -116,7 +118,7 @@ def _sampled_profile(event: dp_event.PoissonSampledDpEvent,
         return poisson_sampled_profile(inner.randomizer, inner.num_users, gamma,
                                        inner.honest_fraction, relation)
     if inner.mode is ParallelMode.RANDOM:
-        return poisson_sampled_profile(inner.composite_randomizer(), inner.num_users, gamma,
+        return poisson_sampled_profile(inner.composite_bound(), inner.num_users, gamma,
                                        inner.honest_fraction, relation)
     return max_profile([poisson_sampled_profile(branch, size, gamma, inner.honest_fraction, relation)
                         for branch, size in zip(inner.branches, inner.num_users)])
@@ -155,7 +157,7 @@ def event_profile(event: dp_event.DpEvent,
     or of a without-replacement-sampled Gaussian, under ``relation``: ``REPLACE_ONE`` for all of
     them, ``ADD_OR_REMOVE_ONE`` for Poisson-sampled shuffle rounds only."""
     if not _supported_relation(event, relation):
-        raise ValueError(_relation_message(event, relation))
+        raise ValueError(relation_message(event, relation))
     if isinstance(event, dp_event.PoissonSampledDpEvent):
         return _sampled_profile(event, relation)
     if isinstance(event, dp_event.SampledWithoutReplacementDpEvent):
@@ -306,6 +308,8 @@ def ldp_event_pld(event: LDPCompositionEvent,
                   ) -> pld_lib.PrivacyLossDistribution:
     """PLD of a user's local reports (sequential: composed leaky-RR PLDs; chained: its profile)."""
     deltas = event.delta_values
+    if max(deltas) >= 1.0:  # a report with δ = 1 carries no guarantee: all loss mass infinite
+        return ldp_pld(event.epsilons[deltas.index(max(deltas))], 1.0, value_discretization_interval)
     if event.mode is LDPCompositionMode.SEQUENTIAL:
         result = pld_lib.identity(value_discretization_interval)
         for epsilon, delta in zip(event.epsilons, deltas):
@@ -333,15 +337,17 @@ def ldp_event_rdp(event: LDPCompositionEvent, orders: Sequence[float]) -> Option
     return randomized_response_rdp(cap, orders_array)
 
 
-def _relation_message(event: dp_event.DpEvent, relation: NeighborRel) -> str:
+def relation_message(event: dp_event.DpEvent, relation: NeighborRel) -> str:
+    """Why ``event`` has no guarantee under ``relation`` here, and what would work."""
     if isinstance(event, _SHUFFLE_EVENTS) or _is_sampled_shuffle(event):
         if _is_poisson_shuffle(event):
             return (f"a Poisson-sampled shuffle round has a guarantee under REPLACE_ONE and "
                     f"ADD_OR_REMOVE_ONE only. Found {relation}.")
-        return (f"{type(event).__name__} has no guarantee under {relation}: the number of shuffled "
-                "reports reveals whether the victim is present. Use neighboring_relation "
-                "REPLACE_ONE, or wrap the round in PoissonSampledDpEvent(sampling_probability, "
-                "...) (client sampling hides presence; accepted under ADD_OR_REMOVE_ONE).")
+        return (f"{type(event).__name__} has a guarantee for replace-one neighbours only, none "
+                f"under {relation}: the number of shuffled reports reveals whether the victim is "
+                "present. Use neighboring_relation REPLACE_ONE, or wrap the round in "
+                "PoissonSampledDpEvent(sampling_probability, ...) (client sampling hides "
+                "presence; accepted under ADD_OR_REMOVE_ONE).")
     return (f"neighboring_relation must be `REPLACE_ONE` for {type(event).__name__} "
             f"(local-report and Gaussian bounds here hold for replace-one neighbours). "
             f"Found {relation}.")
@@ -349,7 +355,7 @@ def _relation_message(event: dp_event.DpEvent, relation: NeighborRel) -> str:
 
 def _relation_error(event: dp_event.DpEvent, relation: NeighborRel) -> CompositionErrorDetails:
     return CompositionErrorDetails(invalid_event=event,
-                                   error_message=_relation_message(event, relation))
+                                   error_message=relation_message(event, relation))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -403,7 +409,33 @@ def _tree_compose(plds: list[pld_lib.PrivacyLossDistribution]) -> pld_lib.Privac
     return plds[0]
 
 
-class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
+class _CheckedQueries:
+    """``get_epsilon``/``get_delta`` with their arguments validated and their results in range.
+
+    The parents accept NaN and out-of-range targets (NaN in, NaN or an arbitrary number out) and
+    can return δ marginally above 1. Here a bad target is a ValueError naming it, ε ≥ 0 and δ is
+    clipped to [0, 1] (both sound: δ ≤ 1 always holds); a NaN from the parent on valid input is
+    reported as no guarantee (ε = inf, δ = 1)."""
+
+    def get_epsilon(self, target_delta: float) -> float:
+        """Smallest ε with (ε, target_delta)-DP for everything composed; target_delta in [0, 1]."""
+        delta = check_range("target_delta", target_delta, 0.0, 1.0)
+        value = float(super().get_epsilon(delta))  # type: ignore[misc]
+        return math.inf if math.isnan(value) else max(0.0, value)
+
+    def get_delta(self, target_epsilon: float) -> float:
+        """Smallest δ with (target_epsilon, δ)-DP for everything composed; target_epsilon >= 0."""
+        epsilon = check_range("target_epsilon", target_epsilon, 0.0, math.inf)
+        value = float(super().get_delta(epsilon))  # type: ignore[misc]
+        return 1.0 if math.isnan(value) else min(1.0, max(0.0, value))
+
+
+def _infinity_mass(pld: pld_lib.PrivacyLossDistribution) -> float:
+    """Probability of an infinite privacy loss in either direction of ``pld``."""
+    return float(max(pld._pmf_remove._infinity_mass, pld._pmf_add._infinity_mass))
+
+
+class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant):
     """``PLDAccountant`` that also accounts shuffle rounds and local reports (replace-one default).
 
     Args:
@@ -478,6 +510,12 @@ class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
         return pld.self_compose(count) if count > 1 else pld
 
     def _compose_pld(self, pld: pld_lib.PrivacyLossDistribution, count: int) -> None:
+        if _infinity_mass(pld) >= 1.0:
+            # no finite privacy loss at all (δ(ε) = 1 for every ε, e.g. an (ε, 1)-LDP report or a
+            # p = ∞ randomizer with one user): the parent's non-private state (ε = inf, δ = 1);
+            # dp-accounting cannot compose a PLD without finite mass (IndexError)
+            self._contains_non_dp_event = True
+            return
         self._pld = self._pld.compose(pld.self_compose(count) if count > 1 else pld)
 
     def _leaf_error(self, event: dp_event.DpEvent) -> Optional[CompositionErrorDetails]:
@@ -496,7 +534,7 @@ class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
 
     def _compose_leaf(self, event: dp_event.DpEvent, count: int) -> None:
         if _is_own(event):
-            self._pld = self._pld.compose(self._own_pld(event, count))
+            self._compose_pld(self._own_pld(event, count), 1)
         elif self._is_fixed_randomized_response(event):
             # parent defect: it composes the randomized-response PLD once, whatever `count` is
             if event.noise_parameter < 1.0:
@@ -579,7 +617,7 @@ class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
             except TypeError:  # unhashable event (mutable randomizer): composed on its own
                 separate.append((event, count))
         leaves = [(event, count) for event, count in groups.values()] + separate
-        self._pld = self._pld.compose(_tree_compose([self._own_pld(e, c) for e, c in leaves]))
+        self._compose_pld(_tree_compose([self._own_pld(e, c) for e, c in leaves]), 1)
         self._pending = []
 
     # -- queries --------------------------------------------------------------------------
@@ -602,7 +640,7 @@ class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
         return super().get_delta(target_epsilon)
 
 
-class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):
+class ShuffleRdpAccountant(_CheckedQueries, rdp_privacy_accountant.RdpAccountant):
     """``RdpAccountant`` that also accounts shuffle rounds and local reports (replace-one default).
 
     Args:
@@ -668,6 +706,7 @@ __all__ = [
     "event_profile",
     "ldp_event_pld",
     "ldp_event_rdp",
+    "relation_message",
     "shuffle_event_grid",
     "shuffle_event_loss_scale",
     "shuffle_event_pld",

@@ -89,6 +89,11 @@ from scipy import special, stats
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.lemmas import chained_ldp
+from dpacct_shuffle.randomizers.composite import (
+    branch_levels,
+    parallel_levels_bound,
+    parallel_randomizer,
+)
 
 DEFAULT_VALUE_DISCRETIZATION = 1e-4
 # grid steps per unit of loss_scale when the discretisation is chosen automatically
@@ -467,6 +472,45 @@ def parallel_composite(branches: Sequence[object],
     return VariationRatio(p, min(beta, beta_max), q)
 
 
+def parallel_composite_bound(branches: Sequence[object],
+                             probabilities: Sequence[float]) -> ShuffleBound:
+    """Certified bound of one random-mode parallel round: the minimum of every valid bound.
+
+    * one branch: the branch itself (π = 1: the round *is* a shuffle round of that randomizer);
+    * the composite variation ratio of :func:`parallel_composite` (p = max_j p_j, average β);
+    * finite branches: the composite matrix on the product of the branch domains, analysed by
+      :func:`~dpacct_shuffle.randomizers.from_matrix`
+      (:func:`dpacct_shuffle.randomizers.composite.parallel_randomizer`);
+    * the multi-level bound with each branch's own levels — its blanket levels, or the clone
+      levels (p_j, β_j, neutral share) of its VariationRatio
+      (:class:`dpacct_shuffle.randomizers.composite.ParallelLevelsBound`).
+
+    Each is an upper bound for every victim pair and configuration, so is their minimum; δ = 0
+    from the smallest of their ε0 on.
+    """
+    if len(branches) == 0:
+        raise ValueError("branches must not be empty")
+    pis = check_probabilities(probabilities, len(branches))
+    if len(branches) == 1:
+        return as_shuffle_bound(branches[0], "branches[0]")
+    candidates = [as_shuffle_bound(parallel_composite(branches, pis))]
+    finite = parallel_randomizer(branches, pis)
+    if finite is not None:
+        candidates.append(as_shuffle_bound(finite))
+    levels = parallel_levels_bound(
+        [branch_levels(branch, variation_ratios_of(branch, f"branches[{j}]"))
+         for j, branch in enumerate(branches)], pis)
+    if levels is not None:
+        candidates.append(ShuffleBound(levels.delta, levels.epsilon0, levels))
+    items = tuple(candidates)
+
+    def delta_upper(epsilon: float, n: int) -> float:
+        return min(bound.delta_upper(epsilon, n) for bound in items)
+
+    return ShuffleBound(delta_upper, min(bound.epsilon0 for bound in items),
+                        tuple(bound.source for bound in items))
+
+
 def check_probabilities(probabilities: Sequence[float] | None, count: int) -> tuple[float, ...]:
     """Validate a probability vector of length ``count`` (None: uniform)."""
     if probabilities is None:
@@ -830,6 +874,7 @@ __all__ = [
     "ldp_pld",
     "loss_scale",
     "max_profile",
+    "parallel_composite_bound",
     "pld_from_grid",
     "pld_from_profile",
     "poisson_sampled_shuffle_profile",
