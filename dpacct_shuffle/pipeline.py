@@ -541,7 +541,10 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def read_pipeline_file(path: str | Path) -> dict[str, Any]:
     """The raw contents of a pipeline file: TOML (``.toml``) or JSON (any other suffix)."""
     file = Path(path)
-    text = file.read_text(encoding="utf-8")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     if file.suffix.lower() == ".toml":
         try:
             import tomllib

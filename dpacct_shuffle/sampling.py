@@ -88,8 +88,11 @@ _SHARE_SHRINK = 1.0 - 1e-12
 # core evaluations use this relative bracket width (the upper end is certified whatever the width)
 _CORE_RTOL = 1e-2
 
-# splits r1 = t·(1 − γ) of the others' ⊥ mass in the add/remove pair (add_remove_variation_ratios)
-_PRESENCE_SPLITS = (0.02, 0.2, 0.5, 0.75)
+# splits r1 = t·(1 − γ) of the others' ⊥ mass in the add/remove pair (add_remove_variation_ratios):
+# the direction present‖absent is tightest with a large r1, absent‖present with a small one
+_PRESENCE_SPLITS = {0: (0.5, 0.75), 1: (0.02, 0.2)}
+# λ this close to 1 counts as 1 (void_variation_ratios: no extra candidate)
+_RATIO_TOLERANCE = 1e-9
 
 DeltaFunction = Callable[[float, int], float]
 
@@ -144,9 +147,9 @@ def void_variation_ratios(variation_ratio: VariationRatio,
         rest = w_void - weight - void_mass
         own = [(weight, share), (max(0.0, rest), 0.0)]
         parts.append(own + [(void_mass, void_share)])
-        if ratio > 1.0:
+        if ratio > 1.0 + _RATIO_TOLERANCE:
             parts.append(own + [(void_mass, void_share / ratio)])
-        else:
+        elif ratio < 1.0 - _RATIO_TOLERANCE:
             parts.append([(w_void - void_mass, 0.0), (void_mass, void_share)])
     else:
         parts.append([(w_void - void_mass, 0.0), (void_mass, void_share)])
@@ -156,8 +159,8 @@ def void_variation_ratios(variation_ratio: VariationRatio,
     return tuple(candidates)
 
 
-def add_remove_variation_ratios(randomizer: object,
-                                sampling_probability: float) -> tuple[VariationRatio, ...]:
+def add_remove_variation_ratios(randomizer: object, sampling_probability: float,
+                                direction: int | None = None) -> tuple[VariationRatio, ...]:
     """Candidate VariationRatios of a Poisson-sampled round under add/remove-one neighbours.
 
     With the victim present it sends μ0 = γ·R(x) + (1 − γ)·⊥; absent, it sends nothing, which is
@@ -169,7 +172,8 @@ def add_remove_variation_ratios(randomizer: object,
     (γ/q)·R(x) + r1·δ_⊥ + s·δ_⊥ for any r1 + s ≤ 1 − γ, where q bounds R(x)/R(x_i) over all
     inputs — max(q0, q1) of parameters valid for every victim pair (every input is the x⁰ or x¹
     of some pair). So VariationRatio(∞, γ, q, q1 = γ/r1, s) is valid, r1 ≤ γ (q1 ≥ 1). The
-    candidates use r1 = min(γ, t·(1 − γ)) for t ∈ ``_PRESENCE_SPLITS``: a large r1 suits the
+    candidates use r1 = min(γ, t·(1 − γ)) for t ∈ ``_PRESENCE_SPLITS[direction]`` (both lists if
+    ``direction`` is None): a large r1 suits the
     direction present‖absent (direction 0), a small one absent‖present (direction 1: splitting ⊥
     into two labelled types lets the adversary see the absent victim's Q1 label, with probability
     about γ(1 − γ/q − s)^(N−1) when no other user carries it). With num_users = N the bound holds
@@ -192,7 +196,9 @@ def add_remove_variation_ratios(randomizer: object,
     if silent <= 0.0:  # everyone always sends: presence is visible
         return (VariationRatio(math.inf, 1.0, q, q1=1.0, neutral_share=0.0),)
     candidates: dict[VariationRatio, None] = {}
-    for t in _PRESENCE_SPLITS:
+    splits = (_PRESENCE_SPLITS[0] + _PRESENCE_SPLITS[1] if direction is None
+              else _PRESENCE_SPLITS[direction])
+    for t in splits:
         r1 = min(g_up, t * silent)
         q1 = g_up / r1 * (1.0 + 4.0 * _ULP)
         share = (silent - r1) * _SHARE_SHRINK
@@ -205,13 +211,13 @@ def _presence_delta(randomizer: object, gamma: float, users: int) -> Callable[[f
     minimum over :func:`add_remove_variation_ratios`; absent‖present is also 0 for
     ε ≥ −ln(1 − γ), because the law with the victim is ≥ (1 − γ) times the law without it (the
     victim does not report with probability 1 − γ)."""
-    vrs = add_remove_variation_ratios(randomizer, gamma)
+    vrs = {direction: add_remove_variation_ratios(randomizer, gamma, direction) for direction in (0, 1)}
     g_up = _gamma_up(gamma)
     absent_cap = -math.log1p(-g_up) * (1.0 + 4.0 * _ULP) if g_up < 1.0 else math.inf
 
     def direction_delta(epsilon: float, direction: int) -> float:
         return min(vr.delta_interval(epsilon, users, rtol=_CORE_RTOL, direction=direction).upper
-                   for vr in vrs)
+                   for vr in vrs[direction])
 
     def delta_upper(epsilon: float) -> float:
         present = direction_delta(epsilon, 0)

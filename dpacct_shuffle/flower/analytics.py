@@ -89,7 +89,7 @@ SAMPLING_MODES = ("fixed", "poisson")
 def _check_randomizer(randomizer: object) -> Randomizer:
     if not isinstance(randomizer, Randomizer) or randomizer.frequency_oracle is None:
         raise TypeError("randomizer must be a catalog Randomizer with a sampler and frequency "
-                        "estimator (binary_rr, krr, rappor, optimized_unary_encoding), got "
+                        "estimator (binary_rr, krr, rappor, optimized_unary_encoding, local_hashing), got "
                         f"{randomizer!r}")
     return randomizer
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import types
+import warnings
 from typing import Callable, Hashable, Mapping, Sequence
 
 import numpy as np
@@ -29,6 +30,18 @@ from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users
 from dpacct_shuffle.randomizers.exact import InstanceLowerBound
 from dpacct_shuffle.randomizers.frequency import FrequencyOracle, Report
+
+#: Default of ``shuffled(n, lower_bound_max_users=...)``: the lower-bound instances are evaluated
+#: for at most this many users. Their cost grows with n (seconds up to 10^7 users, up to minutes
+#: from 10^8 on); above the limit the lower bounds are skipped with a
+#: :class:`LowerBoundSkippedWarning` and reported as 0.0, which is always a valid lower bound.
+#: The command line's ``--lower-max-users`` has the same default.
+LOWER_BOUND_MAX_USERS = 10**7
+
+
+class LowerBoundSkippedWarning(UserWarning):
+    """A lower bound was not evaluated because n exceeds ``lower_bound_max_users``."""
+
 
 LowerBoundFactory = Callable[[int], "InstanceLowerBound | None"]
 Rebuild = Callable[[], "Randomizer"]
@@ -90,7 +103,7 @@ class LocalPairBound(PairBound):
                                 self.mu1).sum(axis=1)
         # round up: the sums of nonnegative terms carry relative error <= outputs * ulp
         slack = 1.0 + 4.0 * self.mu0.shape[1] * np.finfo(float).eps
-        return float(max(forward.max(), backward.max()) * slack)
+        return min(1.0, float(max(forward.max(), backward.max()) * slack))  # δ ≤ 1 always
 
     def delta(self, epsilon: float, n: int) -> float:
         return self._delta(check_epsilon(epsilon))
@@ -138,7 +151,8 @@ class Randomizer:
       notes: validity statements specific to this randomizer.
       frequency_oracle: the sampler and unbiased frequency estimator
         (:mod:`~dpacct_shuffle.randomizers.frequency`) of entries that have one (k-RR, binary RR,
-        RAPPOR, OUE), else ``None``; used by :meth:`sample` and :meth:`estimate_frequencies`.
+        RAPPOR, OUE, local hashing with a domain size), else ``None``; used by :meth:`sample`
+        and :meth:`estimate_frequencies`.
 
     Equality and pickling. Catalog entries and :func:`~dpacct_shuffle.randomizers.from_matrix`
     randomizers record their origin: they compare (and hash) by value — catalog entries by
@@ -208,7 +222,7 @@ class Randomizer:
     def _oracle(self) -> FrequencyOracle:
         if self.frequency_oracle is None:
             raise TypeError(f"{self!r} has no sampler and frequency estimator; catalog entries with "
-                            "one: binary_rr, krr, rappor, optimized_unary_encoding")
+                            "one: binary_rr, krr, rappor, optimized_unary_encoding, local_hashing")
         return self.frequency_oracle
 
     def sample(self, value: int, rng: np.random.Generator) -> Report:
@@ -220,9 +234,12 @@ class Randomizer:
         (in any order: the estimate depends only on the multiset)."""
         return self._oracle().estimate_frequencies(reports)
 
-    def shuffled(self, n: int) -> "ShuffledRandomizer":
-        """The shuffle protocol with n users, each applying this randomizer once."""
-        return ShuffledRandomizer(self, check_num_users(n))
+    def shuffled(self, n: int, *, lower_bound_max_users: int | None = LOWER_BOUND_MAX_USERS
+                 ) -> "ShuffledRandomizer":
+        """The shuffle protocol with n users, each applying this randomizer once; lower bounds
+        are evaluated only for n <= ``lower_bound_max_users`` (None: always)."""
+        return ShuffledRandomizer(self, check_num_users(n),
+                                  lower_bound_max_users=lower_bound_max_users)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.parameters.items())
@@ -247,11 +264,20 @@ class Randomizer:
 
 
 class ShuffledRandomizer:
-    """Shuffled protocol of n users: certified upper bounds and certified lower bounds."""
+    """Shuffled protocol of n users: certified upper bounds and certified lower bounds.
 
-    def __init__(self, randomizer: Randomizer, n: int) -> None:
+    Lower bounds are evaluated only for n <= ``lower_bound_max_users`` (default
+    :data:`LOWER_BOUND_MAX_USERS`; None for no limit); above it they are 0.0 and a
+    :class:`LowerBoundSkippedWarning` says so, so no call runs for minutes unasked.
+    """
+
+    def __init__(self, randomizer: Randomizer, n: int, *,
+                 lower_bound_max_users: int | None = LOWER_BOUND_MAX_USERS) -> None:
         self.randomizer = randomizer
         self.n = check_num_users(n)
+        self.lower_bound_max_users = (None if lower_bound_max_users is None else
+                                      check_num_users(lower_bound_max_users,
+                                                      "lower_bound_max_users"))
         self._lower: InstanceLowerBound | None = None
         self._lower_built = False
 
@@ -275,20 +301,31 @@ class ShuffledRandomizer:
     # -- lower bounds ---------------------------------------------------------------------
     @property
     def lower_bound(self) -> InstanceLowerBound | None:
-        """The explicit instance behind the lower bounds (None if the entry has none)."""
+        """The explicit instance behind the lower bounds (None if the entry has none, or if n is
+        above ``lower_bound_max_users``: then with a :class:`LowerBoundSkippedWarning`)."""
         if not self._lower_built:
-            self._lower = self.randomizer.lower_bound(self.n)
+            limit = self.lower_bound_max_users
+            if limit is not None and self.n > limit:
+                warnings.warn(f"lower bound skipped for n = {self.n} > lower_bound_max_users = "
+                              f"{limit} (its evaluation takes minutes at this n; pass "
+                              "shuffled(n, lower_bound_max_users=None) to compute it); "
+                              "reporting 0.0", LowerBoundSkippedWarning, stacklevel=3)
+                self._lower = None
+            else:
+                self._lower = self.randomizer.lower_bound(self.n)
             self._lower_built = True
         return self._lower
 
     def delta_lower(self, epsilon: float) -> float:
-        """Certified lower bound on the worst-case δ(ε) (0.0 if the entry has no instance)."""
+        """Certified lower bound on the worst-case δ(ε) (0.0 if the entry has no instance or n is
+        above ``lower_bound_max_users``)."""
         eps = check_epsilon(epsilon)
         instance = self.lower_bound
         return 0.0 if instance is None else instance.delta(eps)
 
     def epsilon_lower(self, delta: float) -> float:
-        """Certified lower bound on the smallest valid ε(δ) (0.0 if the entry has no instance)."""
+        """Certified lower bound on the smallest valid ε(δ) (0.0 if the entry has no instance or n
+        is above ``lower_bound_max_users``)."""
         target = check_delta(delta)
         instance = self.lower_bound
         return 0.0 if instance is None else instance.epsilon(target)
@@ -306,6 +343,8 @@ class ShuffledRandomizer:
 
 
 __all__ = [
+    "LOWER_BOUND_MAX_USERS",
+    "LowerBoundSkippedWarning",
     "PairBound",
     "VariationRatioBound",
     "LocalPairBound",
