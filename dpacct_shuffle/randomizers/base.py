@@ -56,6 +56,11 @@ class PairBound:
     def epsilon(self, delta: float, n: int) -> float:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def epsilon_below(self, delta: float, n: int, current: float) -> float:
+        """A valid ε(δ) for use in min(current, ·): :meth:`epsilon` unless a subclass knows it
+        cannot improve on ``current`` (then any value ≥ current)."""
+        return self.epsilon(delta, n)
+
 
 class VariationRatioBound(PairBound):
     """Minimum over candidate VariationRatio objects, each valid for every pair of the set.
@@ -96,11 +101,18 @@ class LocalPairBound(PairBound):
         if math.isinf(eps):
             return self._floor()
         scale = math.exp(min(eps, 700.0)) if eps <= 700.0 else math.inf
+        # each term μ0 − e^ε·μ1 is raised by 4u·(μ0 + e^ε·μ1) (u = 2^-53): exp, the product and the
+        # difference err by at most 3u of those magnitudes, and near ε = ln(μ0/μ1) the difference
+        # cancels, so a purely relative slack on the sum does not cover them ([[1, 1e-17],
+        # [1e-17, 1]], ε = 39.1439: 1.3782380775429e-05 against the exact 1.3782380775474e-05)
+        unit = 4.0 * 2.0**-53
         with np.errstate(invalid="ignore", over="ignore"):
-            forward = np.where(self.mu1 > 0, np.maximum(self.mu0 - scale * self.mu1, 0.0),
-                               self.mu0).sum(axis=1)
-            backward = np.where(self.mu0 > 0, np.maximum(self.mu1 - scale * self.mu0, 0.0),
-                                self.mu1).sum(axis=1)
+            forward = np.where(self.mu1 > 0, np.maximum(
+                (1.0 + unit) * self.mu0 - (1.0 - unit) * scale * self.mu1, 0.0),
+                self.mu0).sum(axis=1)
+            backward = np.where(self.mu0 > 0, np.maximum(
+                (1.0 + unit) * self.mu1 - (1.0 - unit) * scale * self.mu0, 0.0),
+                self.mu1).sum(axis=1)
         # round up: the sums of nonnegative terms carry relative error <= outputs * ulp
         slack = 1.0 + 4.0 * self.mu0.shape[1] * np.finfo(float).eps
         return min(1.0, float(max(forward.max(), backward.max()) * slack))  # δ ≤ 1 always
@@ -295,7 +307,7 @@ class ShuffledRandomizer:
         target = check_delta(delta)
         value = max(bound.epsilon(target, self.n) for bound in self.randomizer.cover)
         for bound in self.randomizer.fallbacks:
-            value = min(value, bound.epsilon(target, self.n))
+            value = min(value, bound.epsilon_below(target, self.n, value))
         return value
 
     # -- lower bounds ---------------------------------------------------------------------

@@ -29,6 +29,8 @@ from dpacct_shuffle.randomizers.base import PairBound, Randomizer
 MAX_PAIR_CELLS = 4_000_000
 # distinct level sets evaluated (one per kind of victim pair)
 MAX_LEVEL_SETS = 16
+# ε searches of the multi-level bound are skipped when it cannot lower an entry's ε by this fraction
+SKIP_RTOL = 1e-3
 
 
 def pair_levels(matrix: np.ndarray, blanket: np.ndarray, i: int, j: int) -> PrivacyLossLevels | None:
@@ -98,6 +100,16 @@ class MultiLevelBound(PairBound):
         if not self.level_sets:
             return math.inf
         return max(levels.epsilon(delta, n) for levels in self.level_sets)
+
+    def epsilon_below(self, delta: float, n: int, current: float) -> float:
+        """:meth:`epsilon`, skipped (``current`` returned) when the bound at
+        (1 − ``SKIP_RTOL``)·current already exceeds ``delta``: then it cannot lower ``current`` by
+        more than that fraction. One evaluation instead of a search where it does not help."""
+        if not self.level_sets:
+            return math.inf
+        if 0.0 < current < math.inf and self.delta((1.0 - SKIP_RTOL) * current, n) > delta:
+            return current
+        return self.epsilon(delta, n)
 
     def __repr__(self) -> str:
         return f"MultiLevelBound({len(self.level_sets)} pair kinds)"
