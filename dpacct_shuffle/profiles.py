@@ -411,6 +411,8 @@ def poisson_sampled_shuffle_profile(randomizer: object, num_users: int, sampling
     amplification for replace-one; the stronger ε' = ln(1 + γ(e^ε − 1)) of Steinke,
     arXiv:2210.00597, Thm 28 (Balle, Barthe & Gaboardi, NeurIPS 2018)
     needs add/remove-type comparisons that a replace-one shuffle bound does not provide.
+    The accountants use :func:`dpacct_shuffle.sampling.poisson_sampled_profile`, the minimum of this
+    bound and the void view, which amplifies ε as well (docs/theory.md, "Client sampling").
     """
     gamma = check_range("sampling_probability", sampling_probability, 0.0, 1.0)
     bound = as_shuffle_bound(randomizer)
