@@ -462,12 +462,12 @@ Step = Annotated[
 
 
 class Pipeline(_Strict):
-    """A validated pipeline: ``steps`` and the target ``delta`` and/or ``epsilon``."""
+    """A validated pipeline: ``steps`` and the target ``delta`` and/or ``epsilon``;
+    ``value_discretization_interval`` None lets the accountant choose the PLD grid."""
 
     steps: list[Step]
     delta: Optional[Real(0.0, 1.0, low_open=True, high_open=True)] = None
     epsilon: Optional[Real(0.0, math.inf, high_open=True)] = None
-    #: None: chosen from the scale of the composed events (ShufflePLDAccountant's default)
     value_discretization_interval: Optional[Real(MIN_DISCRETIZATION, MAX_DISCRETIZATION)] = None
 
     @model_validator(mode="after")
