@@ -83,9 +83,10 @@ def largest_epsilon0(family: Callable[..., Randomizer | VariationRatio], target_
       n: number of users shuffled together, ≥ 1.
       max_epsilon0: search ceiling (> target_epsilon).
       rtol: relative width of the final bracket, in (0, 1).
-      sampling_probability, neighboring_relation: as in :func:`shuffled_delta` (``n`` is then the
-        population). Under add/remove-one the sampled round's δ does not vanish at ε0, so the
-        search starts at the smallest ε0 tried and raises ValueError if even that fails.
+      sampling_probability: as in :func:`shuffled_delta` (``n`` is then the population).
+      neighboring_relation: as in :func:`shuffled_delta`. Under add/remove-one the sampled
+        round's δ does not vanish at ε0, so the search starts at the smallest ε0 tried and raises
+        ValueError if even that fails.
     """
     eps = check_range("target_epsilon", target_epsilon, 0.0, math.inf, low_open=True,
                       high_open=True)

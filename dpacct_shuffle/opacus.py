@@ -59,7 +59,6 @@ from dpacct_shuffle.accountants import ShufflePLDAccountant, relation_message
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_range
 from dpacct_shuffle.event_serialization import event_from_dict, event_to_dict
 from dpacct_shuffle.events import ShuffleEvent
-from dpacct_shuffle.profiles import DEFAULT_VALUE_DISCRETIZATION
 
 NeighborRel = privacy_accountant.NeighboringRelation
 
@@ -130,22 +129,22 @@ class _StepCachingPLDAccountant(ShufflePLDAccountant):
     """:class:`ShufflePLDAccountant` that reuses the one-step PLD of DP-SGD steps.
 
     Composes ``_dp_sgd_step_pld(...).self_compose(count)`` into ``_pld`` exactly as the parent
-    ``PLDAccountant._maybe_compose`` does with a freshly built PLD, so the results are identical
+    ``PLDAccountant._maybe_compose`` does with a freshly built PLD (at whatever interval the
+    accountant uses when the step is composed or replayed), so the results are identical
     (tests compare with ``dp_accounting.pld.PLDAccountant``). Edge cases (σ = 0, q = 0) go to the
     parent.
     """
 
-    def _maybe_compose(self, event: dp_event.DpEvent, count: int,
-                       do_compose: bool) -> Optional[Any]:
-        if (do_compose and isinstance(event, dp_event.PoissonSampledDpEvent)
+    def _compose_leaf(self, event: dp_event.DpEvent, count: int) -> None:
+        if (isinstance(event, dp_event.PoissonSampledDpEvent)
                 and isinstance(event.event, dp_event.GaussianDpEvent)
                 and event.sampling_probability > 0 and event.event.noise_multiplier > 0):
             step = _dp_sgd_step_pld(float(event.event.noise_multiplier),
                                     float(event.sampling_probability), self.neighboring_relation,
                                     self._value_discretization_interval)
             self._pld = self._pld.compose(step.self_compose(count))
-            return None
-        return super()._maybe_compose(event, count, do_compose)
+            return
+        super()._compose_leaf(event, count)
 
 
 class ShuffleAccountant(IAccountant):
@@ -156,8 +155,9 @@ class ShuffleAccountant(IAccountant):
         which a Gaussian step has sensitivity 2) or ``"add_or_remove_one"`` (Opacus's relation,
         sensitivity 1; only Poisson-sampled shuffle rounds among this package's events are then
         accepted, the others are refused with ValueError).
-      value_discretization_interval: PLD grid of every composed event (dp-accounting's default
-        1e-4).
+      value_discretization_interval: PLD grid of every composed event; ``None`` (default): chosen
+        from the scale of the composed events, as :class:`ShufflePLDAccountant` does (dp-accounting's
+        1e-4 when only DP-SGD steps are composed).
 
     Attributes:
       history: Opacus's list of ``(noise_multiplier, sample_rate, num_steps)``; consecutive equal
@@ -169,12 +169,13 @@ class ShuffleAccountant(IAccountant):
     """
 
     def __init__(self, neighboring_relation: RelationLike = NeighborRel.REPLACE_ONE,
-                 value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION) -> None:
+                 value_discretization_interval: Optional[float] = None) -> None:
         super().__init__()
         self._neighboring_relation = _relation(neighboring_relation)
-        self._value_discretization_interval = check_range(
-            "value_discretization_interval", value_discretization_interval, 0.0, 1.0,
-            low_open=True)
+        self._value_discretization_interval = (None if value_discretization_interval is None else
+                                               check_range("value_discretization_interval",
+                                                           value_discretization_interval, 0.0, 1.0,
+                                                           low_open=True))
         self.events: list[tuple[dp_event.DpEvent, int]] = []
         self._cache: Optional[tuple[tuple[Any, ...], ShufflePLDAccountant]] = None
 
@@ -199,7 +200,8 @@ class ShuffleAccountant(IAccountant):
         self._cache = None
 
     @property
-    def value_discretization_interval(self) -> float:
+    def value_discretization_interval(self) -> Optional[float]:
+        """The fixed PLD grid, or None for the automatic choice."""
         return self._value_discretization_interval
 
     @classmethod

@@ -27,7 +27,14 @@ ray = pytest.importorskip("ray")
 from dp_accounting import dp_event  # noqa: E402
 from dp_accounting.pld import PLDAccountant  # noqa: E402
 from dp_accounting.privacy_accountant import NeighboringRelation as DpRel  # noqa: E402
-from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict  # noqa: E402
+from flwr.app import (  # noqa: E402
+    ArrayRecord,
+    ConfigRecord,
+    Context,
+    Message,
+    MetricRecord,
+    RecordDict,
+)
 from flwr.clientapp import ClientApp  # noqa: E402
 from flwr.serverapp import (  # noqa: E402
     GaussianPrivacyEvent,
@@ -93,7 +100,7 @@ def _train(msg: Message, context: Context) -> Message:
                                "metrics": MetricRecord({"num-examples": 1})}), reply_to=msg)
 
 
-# -- the ServerApp: every scenario in turn ----------------------------------------------------------
+# -- the ServerApp: every scenario in turn -------------------------------------------------------
 
 
 def _epsilon_after(events: list[tuple[dp_event.DpEvent, int]],

@@ -143,7 +143,8 @@ def test_poisson_matches_dp_accounting_and_is_below_flowers_rdp():
     ours.compose(GaussianPrivacyEvent(sigma, sample, POPULATION), rounds)
     flower.compose(GaussianPrivacyEvent(sigma, sample, POPULATION), rounds)
     reference = PLDAccountant(DpRel.ADD_OR_REMOVE_ONE).compose(
-        dp_event.PoissonSampledDpEvent(sample / POPULATION, dp_event.GaussianDpEvent(sigma)), rounds)
+        dp_event.PoissonSampledDpEvent(sample / POPULATION, dp_event.GaussianDpEvent(sigma)),
+        rounds)
     assert ours.get_epsilon(DELTA) == reference.get_epsilon(DELTA)
     assert ours.get_epsilon(DELTA) < flower.get_epsilon(DELTA)
 

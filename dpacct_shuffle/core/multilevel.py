@@ -51,9 +51,10 @@ Evaluation, per direction at a given ε, all on the safe side:
   (Jensen: f(v) ≤ (v/lo)·f(lo) + (1 − v/lo)·f(0) for convex f). Replacing, inside the per-user law,
   the positive values by {0, c_A = max v} and a split of the negative values into two groups by
   {c_B = min v, 0} and {c_K = min of the second group, 0} (masses Σ m v / c) gives a per-user law
-  Z' ≥ Z in increasing convex order; sums of independent variables keep that order and x ↦ x⁺ is
-  increasing convex, so E[(ΣZ)⁺] ≤ E[(ΣZ')⁺] (Shaked and Shanthikumar, "Stochastic Orders", 2007,
-  Thm 4.A.15 and Cor 4.A.16). The clone mass is rounded up, the negative masses down (moving mass
+  Z' ≥ Z in increasing convex order. Replacing the users' Z_i by Z'_i one at a time, conditioned on
+  the others (f(· + s) is increasing convex for f = (·)⁺), never lowers E[f(ΣZ)], so
+  E[(ΣZ)⁺] ≤ E[(ΣZ')⁺] (the closure of the order under independent sums, Shaked and
+  Shanthikumar, "Stochastic Orders", Springer 2007, Section 4.A). The clone mass is rounded up, the negative masses down (moving mass
   from c_A down to 0, or from 0 up from a negative value, would be unsafe; the reverse is not).
   The two splits adding the least second moment are evaluated at the coarsest resolution and the
   smaller one is refined (each is a certified bound; the choice only steers tightness).

@@ -56,6 +56,11 @@ class PairBound:
     def epsilon(self, delta: float, n: int) -> float:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def epsilon_below(self, delta: float, n: int, current: float) -> float:
+        """A valid ε(δ) for use in min(current, ·): :meth:`epsilon` unless a subclass knows it
+        cannot improve on ``current`` (then any value ≥ current)."""
+        return self.epsilon(delta, n)
+
 
 class VariationRatioBound(PairBound):
     """Minimum over candidate VariationRatio objects, each valid for every pair of the set.
@@ -303,7 +308,7 @@ class ShuffledRandomizer:
         target = check_delta(delta)
         value = max(bound.epsilon(target, self.n) for bound in self.randomizer.cover)
         for bound in self.randomizer.fallbacks:
-            value = min(value, bound.epsilon(target, self.n))
+            value = min(value, bound.epsilon_below(target, self.n, value))
         return value
 
     # -- lower bounds ---------------------------------------------------------------------

@@ -496,10 +496,11 @@ def trinomial_projection(
 
     Args:
       n: total number of users (the victim plus n − 1 others).
-      victim0, victim1: (R(x^j)(S0), R(x^j)(S1)) for the victim's two inputs, optionally with a
-        third entry, the mass outside S0 ∪ S1 summed directly (then the triple must sum to 1
-        within 1e-9 and is normalised; use it when that mass is far below 1 − R(S0) − R(S1)'s
-        rounding error).
+      victim0: (R(x^0)(S0), R(x^0)(S1)) for the victim's first input, optionally with a third
+        entry, the mass outside S0 ∪ S1 summed directly (then the triple must sum to 1 within
+        1e-9 and is normalised; use it when that mass is far below 1 − R(S0) − R(S1)'s rounding
+        error).
+      victim1: the same for the victim's second input x^1.
       other: (π0, π1) = (R(x_i)(S0), R(x_i)(S1)), the same input x_i for all n − 1 others
         (optionally with its rest mass, as above).
     """

@@ -11,7 +11,8 @@ so for C_v = #{reports supporting v}, E[C_v/n] = f_v·p* + (1 − f_v)·q* and
 
     f̂_v = (C_v/n − q*)/(p* − q*)
 
-is unbiased (ibid., Theorem 2). Its variance is q*(1 − q*)/(n(p* − q*)²) + f_v(1 − p* − q*)/(n(p* − q*)).
+is unbiased (ibid., Theorem 2). Its variance is
+q*(1 − q*)/(n(p* − q*)²) + f_v(1 − p* − q*)/(n(p* − q*)).
 
 * :class:`DirectEncodingOracle` — k-ary randomized response (``krr``, ``binary_rr``): the report
   is a value, S(y) = {y}, p* = e^ε0/(e^ε0 + d − 1), q* = 1/(e^ε0 + d − 1).
@@ -25,8 +26,9 @@ is unbiased (ibid., Theorem 2). Its variance is q*(1 − q*)/(n(p* − q*)²) + 
 
 Reports are plain Python ``int`` (direct encoding) or ``list[int]`` (unary encoding: d bits;
 local hashing: [seed, y]), so they travel in any message format; local-hashing reports are
-decoded with the same numpy bit generator (PCG64) that produced them. The laws are the catalog matrices' rows (tests check both
-the sampler against them and the unbiasedness identity column by column).
+decoded with the same numpy bit generator (PCG64) that produced them. The laws are the
+catalog matrices' rows (tests check both the sampler against them and the unbiasedness identity
+column by column).
 """
 
 from __future__ import annotations
@@ -192,8 +194,8 @@ class LocalHashingOracle(_PureOracle):
                     or any(isinstance(v, bool) or not isinstance(v, numbers.Integral)
                            for v in report)
                     or not 0 <= report[1] < self.hash_range or report[0] < 0):
-                raise ValueError(f"reports[{i}] must be [seed >= 0, y in [0, {self.hash_range - 1}]]"
-                                 f", got {report!r}")
+                raise ValueError(f"reports[{i}] must be [seed >= 0, y in "
+                                 f"[0, {self.hash_range - 1}]], got {report!r}")
             counts += self.hash_table(int(report[0])) == int(report[1])
         return counts
 
