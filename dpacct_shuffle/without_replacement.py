@@ -92,8 +92,9 @@ def without_replacement_profile(base: PrivacyProfile, sample_size: int,
     pair of samples differs in one record, so D_{e^ε}(B‖A) ≤ δ(ε) by joint convexity. Hence
     D_{e^{ε'}}(P‖Q) ≤ η·δ(ε); the other direction is symmetric. □
 
-    Rounding: the base profile is queried at an ε rounded down (δ is non-increasing, so this is
-    larger) and the product is rounded up; the cap ln(1 + η(e^{cap} − 1)) is rounded up.
+    Rounding: η = m/N is rounded up (δ' and the cap are non-decreasing in η), the base profile is
+    queried at an ε rounded down (δ is non-increasing, so this is larger) and the product is
+    rounded up; the cap ln(1 + η(e^{cap} − 1)) is rounded up.
 
     Args:
       base: profile of the mechanism on the sample (replace-one).
@@ -106,7 +107,7 @@ def without_replacement_profile(base: PrivacyProfile, sample_size: int,
         raise ValueError(f"sample_size must be <= population_size ({population}), got {size}")
     if size == population:
         return base
-    eta = size / population
+    eta = min(1.0, _round_up(size / population))  # the profile is non-decreasing in η
     cap = base.epsilon_cap
     new_cap = cap if math.isinf(cap) else _round_up(math.log1p(eta * math.expm1(cap)))
 
