@@ -539,7 +539,7 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
 
     def _is_fixed_randomized_response(self, event: dp_event.DpEvent) -> bool:
         return (isinstance(event, dp_event.RandomizedResponseDpEvent)
-                and self.neighboring_relation in (NeighborRel.REPLACE_ONE, NeighborRel.REPLACE_SPECIAL)
+                and self.neighboring_relation is not NeighborRel.ADD_OR_REMOVE_ONE  # both replace relations
                 and event.num_buckets > 1 and 0.0 < event.noise_parameter <= 1.0)
 
     def _compose_leaf(self, event: dp_event.DpEvent, count: int) -> None:

@@ -81,7 +81,9 @@ def test_scanner_catches_what_it_must_and_nothing_else():
         assert _violations(name, text), name
     good = {
         "a.py": "subprocess.run(cmd, stdout=open('/dev/null', 'w'))",
-        "b.md": "https://github.com/home/tmp/x and NeighborRel.REPLACE_SPECIAL",
+        # words that merely start like an internal document's name (spelled in two parts, as the
+        # names themselves are, so that a plain grep of the repository stays empty)
+        "b.md": "https://github.com/home/tmp/x and " + "S" + "PECIAL_VALUE, " + "S" + "PECTRUM",
         "docs/c.md": f"[data]({up}tests/data/README.md) and ./relative/path",
         "tests/data/README.md": f"[theory]({up}{up}docs/theory.md)",
         "d.py": "rng = np.random.default_rng(seed=0); special_function_rtol(n)",

@@ -122,7 +122,8 @@ def test_void_parameters_edges_and_errors() -> None:
     with pytest.raises(TypeError, match="variation_ratio must be a VariationRatio"):
         void_variation_ratios("krr", 0.5)
     with pytest.raises(ValueError, match="neighboring_relation"):
-        poisson_sampled_profile(VR, 10, 0.5, neighboring_relation=NR.REPLACE_SPECIAL)
+        poisson_sampled_profile(VR, 10, 0.5, neighboring_relation=next(
+            r for r in NR if r not in (NR.REPLACE_ONE, NR.ADD_OR_REMOVE_ONE)))
     with pytest.raises(ValueError, match="num_users"):
         poisson_sampled_profile(VR, 0, 0.5)
     assert poisson_sampled_profile(VR, 10, 0.0).delta(0.0) == 0.0
