@@ -93,3 +93,15 @@ def test_every_cited_section_and_anchor_exists():
     assert cited and linked
     assert cited <= headings, cited - headings
     assert linked <= anchors, linked - anchors
+
+
+def test_lemma_table_names_existing_functions():
+    from dpacct_shuffle import lemmas, profiles
+
+    table = THEORY[THEORY.index("## Lemmas"):THEORY.index("## References")]
+    names = re.findall(r"^\|[^|]*\| ([^|]+) \|", table, re.M)
+    functions = [f for cell in names[2:] for f in re.findall(r"`([\w.]+)`", cell)]  # skip header rows
+    assert len(functions) >= 20
+    for name in functions:
+        module, _, attr = name.rpartition(".")
+        assert callable(getattr(profiles if module == "profiles" else lemmas, attr, None)), name
