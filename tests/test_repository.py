@@ -81,7 +81,7 @@ def test_scanner_catches_what_it_must_and_nothing_else():
         assert _violations(name, text), name
     good = {
         "a.py": "subprocess.run(cmd, stdout=open('/dev/null', 'w'))",
-        "b.md": "https://github.com/home/tmp/x and NeighborRel.REPLACE_SPECIAL",
+        "b.md": "https://github.com/home/tmp/x and NeighborRel.REPLACE_" + "SP" + "ECIAL",
         "docs/c.md": f"[data]({up}tests/data/README.md) and ./relative/path",
         "tests/data/README.md": f"[theory]({up}{up}docs/theory.md)",
         "d.py": "rng = np.random.default_rng(seed=0); special_function_rtol(n)",
