@@ -23,10 +23,12 @@ import types
 from typing import Callable, Hashable, Mapping, Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users
 from dpacct_shuffle.randomizers.exact import InstanceLowerBound
+from dpacct_shuffle.randomizers.frequency import FrequencyOracle, Report
 
 LowerBoundFactory = Callable[[int], "InstanceLowerBound | None"]
 Rebuild = Callable[[], "Randomizer"]
@@ -134,6 +136,9 @@ class Randomizer:
         else ``None``. Read-only.
       published: the (p, β, q, q1) of the variation-ratio paper's table, when the entry has one.
       notes: validity statements specific to this randomizer.
+      frequency_oracle: the sampler and unbiased frequency estimator
+        (:mod:`~dpacct_shuffle.randomizers.frequency`) of entries that have one (k-RR, binary RR,
+        RAPPOR, OUE), else ``None``; used by :meth:`sample` and :meth:`estimate_frequencies`.
 
     Equality and pickling. Catalog entries and :func:`~dpacct_shuffle.randomizers.from_matrix`
     randomizers record their origin: they compare (and hash) by value — catalog entries by
@@ -157,6 +162,7 @@ class Randomizer:
         lower_bound: LowerBoundFactory | None = None,
         published: tuple[float, float, float, float] | None = None,
         notes: str = "",
+        frequency_oracle: FrequencyOracle | None = None,
     ) -> None:
         if not cover:
             raise ValueError("cover must contain at least one PairBound")
@@ -172,6 +178,7 @@ class Randomizer:
         self._lower_bound = lower_bound
         self.published = published
         self.notes = notes
+        self.frequency_oracle = frequency_oracle
         self._rebuild: Rebuild | None = None
         self._identity: Hashable | None = None
 
@@ -197,6 +204,21 @@ class Randomizer:
         if self._lower_bound is None or users < 2:
             return None
         return self._lower_bound(users)
+
+    def _oracle(self) -> FrequencyOracle:
+        if self.frequency_oracle is None:
+            raise TypeError(f"{self!r} has no sampler and frequency estimator; catalog entries with "
+                            "one: binary_rr, krr, rappor, optimized_unary_encoding")
+        return self.frequency_oracle
+
+    def sample(self, value: int, rng: np.random.Generator) -> Report:
+        """One randomized report of ``value`` in [0, domain_size) (the law of the matrix row)."""
+        return self._oracle().sample(value, rng)
+
+    def estimate_frequencies(self, reports: Sequence[Report]) -> NDArray[np.float64]:
+        """Unbiased estimates of the fraction of users holding each value, from their reports
+        (in any order: the estimate depends only on the multiset)."""
+        return self._oracle().estimate_frequencies(reports)
 
     def shuffled(self, n: int) -> "ShuffledRandomizer":
         """The shuffle protocol with n users, each applying this randomizer once."""

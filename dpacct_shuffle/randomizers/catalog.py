@@ -38,6 +38,8 @@ from dpacct_shuffle.randomizers.base import (LocalPairBound, LowerBoundFactory, 
                                              VariationRatioBound)
 from dpacct_shuffle.randomizers.exact import (BINARY_RR_RTOL, BinaryRRProfile, InstanceLowerBound,
                                               trinomial_projection)
+from dpacct_shuffle.randomizers.frequency import (DirectEncodingOracle, FrequencyOracle,
+                                                  UnaryEncodingOracle)
 from dpacct_shuffle.randomizers.matrix import matrix_lower_bound
 
 MAX_MATRIX_CELLS = 4_000_000
@@ -99,11 +101,13 @@ def _single(
     lower: LowerBoundFactory | None = None,
     published: tuple[float, float, float, float] | None = None,
     notes: str = "",
+    frequency_oracle: FrequencyOracle | None = None,
 ) -> Randomizer:
     """A catalog entry: ``vr`` (its summary) and ``alternatives`` are each valid for every pair;
     the reported bound is their minimum (which one is tightest depends on ε and n)."""
     return Randomizer(name, parameters, [VariationRatioBound([vr, *alternatives])], variation_ratio=vr,
-                      matrix=matrix, lower_bound=lower, published=published, notes=notes)
+                      matrix=matrix, lower_bound=lower, published=published, notes=notes,
+                      frequency_oracle=frequency_oracle)
 
 
 Projection = tuple[tuple[float, float], tuple[float, float], tuple[float, float]]
@@ -278,7 +282,8 @@ def binary_rr(epsilon0: float) -> Randomizer:
     return Randomizer("binary_rr", {"epsilon0": eps0}, [VariationRatioBound([vr])], variation_ratio=vr,
                       fallbacks=[BinaryRRExactUpper(eps0)], matrix=matrix,
                       lower_bound=_binary_rr_lower(eps0), published=(e, vr.beta, e, e),
-                      notes="upper bound: min of the clone bound and the certified exact profile")
+                      notes="upper bound: min of the clone bound and the certified exact profile",
+                      frequency_oracle=DirectEncodingOracle(2, e))
 
 
 @_catalog_entry
@@ -303,7 +308,8 @@ def krr(epsilon0: float, domain_size: int) -> Randomizer:
         return Randomizer("krr", {"epsilon0": eps0, "domain_size": 2}, result.cover,
                           variation_ratio=result.variation_ratio, fallbacks=result.fallbacks,
                           matrix=result.matrix,
-                          lower_bound=_binary_rr_lower(eps0), published=result.published)
+                          lower_bound=_binary_rr_lower(eps0), published=result.published,
+                          frequency_oracle=result.frequency_oracle)
     e = math.exp(eps0)
     g = 1.0 / (e + d - 1.0)
     beta = (e - 1.0) * g
@@ -316,7 +322,8 @@ def krr(epsilon0: float, domain_size: int) -> Randomizer:
     lower = _projection_lower((e * g, g), (g, e * g), others,
                               f"k-RR d={d}: counts of x0 and x1, others all at x0 or at a third value")
     return _single("krr", {"epsilon0": eps0, "domain_size": d}, vr, matrix=matrix, lower=lower,
-                   published=(e, beta, e, e), notes="neutral share (d-2)/(e^eps0+d-1), proven")
+                   published=(e, beta, e, e), notes="neutral share (d-2)/(e^eps0+d-1), proven",
+                   frequency_oracle=DirectEncodingOracle(d, e))
 
 
 # -- unary encodings ------------------------------------------------------------------------------
@@ -390,7 +397,7 @@ def rappor(epsilon0: float, domain_size: int) -> Randomizer:
                               extra=[_unary_third_bit_projection(a, b)] if d >= 3 else [])
     return _single("rappor", {"epsilon0": eps0, "domain_size": d}, vr, alternatives=[two_types],
                    matrix=matrix, lower=lower,
-                   published=(e, beta, e, e))
+                   published=(e, beta, e, e), frequency_oracle=UnaryEncodingOracle(d, a, b))
 
 
 @_catalog_entry
@@ -430,7 +437,7 @@ def optimized_unary_encoding(epsilon0: float, domain_size: int) -> Randomizer:
                               extra=[_unary_third_bit_projection(0.5, c)] if d >= 3 else [])
     return _single("oue", {"epsilon0": eps0, "domain_size": d}, vr, alternatives=[two_types],
                    matrix=matrix, lower=lower,
-                   published=(e, beta, e, e))
+                   published=(e, beta, e, e), frequency_oracle=UnaryEncodingOracle(d, 0.5, c))
 
 
 oue = optimized_unary_encoding  # ALIASES["oue"]

@@ -1,0 +1,157 @@
+"""Samplers and unbiased frequency estimators of catalog randomizers (frequency oracles).
+
+A frequency oracle over the domain {0, …, d − 1} randomizes a value into a report and, from n
+reports, estimates the fraction f_v of users holding each value v. Both oracles here are
+*pure* (Wang, Blocki, Li & Jha, "Locally Differentially Private Protocols for Frequency
+Estimation", USENIX Security 2017, Section 4): each report y *supports* a set of values S(y), with
+
+    P[v ∈ S(Y) | x = v] = p*,      P[v ∈ S(Y) | x ≠ v] = q*,
+
+so for C_v = #{reports supporting v}, E[C_v/n] = f_v·p* + (1 − f_v)·q* and
+
+    f̂_v = (C_v/n − q*)/(p* − q*)
+
+is unbiased (ibid., Theorem 2). Its variance is q*(1 − q*)/(n(p* − q*)²) + f_v(1 − p* − q*)/(n(p* − q*)).
+
+* :class:`DirectEncodingOracle` — k-ary randomized response (``krr``, ``binary_rr``): the report
+  is a value, S(y) = {y}, p* = e^ε0/(e^ε0 + d − 1), q* = 1/(e^ε0 + d − 1).
+* :class:`UnaryEncodingOracle` — RAPPOR and OUE: the report is d bits, bit v set w.p. t if
+  x = v and f otherwise, S(y) = {v : y_v = 1}, p* = t, q* = f.
+
+Reports are plain Python ``int`` (direct encoding) or ``list[int]`` of 0/1 (unary encoding), so
+they travel in any message format. The laws are the catalog matrices' rows (tests check both
+the sampler against them and the unbiasedness identity column by column).
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from typing import Protocol, Union
+
+import numpy as np
+from numpy.typing import NDArray
+
+Report = Union[int, list[int]]
+
+
+def _check_value(value: object, domain_size: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"value must be an integer in [0, {domain_size - 1}], got {value!r}")
+    if not 0 <= int(value) < domain_size:
+        raise ValueError(f"value must be in [0, {domain_size - 1}], got {value!r}")
+    return int(value)
+
+
+def _check_rng(rng: object) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    return rng
+
+
+class FrequencyOracle(Protocol):
+    """What :meth:`Randomizer.sample` / :meth:`Randomizer.estimate_frequencies` delegate to."""
+
+    domain_size: int
+
+    def sample(self, value: int, rng: np.random.Generator) -> Report:
+        """One report of ``value``."""
+
+    def support_counts(self, reports: Sequence[Report]) -> NDArray[np.int64]:
+        """C_v for every v: how many reports support v."""
+
+    def estimate_frequencies(self, reports: Sequence[Report]) -> NDArray[np.float64]:
+        """The unbiased estimates f̂_v (they sum to 1 only in expectation and may be negative)."""
+
+    def standard_deviations(self, frequencies: Sequence[float],
+                            num_reports: int) -> NDArray[np.float64]:
+        """Standard deviation of each f̂_v for the true ``frequencies``."""
+
+
+class _PureOracle:
+    """Shared estimator of the pure oracles: f̂ = (C/n − q*)/(p* − q*)."""
+
+    domain_size: int
+    support_true: float
+    support_false: float
+
+    def support_counts(self, reports: Sequence[Report]) -> NDArray[np.int64]:
+        raise NotImplementedError  # pragma: no cover - defined by the subclasses
+
+    def estimate_frequencies(self, reports: Sequence[Report]) -> NDArray[np.float64]:
+        if len(reports) == 0:
+            raise ValueError("reports must not be empty: no estimate from zero reports")
+        counts = self.support_counts(reports)
+        return ((counts / len(reports) - self.support_false)
+                / (self.support_true - self.support_false))
+
+
+    def standard_deviations(self, frequencies: Sequence[float],
+                            num_reports: int) -> NDArray[np.float64]:
+        """Standard deviation of each f̂_v from ``num_reports`` reports when the true
+        fractions are ``frequencies`` (module docstring)."""
+        f = np.asarray(frequencies, dtype=np.float64)
+        p, q, n = self.support_true, self.support_false, num_reports
+        return np.sqrt(q * (1 - q) / (n * (p - q) ** 2) + f * (1 - p - q) / (n * (p - q)))
+
+
+class DirectEncodingOracle(_PureOracle):
+    """k-ary randomized response: report x w.p. e·g, each other value w.p. g = 1/(e + d − 1).
+
+    Args:
+      domain_size: d ≥ 2.
+      exp_epsilon0: e = e^ε0 > 1.
+    """
+
+    def __init__(self, domain_size: int, exp_epsilon0: float) -> None:
+        self.domain_size = domain_size
+        g = 1.0 / (exp_epsilon0 + domain_size - 1.0)
+        self.support_true = exp_epsilon0 * g
+        self.support_false = g
+
+    def sample(self, value: int, rng: np.random.Generator) -> int:
+        x = _check_value(value, self.domain_size)
+        if _check_rng(rng).random() < self.support_true:
+            return x
+        other = int(rng.integers(self.domain_size - 1))  # uniform over the d − 1 other values
+        return other if other < x else other + 1
+
+    def support_counts(self, reports: Sequence[Report]) -> NDArray[np.int64]:
+        values = np.array([_check_value(r, self.domain_size) for r in reports], dtype=np.int64)
+        return np.bincount(values, minlength=self.domain_size)
+
+
+class UnaryEncodingOracle(_PureOracle):
+    """Unary encoding: bit x is 1 w.p. t, every other bit w.p. f (RAPPOR: t = 1 − f =
+    e^{ε0/2}/(e^{ε0/2} + 1); OUE: t = 1/2, f = 1/(e^ε0 + 1)).
+
+    Args:
+      domain_size: d ≥ 2.
+      one_prob_true: t.
+      one_prob_false: f < t.
+    """
+
+    def __init__(self, domain_size: int, one_prob_true: float, one_prob_false: float) -> None:
+        self.domain_size = domain_size
+        self.support_true = one_prob_true
+        self.support_false = one_prob_false
+
+    def sample(self, value: int, rng: np.random.Generator) -> list[int]:
+        x = _check_value(value, self.domain_size)
+        probabilities = np.full(self.domain_size, self.support_false)
+        probabilities[x] = self.support_true
+        bits = _check_rng(rng).random(self.domain_size) < probabilities
+        return [int(bit) for bit in bits]
+
+    def support_counts(self, reports: Sequence[Report]) -> NDArray[np.int64]:
+        rows = []
+        for i, report in enumerate(reports):
+            if (not isinstance(report, Sequence) or len(report) != self.domain_size
+                    or any(bit not in (0, 1) or isinstance(bit, bool) for bit in report)):
+                raise ValueError(f"reports[{i}] must be a list of {self.domain_size} bits (0/1), "
+                                 f"got {report!r}")
+            rows.append(report)
+        return np.asarray(rows, dtype=np.int64).reshape(-1, self.domain_size).sum(axis=0)
+
+
+__all__ = ["DirectEncodingOracle", "FrequencyOracle", "Report", "UnaryEncodingOracle"]

@@ -1,0 +1,69 @@
+"""ServerApp of the example: DP-FedAvg with Flower's server-side fixed-clipping wrapper accounted
+by ``ShufflePrivacyAccountant``, then shuffled frequency-estimation rounds.
+
+Flower's DP wrappers require ``PrivacyConfig(sampling_method='no-amplification',
+neighboring_relation='add-or-remove-one')``. Shuffle rounds have a proven bound for replace-one
+neighbours (and, under add/remove-one, for Poisson-sampled rounds where ``ShufflePLDAccountant``
+provides that bound), so the analytics rounds are charged to the training budget when the
+accountant accepts them there, and to a replace-one budget of their own otherwise.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from flwr.app import ArrayRecord, Context
+from flwr.common.logger import log
+from flwr.serverapp import Grid, NeighboringRelation, PrivacyConfig, SamplingMethod, ServerApp
+from flwr.serverapp.exception import PrivacyBudgetExhausted
+from flwr.serverapp.strategy import DifferentialPrivacyServerSideFixedClipping, FedAvg
+
+from dpacct_shuffle.flower import ShufflePrivacyAccountant
+from dpacct_shuffle.flower.analytics import ShuffledFrequencyEstimation
+
+from client_app import FEATURES, RANDOMIZER
+
+DELTA = 1e-5
+SAMPLED_CLIENTS = 10
+NUM_CLIENTS = 20  # the population: every connected client (set by run_simulation.py)
+
+app = ServerApp()
+
+
+@app.main()
+def main(grid: Grid, context: Context) -> None:
+    population = NUM_CLIENTS
+    while len(list(grid.get_node_ids())) < population:  # FedAvg sizes its sample on connected nodes
+        time.sleep(0.2)
+    training_budget = ShufflePrivacyAccountant(PrivacyConfig(
+        target_delta=DELTA, population_size=population,
+        neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE,
+        sampling_method=SamplingMethod.NO_AMPLIFICATION, max_epsilon=8.0))
+    strategy = DifferentialPrivacyServerSideFixedClipping(
+        FedAvg(fraction_train=SAMPLED_CLIENTS / population, fraction_evaluate=0.0,
+               min_available_nodes=population),
+        noise_multiplier=1.5, clipping_norm=1.0, num_sampled_clients=SAMPLED_CLIENTS,
+        accountant=training_budget)  # the one line that switches Flower's accountant
+    try:
+        strategy.start(grid, ArrayRecord([np.zeros(FEATURES)]), num_rounds=5)
+    except PrivacyBudgetExhausted as stop:
+        log(20, "training stopped: %s", stop)
+    spent = training_budget.get_privacy_spent()
+    log(20, "training: epsilon=%.4f at delta=%g after %d releases", spent.epsilon, spent.delta,
+        spent.num_releases)
+
+    try:
+        analytics = ShuffledFrequencyEstimation(RANDOMIZER, training_budget, sampling="poisson",
+                                                sampling_probability=0.8, seed=0)
+    except ValueError as refusal:
+        log(20, "analytics on a replace-one budget of their own: %s", refusal)
+        analytics_budget = ShufflePrivacyAccountant(PrivacyConfig(
+            target_delta=DELTA, population_size=population,
+            neighboring_relation=NeighboringRelation.REPLACE_ONE,
+            sampling_method=SamplingMethod.WITHOUT_REPLACEMENT, max_epsilon=6.0))
+        analytics = ShuffledFrequencyEstimation(RANDOMIZER, analytics_budget,
+                                                sample_size=population - 2, seed=0)
+    for result in analytics.start(grid, num_rounds=4, first_round=6):
+        log(20, "round %d: %d reports, estimated frequencies %s", result.server_round,
+            result.num_reports, np.round(result.frequencies, 3).tolist())
