@@ -87,7 +87,7 @@ def test_every_cited_section_and_anchor_exists():
     for path in [*root.glob("dpacct_shuffle/**/*.py"), *root.glob("tests/*.py"), *root.glob("benchmarks/*.py"),
                  *root.glob("docs/**/*.md"), *root.glob("tests/data/*.md")]:
         text = path.read_text(encoding="utf-8")
-        for name in re.findall(r'docs/theory\.md,\s*(?:#\s*)?"([^"]+)"', text):
+        for name in re.findall(r'docs/theory\.md`{0,2},\s*(?:#\s*)?(?:section\s+)?"([^"]+)"', text):
             cited.add(re.sub(r"\s*\n\s*(?:#\s*)?", " ", name))  # a name may wrap onto the next line
         linked.update(re.findall(r"theory\.md#([\w-]+)", text))
     assert cited and linked
