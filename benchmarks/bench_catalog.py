@@ -4,8 +4,9 @@ For each entry: the certified lower ε (exact δ of an explicit instance, dpacct
 .exact), the certified upper ε, their relative gap 1 − lower/upper, and the wall-clock seconds of
 each end (fresh object per call; the core's caches are shared, as in normal use).
 
-Usage: ``python benchmarks/bench_catalog.py [--users 1e4,1e6] [--delta 1e-8]`` — prints a markdown
-table.
+Usage: ``python benchmarks/bench_catalog.py [--users 1e4,1e6] [--delta 1e-8]`` — prints the machine
+and a markdown table. Upper ends are printed rounded up and lower ends rounded down (4 significant
+digits), so the printed interval contains the certified one.
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ import time
 from collections.abc import Callable
 
 from dpacct_shuffle import randomizers as rz
+from dpacct_shuffle.cli import format_lower, format_upper
+from machine import describe_machine
+
+DIGITS = 4
 
 ENTRIES: dict[str, Callable[[float], rz.Randomizer]] = {
     "binary_rr": rz.binary_rr,
@@ -48,6 +53,8 @@ def main() -> None:
                         default=[1.0, 4.0])
     parser.add_argument("--delta", type=float, default=1e-8)
     args = parser.parse_args()
+    print(f"machine: {describe_machine()}; delta = {args.delta:g}")
+    print()
     print("| randomizer | eps0 | n | lower eps | upper eps | gap | s (lower) | s (upper) |")
     print("|---|---|---|---|---|---|---|---|")
     for eps0 in args.epsilon0s:
@@ -55,7 +62,8 @@ def main() -> None:
             for name, make in ENTRIES.items():
                 lower, upper, t_low, t_up = measure(make, eps0, n, args.delta)
                 gap = 1.0 - lower / upper if upper > 0 else 0.0
-                print(f"| {name} | {eps0:g} | {n:.0e} | {lower:.4g} | {upper:.4g} | {gap:.1%} "
+                print(f"| {name} | {eps0:g} | {n:.0e} | {format_lower(lower, DIGITS)} | "
+                      f"{format_upper(upper, DIGITS)} | {gap:.1%} "
                       f"| {t_low:.2f} | {t_up:.2f} |", flush=True)
 
 

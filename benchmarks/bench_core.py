@@ -6,23 +6,22 @@ with d = 100 (α = 1/(e^ε0 + d − 1), β = (e^ε0 − 1)α, q = e^ε0, neutral
 all δ evaluations of the search). Peak memory is the tracemalloc peak of the call (numpy buffers
 included) plus the process's maximum resident set size at the end.
 
-Usage: ``python benchmarks/bench_core.py [--max-exponent 9] [--repeat 1]`` — prints a markdown table.
+Usage: ``python benchmarks/bench_core.py [--max-exponent 9] [--repeat 1]`` — prints the machine and a
+markdown table (ε rounded up to 6 significant digits).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import platform
 import resource
 import time
 import tracemalloc
 
-import numpy as np
-import scipy
-
 from dpacct_shuffle import VariationRatio
+from dpacct_shuffle.cli import format_upper
 from dpacct_shuffle.core import bound, numerics
+from machine import describe_machine
 
 DELTA = 1e-8
 DOMAIN = 100
@@ -66,8 +65,7 @@ def main() -> None:
     parser.add_argument("--max-exponent", type=int, default=9)
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
-    print(f"machine: {platform.machine()}, {platform.processor() or 'cpu'}, python "
-          f"{platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}")
+    print(f"machine: {describe_machine()}")
     print()
     print("| randomizer | eps0 | n | epsilon (delta=1e-8) | seconds/call | delta evals | "
           "peak MiB (tracemalloc) |")
@@ -78,7 +76,7 @@ def main() -> None:
             for exponent in range(4, args.max_exponent + 1):
                 n = 10**exponent
                 epsilon, seconds, peak, evaluations = measure(vr, n, args.repeat)
-                print(f"| {name} | {epsilon0:g} | 1e{exponent} | {epsilon:.6g} | {seconds:.3f} | "
+                print(f"| {name} | {epsilon0:g} | 1e{exponent} | {format_upper(epsilon)} | {seconds:.3f} | "
                       f"{evaluations} | {peak:.1f} |", flush=True)
     max_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     print()

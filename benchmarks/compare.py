@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from dpacct_shuffle import randomizers
+from dpacct_shuffle.cli import format_lower, format_upper
 from dpacct_shuffle.core.bound import published_pair
 from dpacct_shuffle.lemmas import fmt_shuffle_bound
 from dpacct_shuffle.profiles import parallel_composite
@@ -216,10 +217,19 @@ def reference_check(path: Path, log: Callable[[str], None]) -> list[dict[str, An
 
 
 # -- output ---------------------------------------------------------------------------------------
+DIGITS = 4  # significant digits of the tables
+
+
 def cell(value: Any, kind: str = "g") -> str:
-    """Markdown cell: numbers to 4 significant digits, savings as percentages, None as n/a."""
+    """Markdown cell: numbers to 4 significant digits (``up``: certified upper bounds, rounded up;
+    ``down``: certified lower bounds, rounded down; ``g``: to nearest), savings as percentages,
+    None as n/a."""
     if value is None:
         return "n/a"
+    if kind == "up":
+        return format_upper(value, DIGITS)
+    if kind == "down":
+        return format_lower(value, DIGITS)
     if kind == "pct":
         return f"{100.0 * value + 0.0:.1f}%".replace("-0.0%", "0.0%")
     if kind == "s":
@@ -247,7 +257,7 @@ def report(results: dict[str, Any]) -> str:
         ("randomizer", "randomizer", "g"), ("ε0", "epsilon0", "g"), ("n", "users", "g"),
         ("β / β_worst", "beta_ratio", "g"),
         ("FMT closed form", "fmt_closed_form", "g"), ("FMT numerical (clone)", "fmt_numerical_clone", "g"),
-        ("ours (certified)", "ours_upper", "g"), ("lower bound", "ours_lower", "g"),
+        ("ours (certified)", "ours_upper", "up"), ("lower bound", "ours_lower", "down"),
         ("published pair (not a guarantee)", "published_pair_not_a_guarantee", "g"),
         ("saving vs FMT numerical", "saving_vs_fmt_numerical", "pct"),
         ("saving vs FMT closed form", "saving_vs_fmt_closed_form", "pct"),
@@ -267,8 +277,8 @@ def report(results: dict[str, Any]) -> str:
             ("k queries", "queries", "g"), ("n/k", "users_per_query", "g"),
             ("FMT closed form, n/k users", "fmt_closed_form_per_query_group", "g"),
             ("FMT numerical, n/k users", "fmt_numerical_per_query_group", "g"),
-            ("ours k-RR, n/k users", "ours_krr_per_query_group", "g"),
-            ("ours composite, n users", "ours_composite_all_users", "g"),
+            ("ours k-RR, n/k users", "ours_krr_per_query_group", "up"),
+            ("ours composite, n users", "ours_composite_all_users", "up"),
             ("saving vs FMT numerical (n/k)", "saving_vs_fmt_numerical_groups", "pct"),
             ("saving vs ours (n/k)", "saving_vs_ours_groups", "pct"),
             ("time [s]", "seconds_ours", "s")]))
@@ -279,7 +289,7 @@ def report(results: dict[str, Any]) -> str:
             ("protocol", "protocol", "g"), ("n", "users", "g"), ("p", "p", "g"), ("β", "beta", "g"),
             ("q", "q", "g"), ("FMT closed form at ln p", "fmt_closed_form_ln_p", "g"),
             ("FMT numerical at ln p", "fmt_numerical_clone_ln_p", "g"),
-            ("ours (certified)", "ours_upper", "g"),
+            ("ours (certified)", "ours_upper", "up"),
             ("saving vs FMT numerical", "saving_vs_fmt_numerical", "pct"),
             ("time [s]", "seconds_ours", "s")]))
     reference = results["reference"]
@@ -289,7 +299,7 @@ def report(results: dict[str, Any]) -> str:
             ("randomizer", "randomizer", "g"), ("ε0", "epsilon0", "g"), ("n", "users", "g"),
             ("paper code, lower", "paper_code_published_pair_lower", "g"),
             ("paper code, upper", "paper_code_published_pair_upper", "g"),
-            ("ours (certified)", "ours_upper", "g"), ("time [s]", "seconds_ours", "s")]))
+            ("ours (certified)", "ours_upper", "up"), ("time [s]", "seconds_ours", "s")]))
     return "\n".join(parts) + "\n"
 
 
@@ -391,6 +401,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.figure is not None:
         draw_figure(results, args.figure, args.figure_users, 2.0, log)
     results["total_seconds"] = time.perf_counter() - start
+    from machine import describe_machine  # benchmarks/machine.py (the script's own folder)
+
+    results["machine"] = describe_machine()
+    print(f"machine: {results['machine']}\n")
     print(report(results))
     print(f"total time: {results['total_seconds']:.0f} s")
     if args.json is not None:

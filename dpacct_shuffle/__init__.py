@@ -6,5 +6,6 @@ dp-accounting and Opacus sit on top of it.
 
 from dpacct_shuffle.core.bound import VariationRatio
 
-__all__ = ["VariationRatio"]
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the single source of the version (pyproject.toml reads it)
+
+__all__ = ["VariationRatio", "__version__"]

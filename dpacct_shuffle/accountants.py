@@ -50,7 +50,8 @@ Not changed: ``RdpAccountant`` refuses ``PoissonSampledDpEvent`` of a Gaussian u
 fails under numpy 2 and is not used by anything here.
 
 Private parent attributes relied on (guarded by ``tests/test_accountants.py``):
-``PLDAccountant._pld``, ``._contains_non_dp_event``, ``._value_discretization_interval``;
+``PLDAccountant._pld``, ``._contains_non_dp_event``, ``._value_discretization_interval``,
+``PrivacyLossDistribution._pmf_remove/_pmf_add._infinity_mass``;
 ``RdpAccountant._rdp``, ``._orders``.
 """
 
@@ -69,6 +70,7 @@ from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from dp_accounting.rdp import rdp_privacy_accountant
 from numpy.typing import NDArray
 
+from dpacct_shuffle.core.validation import check_range
 from dpacct_shuffle.events import (
     LDPCompositionEvent,
     LDPCompositionMode,
@@ -76,16 +78,21 @@ from dpacct_shuffle.events import (
     ParallelMode,
     ShuffleEvent,
 )
+from dpacct_shuffle.core.validation import check_range
 from dpacct_shuffle.profiles import (
     DEFAULT_VALUE_DISCRETIZATION,
     PrivacyProfile,
     ProfileGrid,
+    discretization_for_scale,
+    honest_users,
     ldp_pld,
+    loss_scale,
     max_profile,
     pld_from_grid,
     profile_grid,
     randomized_response_rdp,
     rdp_from_grid,
+    users_grid_floor,
 )
 from dpacct_shuffle.sampling import poisson_sampled_profile
 from dpacct_shuffle.without_replacement import gaussian_profile, without_replacement_profile
@@ -111,7 +118,7 @@ def _sampled_profile(event: dp_event.PoissonSampledDpEvent,
         return poisson_sampled_profile(inner.randomizer, inner.num_users, gamma,
                                        inner.honest_fraction, relation)
     if inner.mode is ParallelMode.RANDOM:
-        return poisson_sampled_profile(inner.composite_randomizer(), inner.num_users, gamma,
+        return poisson_sampled_profile(inner.composite_bound(), inner.num_users, gamma,
                                        inner.honest_fraction, relation)
     return max_profile([poisson_sampled_profile(branch, size, gamma, inner.honest_fraction, relation)
                         for branch, size in zip(inner.branches, inner.num_users)])
@@ -150,7 +157,7 @@ def event_profile(event: dp_event.DpEvent,
     or of a without-replacement-sampled Gaussian, under ``relation``: ``REPLACE_ONE`` for all of
     them, ``ADD_OR_REMOVE_ONE`` for Poisson-sampled shuffle rounds only."""
     if not _supported_relation(event, relation):
-        raise ValueError(_relation_message(event, relation))
+        raise ValueError(relation_message(event, relation))
     if isinstance(event, dp_event.PoissonSampledDpEvent):
         return _sampled_profile(event, relation)
     if isinstance(event, dp_event.SampledWithoutReplacementDpEvent):
@@ -189,7 +196,7 @@ _Result = TypeVar("_Result")
 
 def _cached(function: Callable[..., _Result]) -> Callable[..., _Result]:
     """lru_cache that falls back to a plain call for unhashable events (e.g. mutable randomizers)."""
-    cached = functools.lru_cache(maxsize=256)(function)
+    cached = functools.lru_cache(maxsize=4096)(function)
 
     @functools.wraps(function)
     def wrapper(*args: Any) -> _Result:
@@ -204,23 +211,90 @@ def _cached(function: Callable[..., _Result]) -> Callable[..., _Result]:
 
 @_cached
 def shuffle_event_grid(event: dp_event.DpEvent,
-                       value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION,
+                       value_discretization_interval: Optional[float] = None,
                        relation: NeighborRel = NeighborRel.REPLACE_ONE
                        ) -> tuple[ProfileGrid, float]:
     """Profile grid and ε cap of one (possibly sampled) shuffle event under ``relation`` (cached
-    per event, shared by the PLD and the RDP conversions)."""
+    per event, shared by the PLD and the RDP conversions). Interval None: chosen from the
+    event's loss scale (:func:`dpacct_shuffle.profiles.discretization_for_scale`)."""
     profile = event_profile(event, relation)
     return profile_grid(profile, value_discretization_interval), profile.epsilon_cap
 
 
 @_cached
 def shuffle_event_pld(event: dp_event.DpEvent,
-                      value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION,
+                      value_discretization_interval: Optional[float] = None,
                       relation: NeighborRel = NeighborRel.REPLACE_ONE
                       ) -> pld_lib.PrivacyLossDistribution:
     """Pessimistic PLD of one (possibly sampled) shuffle event under ``relation`` (cached per
-    event)."""
+    event). No mass at +∞ when the event has an ε cap (an ε0-LDP randomizer): its losses are
+    ≤ ε_cap + d."""
     return pld_from_grid(shuffle_event_grid(event, value_discretization_interval, relation)[0])
+
+
+@_cached
+def shuffle_event_loss_scale(event: dp_event.DpEvent,
+                             relation: NeighborRel = NeighborRel.REPLACE_ONE) -> float:
+    """:func:`dpacct_shuffle.profiles.loss_scale` of one (possibly sampled) shuffle event."""
+    return loss_scale(event_profile(event, relation))
+
+
+def event_on_users_grid(event: dp_event.DpEvent, ratio: float) -> dp_event.DpEvent:
+    """A shuffle event with every user count rounded down to the geometric grid of ``ratio``.
+
+    Honest users ⌊γ·n⌋ become the count (honest fraction 1) and are rounded down with
+    :func:`dpacct_shuffle.profiles.users_grid_floor`; under ``PoissonSampledDpEvent`` the
+    population is rounded, under ``SampledWithoutReplacementDpEvent`` the round on the sample.
+    Sound: every bound is non-increasing in the number of honest users (see there), so the
+    rounded event's PLD dominates the original's. Other events are returned unchanged.
+    """
+    if isinstance(event, dp_event.PoissonSampledDpEvent) and isinstance(event.event, _SHUFFLE_EVENTS):
+        return dp_event.PoissonSampledDpEvent(event.sampling_probability,
+                                              event_on_users_grid(event.event, ratio))
+    if (isinstance(event, dp_event.SampledWithoutReplacementDpEvent)
+            and isinstance(event.event, _SHUFFLE_EVENTS)):
+        return dp_event.SampledWithoutReplacementDpEvent(
+            event.source_dataset_size, event.sample_size, event_on_users_grid(event.event, ratio))
+    if isinstance(event, ShuffleEvent):
+        users = honest_users(event.num_users, event.honest_fraction)
+        return ShuffleEvent(event.randomizer, users_grid_floor(users, ratio))
+    if isinstance(event, ParallelCompositionEvent):
+        fraction = event.honest_fraction
+        if isinstance(event.num_users, tuple):
+            sizes: Any = tuple(users_grid_floor(honest_users(size, fraction), ratio)
+                               for size in event.num_users)
+        else:
+            sizes = users_grid_floor(honest_users(event.num_users, fraction), ratio)
+        return ParallelCompositionEvent(event.branches, sizes, event.probabilities, event.mode)
+    return event
+
+
+def event_epsilon_cap(event: dp_event.DpEvent,
+                      relation: NeighborRel = NeighborRel.REPLACE_ONE) -> float:
+    """An ε with which ``event`` is pure ε-DP under ``relation``, ``inf`` if none is known.
+
+    Shuffle rounds (sampled or not): their profile's ε cap (ε0 for an ε0-LDP randomizer under
+    replace-one: the shuffled output is a post-processing of the victim's report, and a sampled
+    round is a mixture of such outputs); pure local reports: Σ ε_i (sequential) or the chained
+    ε; compositions: the sum (basic composition of pure DP, adaptive); ``NoOpDpEvent``: 0.
+    Everything else: ``inf``.
+    """
+    if isinstance(event, dp_event.NoOpDpEvent):
+        return 0.0
+    if isinstance(event, dp_event.ComposedDpEvent):
+        return math.fsum(event_epsilon_cap(e, relation) for e in event.events)
+    if isinstance(event, dp_event.SelfComposedDpEvent):
+        cap = event_epsilon_cap(event.event, relation)
+        return 0.0 if event.count == 0 else event.count * cap
+    if ((isinstance(event, _SHUFFLE_EVENTS) or _is_sampled_shuffle(event))
+            and _supported_relation(event, relation)):
+        return event_profile(event, relation).epsilon_cap
+    if isinstance(event, LDPCompositionEvent) and relation is NeighborRel.REPLACE_ONE:
+        if event.mode is LDPCompositionMode.CHAINED:
+            return event.chained_profile().epsilon_cap
+        if all(delta == 0.0 for delta in event.delta_values):
+            return math.fsum(event.epsilons)
+    return math.inf
 
 
 def shuffle_event_rdp(event: dp_event.DpEvent, orders: Sequence[float]) -> NDArray[np.float64]:
@@ -234,6 +308,8 @@ def ldp_event_pld(event: LDPCompositionEvent,
                   ) -> pld_lib.PrivacyLossDistribution:
     """PLD of a user's local reports (sequential: composed leaky-RR PLDs; chained: its profile)."""
     deltas = event.delta_values
+    if max(deltas) >= 1.0:  # a report with δ = 1 carries no guarantee: all loss mass infinite
+        return ldp_pld(event.epsilons[deltas.index(max(deltas))], 1.0, value_discretization_interval)
     if event.mode is LDPCompositionMode.SEQUENTIAL:
         result = pld_lib.identity(value_discretization_interval)
         for epsilon, delta in zip(event.epsilons, deltas):
@@ -261,15 +337,17 @@ def ldp_event_rdp(event: LDPCompositionEvent, orders: Sequence[float]) -> Option
     return randomized_response_rdp(cap, orders_array)
 
 
-def _relation_message(event: dp_event.DpEvent, relation: NeighborRel) -> str:
+def relation_message(event: dp_event.DpEvent, relation: NeighborRel) -> str:
+    """Why ``event`` has no guarantee under ``relation`` here, and what would work."""
     if isinstance(event, _SHUFFLE_EVENTS) or _is_sampled_shuffle(event):
         if _is_poisson_shuffle(event):
             return (f"a Poisson-sampled shuffle round has a guarantee under REPLACE_ONE and "
                     f"ADD_OR_REMOVE_ONE only. Found {relation}.")
-        return (f"{type(event).__name__} has no guarantee under {relation}: the number of shuffled "
-                "reports reveals whether the victim is present. Use neighboring_relation "
-                "REPLACE_ONE, or wrap the round in PoissonSampledDpEvent(sampling_probability, "
-                "...) (client sampling hides presence; accepted under ADD_OR_REMOVE_ONE).")
+        return (f"{type(event).__name__} has a guarantee for replace-one neighbours only, none "
+                f"under {relation}: the number of shuffled reports reveals whether the victim is "
+                "present. Use neighboring_relation REPLACE_ONE, or wrap the round in "
+                "PoissonSampledDpEvent(sampling_probability, ...) (client sampling hides "
+                "presence; accepted under ADD_OR_REMOVE_ONE).")
     return (f"neighboring_relation must be `REPLACE_ONE` for {type(event).__name__} "
             f"(local-report and Gaussian bounds here hold for replace-one neighbours). "
             f"Found {relation}.")
@@ -277,7 +355,7 @@ def _relation_message(event: dp_event.DpEvent, relation: NeighborRel) -> str:
 
 def _relation_error(event: dp_event.DpEvent, relation: NeighborRel) -> CompositionErrorDetails:
     return CompositionErrorDetails(invalid_event=event,
-                                   error_message=_relation_message(event, relation))
+                                   error_message=relation_message(event, relation))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -285,53 +363,284 @@ def _relation_error(event: dp_event.DpEvent, relation: NeighborRel) -> Compositi
 # ---------------------------------------------------------------------------------------------
 
 
-class ShufflePLDAccountant(pld_privacy_accountant.PLDAccountant):
+_Leaf = tuple[dp_event.DpEvent, int]
+# dp-accounting's default tail truncation of PLD composition; each shuffle round's PLD is cut to
+# it before composing (mass beyond goes to +∞ on the right — pessimistic — and onto the smallest
+# kept loss on the left), which keeps dense arrays to the bulk of the loss distribution
+_TAIL_MASS_TRUNCATION = 1e-15
+# an event's loss range shrinks the automatic interval at most to this fraction of its scale
+# (bounds dense array sizes when scales differ a lot); see _auto_discretization
+_MAX_SCALE_SPREAD = 64.0
+# relative margin on the summed ε caps (float sums of products are rounded to nearest)
+_CAP_ROUNDING = 1e-12
+
+
+def _gaussian_loss_scale(event: dp_event.DpEvent, relation: NeighborRel) -> Optional[float]:
+    """Loss scale of a (Poisson-sampled) Gaussian step, None for other events (steering only).
+
+    Gaussian: μ = sensitivity/σ (sensitivity 2 under replace-one), the loss is N(μ²/2, μ²);
+    sampled with probability γ: about γ·√(e^{μ²} − 1), the standard deviation of the sampled
+    likelihood ratio.
+    """
+    sensitivity = 2.0 if relation is NeighborRel.REPLACE_ONE else 1.0
+    gamma, inner = 1.0, event
+    if isinstance(event, dp_event.PoissonSampledDpEvent):
+        gamma, inner = event.sampling_probability, event.event
+    if not isinstance(inner, dp_event.GaussianDpEvent) or inner.noise_multiplier == 0:
+        return None
+    mu = sensitivity / inner.noise_multiplier
+    if gamma == 1.0:
+        return mu
+    return gamma * math.sqrt(math.expm1(min(mu * mu, 700.0)))
+
+
+def _is_own(event: dp_event.DpEvent) -> bool:
+    """A shuffle round (possibly sampled), local reports, or a without-replacement-sampled
+    Gaussian: PLDs built here."""
+    return (isinstance(event, _OWN_EVENTS) or _is_sampled_shuffle(event)
+            or _is_without_replacement_gaussian(event))
+
+
+def _tree_compose(plds: list[pld_lib.PrivacyLossDistribution]) -> pld_lib.PrivacyLossDistribution:
+    """Compose PLDs pairwise (a balanced tree): equal result, each FFT on arrays of similar size."""
+    while len(plds) > 1:
+        paired = [a.compose(b) for a, b in zip(plds[0::2], plds[1::2])]
+        plds = paired + ([plds[-1]] if len(plds) % 2 else [])
+    return plds[0]
+
+
+class _CheckedQueries:
+    """``get_epsilon``/``get_delta`` with their arguments validated and their results in range.
+
+    The parents accept NaN and out-of-range targets (NaN in, NaN or an arbitrary number out) and
+    can return δ marginally above 1. Here a bad target is a ValueError naming it, ε ≥ 0 and δ is
+    clipped to [0, 1] (both sound: δ ≤ 1 always holds); a NaN from the parent on valid input is
+    reported as no guarantee (ε = inf, δ = 1)."""
+
+    def get_epsilon(self, target_delta: float) -> float:
+        """Smallest ε with (ε, target_delta)-DP for everything composed; target_delta in [0, 1]."""
+        delta = check_range("target_delta", target_delta, 0.0, 1.0)
+        value = float(super().get_epsilon(delta))  # type: ignore[misc]
+        return math.inf if math.isnan(value) else max(0.0, value)
+
+    def get_delta(self, target_epsilon: float) -> float:
+        """Smallest δ with (target_epsilon, δ)-DP for everything composed; target_epsilon >= 0."""
+        epsilon = check_range("target_epsilon", target_epsilon, 0.0, math.inf)
+        value = float(super().get_delta(epsilon))  # type: ignore[misc]
+        return 1.0 if math.isnan(value) else min(1.0, max(0.0, value))
+
+
+def _infinity_mass(pld: pld_lib.PrivacyLossDistribution) -> float:
+    """Probability of an infinite privacy loss in either direction of ``pld``."""
+    return float(max(pld._pmf_remove._infinity_mass, pld._pmf_add._infinity_mass))
+
+
+class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant):
     """``PLDAccountant`` that also accounts shuffle rounds and local reports (replace-one default).
 
     Args:
       neighboring_relation: defaults to ``REPLACE_ONE``, the relation the shuffle bounds hold for
-        (dp-accounting's PLD then treats a Gaussian step with sensitivity 2). Under any other
-        relation the shuffle/LDP events are unsupported.
-      value_discretization_interval: PLD grid (default 1e-4); the shuffle PLDs use the same grid.
+        (dp-accounting's PLD then treats a Gaussian step with sensitivity 2). Under
+        ``ADD_OR_REMOVE_ONE`` only Poisson-sampled shuffle rounds of this package are supported
+        (see the module docstring).
+      value_discretization_interval: PLD grid of every composed event. ``None`` (default):
+        chosen from the scale of the composed events (below); a number: that grid, fixed, each
+        event composed as it arrives (dp-accounting's behaviour).
+      users_grid_ratio: ``None`` (default): every round is accounted at its own user count. A
+        ratio r in (1, 2]: user counts are rounded down to the geometric grid ⌊r^j⌋
+        (:func:`event_on_users_grid`, sound because the bounds are non-increasing in n), so a
+        cohort that changes every round costs one PLD per grid value, cached across rounds and
+        accountants; each round's ε grows by at most about √r − 1 (0.5 % at r = 1.01).
+
+    Automatic interval. Shuffle rounds and local reports are recorded by :meth:`compose` and
+    composed when ε or δ is asked for; other events are composed at once at the current interval
+    (so their errors surface there) and again if the interval changes. Without shuffle or
+    local-report events the interval is dp-accounting's 1e-4 (the parent's numbers exactly). Otherwise it is
+    ``discretization_for_scale(max(σ_rms, σ_max/64))``: σ_i is each event's loss scale
+    (:func:`dpacct_shuffle.profiles.loss_scale` for shuffle rounds, the ε of a local report, μ
+    of a Gaussian step), σ_rms their root mean square over all composed copies, σ_max the
+    largest; an event of unknown scale (Laplace, mixture of Gaussians, …) keeps 1e-4. The
+    interval is a power-of-two fraction of 1e-4, so it changes rarely; when it does, the PLD is
+    rebuilt from the recorded events (their PLDs are cached per event and interval). The choice
+    steers tightness only: every PLD is pessimistic at any interval.
+
+    Shuffle rounds are grouped (equal events self-composed once), cut to dp-accounting's tail
+    truncation 1e-15 and composed pairwise. With ``value_discretization_interval`` a number,
+    composition happens at :meth:`compose` time, as in the parent.
+
+    ε0 cap. If every composed event is pure DP with a known ε (:func:`event_epsilon_cap`:
+    shuffle rounds of ε0-LDP randomizers, pure local reports), their sum Σ ε0 bounds the
+    composition (basic composition of pure DP): :meth:`get_epsilon` returns at most Σ ε0 —
+    finite at any δ, however much mass the truncated PLD keeps at +∞ — and :meth:`get_delta`
+    returns 0 at ε ≥ Σ ε0.
     """
 
     def __init__(self, neighboring_relation: NeighborRel = NeighborRel.REPLACE_ONE,
-                 value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION) -> None:
-        super().__init__(neighboring_relation, value_discretization_interval)
+                 value_discretization_interval: Optional[float] = None,
+                 users_grid_ratio: Optional[float] = None) -> None:
+        fixed = (None if value_discretization_interval is None else check_range(
+            "value_discretization_interval", value_discretization_interval, 0.0, 1.0,
+            low_open=True))
+        self._users_grid_ratio = (None if users_grid_ratio is None else check_range(
+            "users_grid_ratio", users_grid_ratio, 1.0, 2.0, low_open=True))
+        super().__init__(neighboring_relation,
+                         DEFAULT_VALUE_DISCRETIZATION if fixed is None else fixed)
+        self._fixed_discretization = fixed
+        self._leaves: list[_Leaf] = []
+        self._pending: list[_Leaf] = []
+        self._replaying = False
+        self._epsilon_caps: list[float] = []
+
+    # -- composition ----------------------------------------------------------------------
+    def compose(self, event: dp_event.DpEvent, count: int = 1) -> "ShufflePLDAccountant":
+        super().compose(event, count)
+        if count > 0:
+            self._epsilon_caps.append(count * event_epsilon_cap(event, self.neighboring_relation))
+        return self
+
+    def _own_pld(self, event: dp_event.DpEvent, count: int) -> pld_lib.PrivacyLossDistribution:
+        """PLD of ``count`` copies of a shuffle or local-report event, tails cut to 1e-15."""
+        d = self._value_discretization_interval
+        if isinstance(event, LDPCompositionEvent):
+            pld = ldp_event_pld(event, d)
+        else:
+            pld = pld_lib.identity(d).compose(
+                shuffle_event_pld(event, d, self.neighboring_relation),
+                tail_mass_truncation=_TAIL_MASS_TRUNCATION)
+        return pld.self_compose(count) if count > 1 else pld
 
     def _compose_pld(self, pld: pld_lib.PrivacyLossDistribution, count: int) -> None:
+        if _infinity_mass(pld) >= 1.0:
+            # no finite privacy loss at all (δ(ε) = 1 for every ε, e.g. an (ε, 1)-LDP report or a
+            # p = ∞ randomizer with one user): the parent's non-private state (ε = inf, δ = 1);
+            # dp-accounting cannot compose a PLD without finite mass (IndexError)
+            self._contains_non_dp_event = True
+            return
         self._pld = self._pld.compose(pld.self_compose(count) if count > 1 else pld)
 
-    def _maybe_compose(self, event: dp_event.DpEvent, count: int,
-                       do_compose: bool) -> Optional[CompositionErrorDetails]:
-        if (isinstance(event, _OWN_EVENTS) or _is_sampled_shuffle(event)
-                or _is_without_replacement_gaussian(event)):
+    def _leaf_error(self, event: dp_event.DpEvent) -> Optional[CompositionErrorDetails]:
+        if _is_own(event):
             if not _supported_relation(event, self.neighboring_relation):
                 return _relation_error(event, self.neighboring_relation)
-            if do_compose:
-                if isinstance(event, LDPCompositionEvent):
-                    pld = ldp_event_pld(event, self._value_discretization_interval)
-                else:
-                    pld = shuffle_event_pld(event, self._value_discretization_interval,
-                                            self.neighboring_relation)
-                self._compose_pld(pld, count)
             return None
-        if (isinstance(event, dp_event.RandomizedResponseDpEvent)
+        if self._is_fixed_randomized_response(event):
+            return None
+        return super()._maybe_compose(event, 0, False)
+
+    def _is_fixed_randomized_response(self, event: dp_event.DpEvent) -> bool:
+        return (isinstance(event, dp_event.RandomizedResponseDpEvent)
                 and self.neighboring_relation in (NeighborRel.REPLACE_ONE, NeighborRel.REPLACE_SPECIAL)
-                and event.num_buckets > 1 and 0.0 < event.noise_parameter <= 1.0):
+                and event.num_buckets > 1 and 0.0 < event.noise_parameter <= 1.0)
+
+    def _compose_leaf(self, event: dp_event.DpEvent, count: int) -> None:
+        if _is_own(event):
+            self._compose_pld(self._own_pld(event, count), 1)
+        elif self._is_fixed_randomized_response(event):
             # parent defect: it composes the randomized-response PLD once, whatever `count` is
-            if do_compose and event.noise_parameter < 1.0:
+            if event.noise_parameter < 1.0:
                 self._compose_pld(pld_lib.from_randomized_response(
                     noise_parameter=event.noise_parameter,
                     num_buckets=event.num_buckets,
                     value_discretization_interval=self._value_discretization_interval,
                     neighboring_relation=self.neighboring_relation,
                 ), count)
-            return None
-        return super()._maybe_compose(event, count, do_compose)
+        else:
+            super()._maybe_compose(event, count, True)
+
+    def _maybe_compose(self, event: dp_event.DpEvent, count: int,
+                       do_compose: bool) -> Optional[CompositionErrorDetails]:
+        if isinstance(event, (dp_event.ComposedDpEvent, dp_event.SelfComposedDpEvent)):
+            return super()._maybe_compose(event, count, do_compose)  # recurses into the leaves
+        error = self._leaf_error(event)
+        if error is not None or not do_compose:
+            return error
+        if self._users_grid_ratio is not None and _is_own(event) and not self._replaying:
+            event = event_on_users_grid(event, self._users_grid_ratio)
+        if self._fixed_discretization is None and not self._replaying:
+            self._leaves.append((event, count))
+            if _is_own(event):
+                self._pending.append((event, count))
+                return None
+        # fixed interval, replay, or a parent event (composed now: its errors surface here)
+        self._compose_leaf(event, count)
+        return None
+
+    # -- automatic interval and lazy composition -------------------------------------------
+    def _leaf_scale(self, event: dp_event.DpEvent) -> Optional[float]:
+        """Loss scale of one leaf event; None: no shuffle/local scale known (see the class)."""
+        if isinstance(event, LDPCompositionEvent):
+            return math.sqrt(math.fsum(eps * eps for eps in event.epsilons))
+        if _is_own(event):
+            return shuffle_event_loss_scale(event, self.neighboring_relation)
+        return _gaussian_loss_scale(event, self.neighboring_relation)
+
+    def _auto_discretization(self) -> float:
+        if not any(_is_own(event) for event, _ in self._leaves):
+            return DEFAULT_VALUE_DISCRETIZATION
+        squares, copies, largest = [], 0, 0.0
+        for event, count in self._leaves:
+            if isinstance(event, (dp_event.NoOpDpEvent, dp_event.NonPrivateDpEvent)):
+                continue
+            scale = self._leaf_scale(event)
+            if scale is None:
+                return DEFAULT_VALUE_DISCRETIZATION
+            squares.append(count * scale * scale)
+            copies += count
+            largest = max(largest, scale)
+        rms = math.sqrt(math.fsum(squares) / copies) if copies else 0.0
+        return discretization_for_scale(max(rms, largest / _MAX_SCALE_SPREAD))
+
+    def _build(self) -> None:
+        """Compose the pending shuffle/local events; rebuild everything if the interval changed."""
+        if self._fixed_discretization is not None:
+            return
+        d = self._auto_discretization()
+        if d != self._value_discretization_interval:
+            self._value_discretization_interval = d
+            self._pld = pld_lib.identity(d)
+            self._contains_non_dp_event = False
+            self._replaying = True
+            try:
+                for event, count in self._leaves:
+                    if not _is_own(event):
+                        self._compose_leaf(event, count)
+            finally:
+                self._replaying = False
+            self._pending = [(e, c) for e, c in self._leaves if _is_own(e)]
+        if not self._pending:
+            return
+        groups: dict[Any, list[Any]] = {}
+        separate: list[_Leaf] = []
+        for event, count in self._pending:
+            try:
+                groups.setdefault(event, [event, 0])[1] += count
+            except TypeError:  # unhashable event (mutable randomizer): composed on its own
+                separate.append((event, count))
+        leaves = [(event, count) for event, count in groups.values()] + separate
+        self._compose_pld(_tree_compose([self._own_pld(e, c) for e, c in leaves]), 1)
+        self._pending = []
+
+    # -- queries --------------------------------------------------------------------------
+    def _epsilon_cap(self) -> float:
+        if not self._epsilon_caps:
+            return 0.0
+        total = math.fsum(self._epsilon_caps)
+        return total * (1.0 + _CAP_ROUNDING) if math.isfinite(total) else math.inf
+
+    def get_epsilon(self, target_delta: float) -> float:
+        """ε at ``target_delta`` from the composed PLD, at most Σ ε0 (see the class docstring)."""
+        self._build()
+        return min(super().get_epsilon(target_delta), self._epsilon_cap())
+
+    def get_delta(self, target_epsilon: float) -> float:
+        """δ at ``target_epsilon`` from the composed PLD; 0 at ε ≥ Σ ε0."""
+        self._build()
+        if target_epsilon >= self._epsilon_cap() and not self._contains_non_dp_event:
+            return 0.0
+        return super().get_delta(target_epsilon)
 
 
-class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):
+class ShuffleRdpAccountant(_CheckedQueries, rdp_privacy_accountant.RdpAccountant):
     """``RdpAccountant`` that also accounts shuffle rounds and local reports (replace-one default).
 
     Args:
@@ -392,10 +701,14 @@ class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):
 __all__ = [
     "ShufflePLDAccountant",
     "ShuffleRdpAccountant",
+    "event_epsilon_cap",
+    "event_on_users_grid",
     "event_profile",
     "ldp_event_pld",
     "ldp_event_rdp",
+    "relation_message",
     "shuffle_event_grid",
+    "shuffle_event_loss_scale",
     "shuffle_event_pld",
     "shuffle_event_rdp",
 ]

@@ -8,7 +8,10 @@ protocol is (ε_target, δ_target)-DP (replace-one neighbours) whatever the shap
 "largest"/"smallest" hold up to the tolerance if the bound is monotone in ε0 (resp. non-increasing
 in n).
 
-Only the core and the randomizers are used, so the searches need neither dp-accounting nor Opacus.
+With ``sampling_probability`` γ the round is client-sampled: ``n`` is the population, each user
+takes part with probability γ, and the test uses the sampled round's bound
+(:func:`dpacct_shuffle.sampling.poisson_sampled_profile`), under replace-one or, for sampled
+rounds only, add/remove-one neighbours.
 """
 
 from __future__ import annotations
@@ -19,16 +22,33 @@ from collections.abc import Callable
 from dpacct_shuffle.core.bound import MAX_EVALUATED_USERS, VariationRatio
 from dpacct_shuffle.core.validation import check_delta, check_num_users, check_range
 from dpacct_shuffle.randomizers.base import Randomizer
+from dpacct_shuffle.sampling import NeighborRel, check_sampling_probability, poisson_sampled_profile
 
 
-
-def shuffled_delta(randomizer: Randomizer | VariationRatio, epsilon: float, n: int) -> float:
+def shuffled_delta(randomizer: Randomizer | VariationRatio, epsilon: float, n: int,
+                   sampling_probability: float | None = None,
+                   neighboring_relation: NeighborRel = NeighborRel.REPLACE_ONE) -> float:
     """Certified upper bound on δ(ε) of one shuffle round of ``n`` users.
 
     Args:
       randomizer: a catalog :class:`~dpacct_shuffle.randomizers.Randomizer` (its
         ``shuffled(n).delta``) or a :class:`~dpacct_shuffle.VariationRatio` (its ``delta``).
+      sampling_probability: None (every user reports), or γ ∈ [0, 1]: a Poisson-sampled round
+        from a population of ``n`` (:func:`~dpacct_shuffle.sampling.poisson_sampled_profile`).
+      neighboring_relation: ``REPLACE_ONE``; ``ADD_OR_REMOVE_ONE`` for a sampled round only (an
+        unsampled round's report count reveals whether the victim is present).
     """
+    if not isinstance(randomizer, (Randomizer, VariationRatio)):
+        raise TypeError("randomizer must be a dpacct_shuffle Randomizer or VariationRatio, got "
+                        f"{type(randomizer).__name__}")
+    if sampling_probability is not None:
+        gamma = check_sampling_probability(sampling_probability)
+        return poisson_sampled_profile(randomizer, n, gamma,
+                                       neighboring_relation=neighboring_relation).delta(epsilon)
+    if neighboring_relation is not NeighborRel.REPLACE_ONE:
+        raise ValueError("an unsampled shuffle round has a guarantee for REPLACE_ONE only (its "
+                         "report count reveals whether the victim is present); give "
+                         f"sampling_probability for add/remove-one, got {neighboring_relation!r}")
     if isinstance(randomizer, Randomizer):
         return randomizer.shuffled(n).delta(epsilon)
     if isinstance(randomizer, VariationRatio):
@@ -37,12 +57,15 @@ def shuffled_delta(randomizer: Randomizer | VariationRatio, epsilon: float, n: i
                     f"{type(randomizer).__name__}")
 
 
-def _meets(randomizer: Randomizer | VariationRatio, epsilon: float, delta: float, n: int) -> bool:
-    return shuffled_delta(randomizer, epsilon, n) <= delta
+def _meets(randomizer: Randomizer | VariationRatio, epsilon: float, delta: float, n: int,
+           sampling: tuple[float | None, NeighborRel]) -> bool:
+    return shuffled_delta(randomizer, epsilon, n, *sampling) <= delta
 
 
 def largest_epsilon0(family: Callable[..., Randomizer | VariationRatio], target_epsilon: float,
                      delta: float, n: int, *, max_epsilon0: float = 20.0, rtol: float = 1e-3,
+                     sampling_probability: float | None = None,
+                     neighboring_relation: NeighborRel = NeighborRel.REPLACE_ONE,
                      **family_kwargs: object) -> float:
     """Largest local ε0 such that ``family(ε0, **family_kwargs)`` shuffled among ``n`` users is
     (target_epsilon, delta)-DP.
@@ -60,6 +83,10 @@ def largest_epsilon0(family: Callable[..., Randomizer | VariationRatio], target_
       n: number of users shuffled together, ≥ 1.
       max_epsilon0: search ceiling (> target_epsilon).
       rtol: relative width of the final bracket, in (0, 1).
+      sampling_probability: as in :func:`shuffled_delta` (``n`` is then the population).
+      neighboring_relation: as in :func:`shuffled_delta`. Under add/remove-one the sampled
+        round's δ does not vanish at ε0, so the search starts at the smallest ε0 tried and raises
+        ValueError if even that fails.
     """
     eps = check_range("target_epsilon", target_epsilon, 0.0, math.inf, low_open=True,
                       high_open=True)
@@ -72,12 +99,15 @@ def largest_epsilon0(family: Callable[..., Randomizer | VariationRatio], target_
         raise TypeError(f"family must be callable (epsilon0, **kwargs) -> randomizer, got "
                         f"{type(family).__name__}")
 
+    sampling = (sampling_probability, neighboring_relation)
+
     def passes(epsilon0: float) -> bool:
-        return _meets(family(epsilon0, **family_kwargs), eps, target, users)
+        return _meets(family(epsilon0, **family_kwargs), eps, target, users, sampling)
 
     if not passes(eps):
-        raise ValueError(f"epsilon0 = target_epsilon = {eps!r} fails its own cap for this family "
-                         "(its bound does not vanish at epsilon >= epsilon0)")
+        raise ValueError(f"epsilon0 = target_epsilon = {eps!r} already fails: the round's bound "
+                         "does not vanish at epsilon >= epsilon0 (for this family, or because an "
+                         "add/remove-one sampled round has no such cap)")
     low = eps
     high = min(2.0 * eps, ceiling)
     while passes(high):
@@ -94,13 +124,16 @@ def largest_epsilon0(family: Callable[..., Randomizer | VariationRatio], target_
 
 
 def smallest_num_users(randomizer: Randomizer | VariationRatio, target_epsilon: float,
-                       delta: float, *, max_users: int = MAX_EVALUATED_USERS) -> int:
+                       delta: float, *, max_users: int = MAX_EVALUATED_USERS,
+                       sampling_probability: float | None = None,
+                       neighboring_relation: NeighborRel = NeighborRel.REPLACE_ONE) -> int:
     """Smallest n such that one shuffle round of ``n`` users of ``randomizer`` is
     (target_epsilon, delta)-DP.
 
     Doubling, then integer bisection (the bound is non-increasing in n). The returned n passes the
     certified test and n − 1 fails it; 1 if the randomizer alone already meets the target
-    (ε0 ≤ target_epsilon).
+    (ε0 ≤ target_epsilon). With ``sampling_probability`` γ, n is the population of a
+    client-sampled round (:func:`shuffled_delta`; the void-view bound is non-increasing in n).
 
     Raises:
       ValueError: no n ≤ ``max_users`` meets the target.
@@ -109,18 +142,19 @@ def smallest_num_users(randomizer: Randomizer | VariationRatio, target_epsilon: 
                       high_open=True)
     target = check_delta(delta)
     ceiling = check_num_users(max_users, "max_users")
-    shuffled_delta(randomizer, eps, 1)  # type check before the search
-    if _meets(randomizer, eps, target, 1):
+    sampling = (sampling_probability, neighboring_relation)
+    shuffled_delta(randomizer, eps, 1, *sampling)  # type and relation checks before the search
+    if _meets(randomizer, eps, target, 1, sampling):
         return 1
     low, high = 1, 2
-    while not _meets(randomizer, eps, target, high):
+    while not _meets(randomizer, eps, target, high, sampling):
         if high >= ceiling:
             raise ValueError(f"no number of users up to max_users={ceiling} makes {randomizer!r} "
                              f"({eps!r}, {target!r})-DP")
         low, high = high, min(2 * high, ceiling)
     while high - low > 1:
         middle = (low + high) // 2
-        if _meets(randomizer, eps, target, middle):
+        if _meets(randomizer, eps, target, middle, sampling):
             high = middle
         else:
             low = middle

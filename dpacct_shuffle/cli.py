@@ -45,7 +45,7 @@ EXIT_OK = 0
 EXIT_RUNTIME = 1
 EXIT_BAD_INPUT = 2
 DISPLAY_DIGITS = 6
-LOWER_BOUND_MAX_USERS = 10**7
+LOWER_BOUND_MAX_USERS = 10**7  # = randomizers.LOWER_BOUND_MAX_USERS (not imported: lean --help)
 MAX_RANGE_COUNT = 1000
 
 class UsageError(ValueError):
@@ -283,6 +283,9 @@ def _lower_bound(shuffled: Any, args: argparse.Namespace, compute: Callable[[], 
     """
     if args.no_lower:
         return ""
+    if getattr(args, "sampling_probability", None) is not None:
+        payload[key] = None
+        return "not available for a client-sampled round"
     if args.users > args.lower_max_users:
         payload[key] = None
         payload["lower_skipped"] = f"n > lower_max_users = {args.lower_max_users}"
@@ -308,16 +311,48 @@ def _upper_bound(
     certified upper bound ``compute(shuffled)`` of ``command`` at the ``given`` level, and the JSON
     payload so far."""
     randomizer = randomizer_from_args(args)
-    shuffled = randomizer.shuffled(args.users)
+    # the lower bound's cost is limited by --lower-max-users (_lower_bound), not the library default
+    shuffled = randomizer.shuffled(args.users, lower_bound_max_users=None)
+    gamma = args.sampling_probability
     start = time.perf_counter()
-    upper = compute(shuffled)
+    if gamma is None:
+        upper = compute(shuffled)
+    else:
+        upper = _sampled_round(randomizer, args.users, gamma, command, getattr(args, given))
     seconds = time.perf_counter() - start
     payload: dict[str, object] = {
         "command": command, "randomizer": randomizer.name, "parameters": dict(randomizer.parameters),
         "users": args.users, given: getattr(args, given), f"{command}_upper": upper,
         "seconds_upper": seconds,
     }
+    if gamma is not None:
+        payload["sampling_probability"] = gamma
     return randomizer, shuffled, upper, seconds, payload
+
+
+def _sampled_round(randomizer: Any, users: int, gamma: float, command: str, level: float) -> float:
+    """ε(δ) or δ(ε) of one Poisson-sampled round (population ``users``, replace-one) through
+    ``ShufflePLDAccountant`` (the void view of :mod:`dpacct_shuffle.sampling`)."""
+    from dp_accounting import dp_event
+
+    from dpacct_shuffle.accountants import ShufflePLDAccountant
+    from dpacct_shuffle.events import ShuffleEvent
+    from dpacct_shuffle.sampling import check_sampling_probability
+
+    event = dp_event.PoissonSampledDpEvent(
+        check_sampling_probability(gamma, "--sampling-probability"), ShuffleEvent(randomizer, users))
+    accountant = ShufflePLDAccountant().compose(event)
+    if command == "epsilon":
+        return float(accountant.get_epsilon(level))
+    return float(accountant.get_delta(level))
+
+
+def _round_setting(args: argparse.Namespace) -> str:
+    """The printed description of the users of a round."""
+    if args.sampling_probability is None:
+        return f"n = {args.users}"
+    return (f"population n = {args.users}, each reporting with probability "
+            f"{args.sampling_probability:g}")
 
 
 def cmd_epsilon(args: argparse.Namespace, out: TextIO) -> int:
@@ -327,6 +362,8 @@ def cmd_epsilon(args: argparse.Namespace, out: TextIO) -> int:
     lower_text = _lower_bound(shuffled, args, lambda: shuffled.epsilon_lower(args.delta), payload,
                               "epsilon_lower")
     fmt_value = published = None
+    if args.compare and args.sampling_probability is not None:
+        raise UsageError("--compare references unsampled rounds; omit it with --sampling-probability")
     if args.compare:
         fmt_value, fmt_reason = _fmt_reference(randomizer, args.users, args.delta)
         published = _published_reference(randomizer, args.users, args.delta)
@@ -337,7 +374,7 @@ def cmd_epsilon(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         _emit_json(payload, out)
         return EXIT_OK
-    out.write(f"{_describe(randomizer)}, n = {args.users}, delta = {args.delta:g}\n")
+    out.write(f"{_describe(randomizer)}, {_round_setting(args)}, delta = {args.delta:g}\n")
     out.write(f"epsilon upper bound: {format_upper(upper)}   ({upper_seconds:.2f} s)\n")
     if lower_text:
         out.write(f"epsilon lower bound: {lower_text}\n")
@@ -358,7 +395,7 @@ def cmd_delta(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         _emit_json(payload, out)
         return EXIT_OK
-    out.write(f"{_describe(randomizer)}, n = {args.users}, epsilon = {args.epsilon:g}\n")
+    out.write(f"{_describe(randomizer)}, {_round_setting(args)}, epsilon = {args.epsilon:g}\n")
     out.write(f"delta upper bound: {format_upper(upper)}   ({seconds:.2f} s)\n")
     if lower_text:
         out.write(f"delta lower bound: {lower_text}\n")
@@ -504,31 +541,41 @@ def cmd_account(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_plot(args: argparse.Namespace, out: TextIO) -> int:
-    """``plot``: ε vs n (``--users LIST``) or ε vs ε0 (``--epsilon0s LIST``) to PNG/SVG."""
+    """``plot``: ε vs n (``--users LIST``) or ε vs ε0 (``--epsilon0s LIST``) to PNG/SVG.
+
+    Every argument is validated (exit 2) and the output directory checked (exit 1) before
+    matplotlib is looked for (exit 1 with the install hint) and before the sweep starts.
+    """
     from dpacct_shuffle import plots
+    from dpacct_shuffle.core.validation import check_delta
     from dpacct_shuffle.randomizers.spec import build_randomizer, randomizer_factory
 
     suffix = Path(args.output).suffix.lower()
     if suffix not in (".png", ".svg", ".pdf"):
         raise UsageError(f"--output must end in .png, .svg or .pdf, got {args.output!r}")
-    plots.require_matplotlib()  # fail before a long sweep
     names = args.randomizer or []
     if not names:
         raise UsageError("plot needs at least one --randomizer NAME")
+    delta = check_delta(args.delta, "--delta")
     params = randomizer_params(args, without_epsilon0=True)
-    progress = _show_progress(args)
-    start = time.perf_counter()
     if args.x == "users":
+        users_list = plots.check_users_list(args.users_list, "--users-list")
         shared = params if args.epsilon0 is None else {**params, "epsilon0": args.epsilon0}
         entries = {name: build_randomizer(name, shared, lenient=True) for name in names}
-        curves = plots.epsilon_vs_users(entries, args.users_list, args.delta,
-                                        lower=not args.no_lower, fmt=not args.no_fmt,
-                                        progress=progress)
     else:
         if args.users is None:
             raise UsageError("plot --x epsilon0 needs --users N")
+        epsilon0_list = plots.check_epsilon0_list(args.epsilon0_list, "--epsilon0-list")
         factories = {name: randomizer_factory(name, params, lenient=True) for name in names}
-        curves = plots.epsilon_vs_epsilon0(factories, args.epsilon0_list, args.users, args.delta,
+    plots.check_output_path(args.output)
+    plots.require_matplotlib()  # fail before a long sweep
+    progress = _show_progress(args)
+    start = time.perf_counter()
+    if args.x == "users":
+        curves = plots.epsilon_vs_users(entries, users_list, delta, lower=not args.no_lower,
+                                        fmt=not args.no_fmt, progress=progress)
+    else:
+        curves = plots.epsilon_vs_epsilon0(factories, epsilon0_list, args.users, delta,
                                            lower=not args.no_lower, fmt=not args.no_fmt,
                                            progress=progress)
     if args.x == "epsilon0":
@@ -625,6 +672,12 @@ def _add_randomizer_options(parser: argparse.ArgumentParser, *, multiple: bool =
                        help="any other parameter of the catalog entry (repeatable)")
 
 
+def _add_sampling_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sampling-probability", type=parse_real, metavar="GAMMA",
+                        help="client sampling: each of the N users reports with probability GAMMA "
+                             "(replace-one; the PLD accountant's value)")
+
+
 def _add_lower_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-lower", action="store_true", help="skip the lower bound")
     parser.add_argument("--lower-max-users", type=parse_limit, default=LOWER_BOUND_MAX_USERS,
@@ -660,6 +713,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_lower_options(p)
     p.add_argument("--compare", action="store_true",
                    help="also print the FMT closed form and the published pair (labelled)")
+    _add_sampling_option(p)
     _add_common(p)
     p.set_defaults(handler=cmd_epsilon)
 
@@ -670,6 +724,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_randomizer_options(p)
     p.add_argument("--users", "-n", type=parse_users, required=True, metavar="N")
     p.add_argument("--epsilon", type=parse_real, required=True, help="epsilon >= 0")
+    _add_sampling_option(p)
     _add_lower_options(p)
     _add_common(p)
     p.set_defaults(handler=cmd_delta)

@@ -33,6 +33,7 @@ from dpacct_shuffle.profiles import (
     check_probabilities,
     max_profile,
     parallel_composite,
+    parallel_composite_bound,
     shuffle_profile,
     variation_ratios_of,
 )
@@ -154,7 +155,11 @@ class ParallelCompositionEvent(dp_event.DpEvent):
     (``probabilities``, uniform if None), answers with ``branches[j]`` and sends (j, report); all
     ``num_users`` reports are shuffled together. This is one shuffle round of the composite
     randomizer of :func:`dpacct_shuffle.profiles.parallel_composite`:
-    p = max_j p_j, β = Σ_j π_j β_j, q = max_j q_j, generic neutral share w/q (valid, proof there).
+    p = max_j p_j, β = Σ_j π_j β_j, q = max_j q_j, generic neutral share w/q (valid, proof there),
+    tightened by the bounds that keep each branch's own structure — the composite matrix of finite
+    branches on the product of their domains and the multi-level bound with each branch's levels
+    (:meth:`composite_bound`, :mod:`dpacct_shuffle.randomizers.composite`). One branch is exactly
+    a :class:`ShuffleEvent` of it.
     Compared with k separate rounds (each user answering every query), the victim sends a single
     report, so its privacy cost is one round at an averaged β instead of k rounds.
 
@@ -195,10 +200,20 @@ class ParallelCompositionEvent(dp_event.DpEvent):
         return parallel_composite(self.branches,
                                   check_probabilities(self.probabilities, len(self.branches)))
 
+    def composite_bound(self) -> Any:
+        """The certified bound of a ``RANDOM`` round: the minimum of the composite VariationRatio,
+        the composite matrix (finite branches) and the multi-level bound with each branch's own
+        levels; a single branch is the branch itself
+        (:func:`dpacct_shuffle.profiles.parallel_composite_bound`)."""
+        if self.mode is not ParallelMode.RANDOM:
+            raise ValueError("composite_bound is only defined for mode='random'")
+        return parallel_composite_bound(self.branches,
+                                        check_probabilities(self.probabilities, len(self.branches)))
+
     def profile(self) -> PrivacyProfile:
         """The privacy profile δ(ε) of this round."""
         if self.mode is ParallelMode.RANDOM:
-            return shuffle_profile(self.composite_randomizer(), self.num_users, self.honest_fraction)
+            return shuffle_profile(self.composite_bound(), self.num_users, self.honest_fraction)
         return max_profile([shuffle_profile(branch, size, self.honest_fraction)
                             for branch, size in zip(self.branches, self.num_users)])
 

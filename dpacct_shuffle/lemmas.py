@@ -168,14 +168,16 @@ def _log_ratio(p: NDArray[np.float64], q: NDArray[np.float64]) -> NDArray[np.flo
 
 
 def approximate_max_divergence(p: ArrayLike, q: ArrayLike, delta: float) -> float:
-    """δ-approximate max divergence ([DR14] Def 3.6).
+    """δ-approximate max divergence ([DR14] Def 3.6) as a privacy parameter: clipped at 0.
 
-    ``D_∞^δ(P‖Q) = max_{S ⊆ Supp(P), P(S) ≥ δ} ln((P(S) − δ)/Q(S))``
-    ``         = inf{ε ∈ ℝ : D_{e^ε}(P‖Q) ≤ δ}``  (hockey-stick form, used here).
+    ``max(0, D_∞^δ(P‖Q))``, ``D_∞^δ(P‖Q) = max_{S ⊆ Supp(P), P(S) ≥ δ} ln((P(S) − δ)/Q(S))``
+    ``= inf{ε ∈ ℝ : D_{e^ε}(P‖Q) ≤ δ}`` (hockey-stick form, used here); i.e. the smallest ε ≥ 0
+    with D_{e^ε}(P‖Q) ≤ δ.
 
-    By [DR14] Remark 3.2 a mechanism is (ε, δ)-DP iff this is ≤ ε in both directions. The value
-    can be negative (e.g. P = Q, δ > 0 gives ln(1 − δ)), is ``-inf`` for δ = 1 and ``+inf`` when the
-    mass of P where Q = 0 exceeds δ. Computed exactly from the piecewise-linear map
+    By [DR14] Remark 3.2 a mechanism is (ε, δ)-DP iff this is ≤ ε in both directions. The
+    unclipped divergence can be negative (P = Q, δ > 0 gives ln(1 − δ); δ ≥ TV(P, Q) gives a value
+    ≤ 0), which is no privacy parameter: 0 is returned then. ``+inf`` when the mass of P where
+    Q = 0 exceeds δ. Computed exactly from the piecewise-linear map
     t ↦ Σ_y max(0, P(y) − t·Q(y)); the result is then moved up until ``D_{e^ε}(P‖Q) ≤ δ`` holds
     in floating point, so the returned ε is never below the true value.
     """
@@ -201,8 +203,8 @@ def approximate_max_divergence(p: ArrayLike, q: ArrayLike, delta: float) -> floa
     # f(t) = m_inf + cum_p[j] − t·cum_q[j], with cum_q[j] > 0.
     j = int(above[0]) if above.size else ratios.size
     threshold = (infinite_mass + cum_p[j] - delta_value) / cum_q[j]
-    if threshold <= 0.0:
-        return -math.inf
+    if threshold <= 1.0:  # D_∞^δ ≤ 0: every ε ≥ 0 already satisfies D_{e^ε}(P‖Q) ≤ δ
+        return 0.0
     epsilon = math.log(threshold)
     for _ in range(200):
         if _hockey_stick(first, second, math.exp(epsilon)) <= delta_value:

@@ -20,8 +20,9 @@ Neighbouring relation (a constructor option, stated with every number):
   this relation (docs/theory.md, "Setting"). A Gaussian step then has sensitivity 2 (a replaced
   record moves the clipped sum by up to 2C), exactly as dp-accounting's ``PLDAccountant`` treats it.
 * ``"add_or_remove_one"``: one record added or removed, the relation Opacus's own accountants use
-  (sensitivity 1). Shuffle and local-report events have no guarantee under it, so adding one raises
-  ValueError.
+  (sensitivity 1). Poisson-sampled shuffle rounds (``step_shuffle(..., sampling_probability=γ)``)
+  have a guarantee under it (:mod:`dpacct_shuffle.sampling`); unsampled shuffle rounds (their
+  message count reveals presence) and local reports do not, so adding one raises ValueError.
 
 :func:`noise_multiplier_for_epsilon` calibrates σ for a target ε counting the planned shuffle
 rounds (Opacus's ``make_private_with_epsilon`` cannot: it calibrates a fresh accountant holding only
@@ -54,10 +55,10 @@ from dp_accounting import mechanism_calibration
 from dp_accounting import privacy_accountant
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
-from dpacct_shuffle.accountants import ShufflePLDAccountant
+from dpacct_shuffle.accountants import ShufflePLDAccountant, relation_message
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_range
+from dpacct_shuffle.event_serialization import event_from_dict, event_to_dict
 from dpacct_shuffle.events import ShuffleEvent
-from dpacct_shuffle.profiles import DEFAULT_VALUE_DISCRETIZATION
 
 NeighborRel = privacy_accountant.NeighboringRelation
 
@@ -128,22 +129,22 @@ class _StepCachingPLDAccountant(ShufflePLDAccountant):
     """:class:`ShufflePLDAccountant` that reuses the one-step PLD of DP-SGD steps.
 
     Composes ``_dp_sgd_step_pld(...).self_compose(count)`` into ``_pld`` exactly as the parent
-    ``PLDAccountant._maybe_compose`` does with a freshly built PLD, so the results are identical
+    ``PLDAccountant._maybe_compose`` does with a freshly built PLD (at whatever interval the
+    accountant uses when the step is composed or replayed), so the results are identical
     (tests compare with ``dp_accounting.pld.PLDAccountant``). Edge cases (σ = 0, q = 0) go to the
     parent.
     """
 
-    def _maybe_compose(self, event: dp_event.DpEvent, count: int,
-                       do_compose: bool) -> Optional[Any]:
-        if (do_compose and isinstance(event, dp_event.PoissonSampledDpEvent)
+    def _compose_leaf(self, event: dp_event.DpEvent, count: int) -> None:
+        if (isinstance(event, dp_event.PoissonSampledDpEvent)
                 and isinstance(event.event, dp_event.GaussianDpEvent)
                 and event.sampling_probability > 0 and event.event.noise_multiplier > 0):
             step = _dp_sgd_step_pld(float(event.event.noise_multiplier),
                                     float(event.sampling_probability), self.neighboring_relation,
                                     self._value_discretization_interval)
             self._pld = self._pld.compose(step.self_compose(count))
-            return None
-        return super()._maybe_compose(event, count, do_compose)
+            return
+        super()._compose_leaf(event, count)
 
 
 class ShuffleAccountant(IAccountant):
@@ -152,9 +153,11 @@ class ShuffleAccountant(IAccountant):
     Args:
       neighboring_relation: ``"replace_one"`` (default; the relation of the shuffle bounds, under
         which a Gaussian step has sensitivity 2) or ``"add_or_remove_one"`` (Opacus's relation,
-        sensitivity 1; shuffle and local-report events are then refused with ValueError).
-      value_discretization_interval: PLD grid of every composed event (dp-accounting's default
-        1e-4).
+        sensitivity 1; only Poisson-sampled shuffle rounds among this package's events are then
+        accepted, the others are refused with ValueError).
+      value_discretization_interval: PLD grid of every composed event; ``None`` (default): chosen
+        from the scale of the composed events, as :class:`ShufflePLDAccountant` does (dp-accounting's
+        1e-4 when only DP-SGD steps are composed).
 
     Attributes:
       history: Opacus's list of ``(noise_multiplier, sample_rate, num_steps)``; consecutive equal
@@ -166,12 +169,13 @@ class ShuffleAccountant(IAccountant):
     """
 
     def __init__(self, neighboring_relation: RelationLike = NeighborRel.REPLACE_ONE,
-                 value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION) -> None:
+                 value_discretization_interval: Optional[float] = None) -> None:
         super().__init__()
         self._neighboring_relation = _relation(neighboring_relation)
-        self._value_discretization_interval = check_range(
-            "value_discretization_interval", value_discretization_interval, 0.0, 1.0,
-            low_open=True)
+        self._value_discretization_interval = (None if value_discretization_interval is None else
+                                               check_range("value_discretization_interval",
+                                                           value_discretization_interval, 0.0, 1.0,
+                                                           low_open=True))
         self.events: list[tuple[dp_event.DpEvent, int]] = []
         self._cache: Optional[tuple[tuple[Any, ...], ShufflePLDAccountant]] = None
 
@@ -196,7 +200,8 @@ class ShuffleAccountant(IAccountant):
         self._cache = None
 
     @property
-    def value_discretization_interval(self) -> float:
+    def value_discretization_interval(self) -> Optional[float]:
+        """The fixed PLD grid, or None for the automatic choice."""
         return self._value_discretization_interval
 
     @classmethod
@@ -215,15 +220,25 @@ class ShuffleAccountant(IAccountant):
             self.history.append((sigma, rate, 1))
 
     def step_shuffle(self, randomizer: object, num_users: int, count: int = 1,
-                     honest_fraction: float = 1.0) -> None:
+                     honest_fraction: float = 1.0,
+                     sampling_probability: Optional[float] = None) -> None:
         """``count`` shuffle rounds, in each of which the focal user sends one report.
 
         ``ShuffleEvent(randomizer, num_users, honest_fraction)`` (see
         :class:`dpacct_shuffle.events.ShuffleEvent`): ``randomizer`` is a catalog Randomizer, a
         VariationRatio or a ``delta(ε, n)`` profile, ``num_users`` the number of reports shuffled
         together. Replace-one only: ValueError under add/remove.
+
+        With ``sampling_probability`` γ each round is
+        ``PoissonSampledDpEvent(γ, ShuffleEvent(randomizer, num_users, honest_fraction))``: every
+        one of the ``num_users`` clients (the population) takes part with probability γ
+        (:func:`dpacct_shuffle.sampling.poisson_sampled_profile`); accepted under both relations.
         """
-        self.compose(ShuffleEvent(randomizer, num_users, honest_fraction), count)
+        event: dp_event.DpEvent = ShuffleEvent(randomizer, num_users, honest_fraction)
+        if sampling_probability is not None:
+            event = dp_event.PoissonSampledDpEvent(
+                check_range("sampling_probability", sampling_probability, 0.0, 1.0), event)
+        self.compose(event, count)
 
     def compose(self, event: dp_event.DpEvent, count: int = 1) -> None:
         """Add ``count`` copies of any event :class:`ShufflePLDAccountant` supports.
@@ -231,8 +246,8 @@ class ShuffleAccountant(IAccountant):
         Raises:
           TypeError: ``event`` is not a DpEvent.
           ValueError: the event is unsupported under this accountant's neighbouring relation (for
-            a shuffle or local-report event under add/remove: it only has a replace-one
-            guarantee).
+            an unsampled shuffle round or local reports under add/remove: they only have a
+            replace-one guarantee).
         """
         if not isinstance(event, dp_event.DpEvent):
             raise TypeError(f"event must be a dp_accounting DpEvent, got {type(event).__name__}")
@@ -252,9 +267,10 @@ class ShuffleAccountant(IAccountant):
         if (relation is not NeighborRel.REPLACE_ONE
                 and ShufflePLDAccountant(NeighborRel.REPLACE_ONE).supports(event)):
             raise ValueError(
-                f"{type(event).__name__} has a guarantee only for replace-one neighbours, so it "
-                f"cannot be accounted under neighboring_relation={relation.name}; use "
-                "ShuffleAccountant(neighboring_relation='replace_one')")
+                f"{type(event).__name__} cannot be accounted under neighboring_relation="
+                f"{relation.name}: {relation_message(event, relation)} With this accountant: "
+                "ShuffleAccountant(neighboring_relation='replace_one'), or "
+                "step_shuffle(..., sampling_probability=...) for client-sampled rounds.")
         raise ValueError(f"event {event!r} is not supported by ShufflePLDAccountant under "
                          f"neighboring_relation={relation.name}")
 
@@ -308,16 +324,26 @@ class ShuffleAccountant(IAccountant):
     # -- checkpoints -----------------------------------------------------------------------------
     def state_dict(self, destination: Optional[dict[str, Any]] = None) -> dict[str, Any]:
         """Opacus's ``history``/``mechanism`` plus ``events``, ``neighboring_relation`` and
-        ``value_discretization_interval``. Events are stored as the (immutable) DpEvent objects;
-        ``torch.save`` of the dict needs them to be picklable."""
+        ``value_discretization_interval`` — plain data only (numbers, strings, lists, dicts).
+
+        ``events`` is a list of ``[event JSON form, count]``, the JSON form of
+        :func:`dpacct_shuffle.event_serialization.event_to_dict`, so a checkpoint holding the dict
+        loads with ``torch.load(path, weights_only=True)``, even where this package is not
+        installed, and :meth:`load_state_dict` reproduces ε exactly. TypeError if an event has no
+        JSON form (a randomizer built directly with the Randomizer constructor)."""
         result = super().state_dict(OrderedDict() if destination is None else destination)
-        result["events"] = list(self.events)
+        # Opacus's (σ, q, steps) tuples, as Python numbers (numpy scalars are not plain data)
+        result["history"] = [(float(sigma), float(rate), int(steps))
+                             for sigma, rate, steps in result["history"]]
+        result["events"] = [[event_to_dict(event), count] for event, count in self.events]
         result["neighboring_relation"] = self._neighboring_relation.name
         result["value_discretization_interval"] = self._value_discretization_interval
         return result
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         """Restore a :meth:`state_dict` (validated; the relation and grid are restored too).
+
+        ``events`` entries hold an event's JSON form (what :meth:`state_dict` writes) or a DpEvent.
 
         Nothing is changed unless the whole state is valid.
 
@@ -335,8 +361,10 @@ class ShuffleAccountant(IAccountant):
                                      state_dict["value_discretization_interval"])
         for i, item in enumerate(state_dict["events"]):
             if not isinstance(item, Sequence) or len(item) != 2:
-                raise ValueError(f"events[{i}] must be (DpEvent, count), got {item!r}")
-            restored.compose(item[0], item[1])
+                raise ValueError(f"events[{i}] must be (event JSON form or DpEvent, count), "
+                                 f"got {item!r}")
+            event = event_from_dict(item[0]) if isinstance(item[0], Mapping) else item[0]
+            restored.compose(event, item[1])
         self.history = history
         self.events = restored.events
         self._neighboring_relation = restored._neighboring_relation

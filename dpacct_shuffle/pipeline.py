@@ -58,8 +58,9 @@ from dpacct_shuffle.randomizers.spec import (PARAMETER_ALIASES, canonical_keywor
 
 #: Largest number of users of a step (and of a parallel group).
 MAX_USERS = 10**15
-#: Largest ``count`` of a step and ``steps`` of a ``dpsgd`` step: the PLD of a k-fold composition
-#: grows with k, and dp-accounting's self-composition of 10⁷ or more copies exhausts memory.
+#: Largest ``count`` of a step and ``steps`` of a ``dpsgd`` step: the support of a k-fold composed
+#: privacy-loss distribution grows with k (a composition that still does not fit in memory is
+#: reported as a ValueError, never a MemoryError).
 MAX_COUNT = 10**6
 #: Largest integer parameter of a catalog entry (domain sizes, bins, ...).
 MAX_INTEGER_PARAMETER = 10**15
@@ -90,8 +91,8 @@ def _real_validator(low: float, high: float, low_open: bool, high_open: bool
                                       {"allowed": allowed, "got": _shown(value)})
         try:
             number = float(value)
-        except OverflowError:
-            number = math.copysign(math.inf, value)
+        except OverflowError:  # an integer beyond float range
+            number = math.inf if value > 0 else -math.inf
         inside = (math.isfinite(number)
                   and (number > low if low_open else number >= low)
                   and (number < high if high_open else number <= high))
@@ -373,6 +374,16 @@ class ParallelStep(_Step):
     honest_fraction: Real(0.0, 1.0, low_open=True) = 1.0
 
     def single_event(self) -> dp_event.DpEvent:
+        if self.mode == "random" and isinstance(self.users, list):
+            raise ValueError("users must be one number of users when mode = 'random' (a list of "
+                             "group sizes needs mode = 'disjoint')")
+        if self.mode == "disjoint":
+            if not isinstance(self.users, list) or len(self.users) != len(self.branches):
+                raise ValueError(f"users must list one group size per branch "
+                                 f"({len(self.branches)}) when mode = 'disjoint', got {self.users!r}")
+            if self.probabilities is not None:
+                raise ValueError("probabilities cannot be given when mode = 'disjoint' (each "
+                                 "group answers its own branch)")
         users = tuple(self.users) if isinstance(self.users, list) else self.users
         probabilities = None if self.probabilities is None else tuple(self.probabilities)
         return ParallelCompositionEvent(tuple(b.randomizer for b in self.branches), users,
@@ -438,8 +449,9 @@ _STEP_MODELS: dict[str, type[_Step]] = {"shuffle": ShuffleStep, "parallel": Para
 def _step_tag(value: object) -> Optional[str]:
     if isinstance(value, _Step):
         return "step:" + str(value.type)  # type: ignore[attr-defined]
-    if isinstance(value, Mapping) and value.get("type") in _STEP_MODELS:
-        return "step:" + str(value["type"])
+    if isinstance(value, Mapping) and isinstance(value.get("type"), str) \
+            and value["type"] in _STEP_MODELS:
+        return "step:" + value["type"]
     return None
 
 
@@ -541,7 +553,10 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def read_pipeline_file(path: str | Path) -> dict[str, Any]:
     """The raw contents of a pipeline file: TOML (``.toml``) or JSON (any other suffix)."""
     file = Path(path)
-    text = file.read_text(encoding="utf-8")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     if file.suffix.lower() == ".toml":
         try:
             import tomllib
@@ -653,15 +668,19 @@ def describe_step(step: _Step) -> str:
     return f"{kind} sigma = {step.noise_multiplier:g}"  # type: ignore[attr-defined]
 
 
-def _accountant(pipeline: Pipeline, events: list[dp_event.DpEvent]) -> Any:
+def _accountant(pipeline: Pipeline, events: list[dp_event.DpEvent], where: str) -> Any:
     from dpacct_shuffle.accountants import ShufflePLDAccountant
 
     accountant = ShufflePLDAccountant(
         value_discretization_interval=pipeline.value_discretization_interval)
     event = dp_event.ComposedDpEvent(events)
     if not accountant.supports(event):
-        raise ValueError(f"ShufflePLDAccountant does not support this pipeline: {event!r}")
-    accountant.compose(event)
+        raise ValueError(f"{where}: ShufflePLDAccountant does not support this event: {event!r}")
+    try:
+        accountant.compose(event)
+    except MemoryError:
+        raise ValueError(f"{where}: the privacy-loss distribution does not fit in memory; lower "
+                         "'count'/'steps' or raise 'value_discretization_interval'") from None
     return accountant
 
 
@@ -683,12 +702,13 @@ def account_pipeline(pipeline: Pipeline | Mapping[str, Any] | str | Path, *,
     with ProgressReporter(len(model.steps) + int(several), "account", progress,
                           unit="step") as bar:
         for index, step in enumerate(model.steps):
-            epsilon, delta = _values(model, _accountant(model, [step.event]))
+            epsilon, delta = _values(model, _accountant(model, [step.event], f"steps[{index}]"))
             results.append(StepAccount(index, step.type, step.count,  # type: ignore[attr-defined]
                                        describe_step(step), epsilon, delta))
             bar.tick()
         if several:
-            epsilon, delta = _values(model, _accountant(model, [s.event for s in model.steps]))
+            epsilon, delta = _values(model, _accountant(model, [s.event for s in model.steps],
+                                                        "pipeline"))
             bar.tick()
     return PipelineAccount(model.delta, model.epsilon, epsilon, delta, tuple(results))
 

@@ -49,7 +49,9 @@ class Curve:
       label: the randomizer (or, for ``fmt``, the ε0) the curve belongs to.
       kind: ``"upper"``, ``"lower"``, ``"fmt"`` or ``"published"`` (module docstring).
       x_name: ``"users"`` or ``"epsilon0"``.
-      x, y: the points; ``seconds`` the computing time of each point.
+      x: the abscissae (numbers of users or ε0 values).
+      y: ε at each abscissa (NaN where the bound does not apply).
+      seconds: the computing time of each point.
     """
 
     label: str
@@ -74,6 +76,37 @@ def require_matplotlib() -> Any:
         raise ImportError("plotting needs matplotlib, an optional dependency: "
                           "pip install 'dpacct-shuffle[plot]' (or pip install matplotlib)") from None
     return matplotlib
+
+
+def check_users_list(users: Sequence[int], name: str = "users") -> list[int]:
+    """The numbers of users of an ε-vs-n sweep, each validated; ValueError if the list is empty."""
+    ns = [check_num_users(n, f"{name}[{i}]") for i, n in enumerate(users)]
+    if not ns:
+        raise ValueError(f"{name} must contain at least one number of users")
+    return ns
+
+
+def check_epsilon0_list(epsilon0s: Sequence[float], name: str = "epsilon0s") -> list[float]:
+    """The ε0 values of an ε-vs-ε0 sweep, each finite and > 0; ValueError if the list is empty."""
+    eps0s = [check_range(f"{name}[{i}]", e, 0.0, math.inf, low_open=True, high_open=True)
+             for i, e in enumerate(epsilon0s)]
+    if not eps0s:
+        raise ValueError(f"{name} must contain at least one value")
+    return eps0s
+
+
+def check_output_path(path: str | Path) -> Path:
+    """``path`` as a :class:`~pathlib.Path` whose directory exists (directories are never created).
+
+    Raises:
+      FileNotFoundError: the directory of ``path`` does not exist.
+    """
+    out = Path(path)
+    directory = out.parent
+    if not directory.is_dir():
+        raise FileNotFoundError(f"output directory {str(directory)!r} does not exist "
+                                f"(create it first; plot output {str(out)!r})")
+    return out
 
 
 def _fmt_or_nan(epsilon0: float, users: int, delta: float) -> float:
@@ -114,9 +147,7 @@ def epsilon_vs_users(
     for a tqdm bar, or a callback ``progress(done, total)`` (:mod:`dpacct_shuffle.progress`).
     """
     target = check_delta(delta)
-    ns = [check_num_users(n, f"users[{i}]") for i, n in enumerate(users)]
-    if not ns:
-        raise ValueError("users must contain at least one number of users")
+    ns = check_users_list(users)
     if not randomizers:
         raise ValueError("randomizers must contain at least one entry")
     total = len(randomizers) * len(ns) * (1 + int(lower) + int(published))
@@ -155,10 +186,7 @@ def epsilon_vs_epsilon0(
     """
     target = check_delta(delta)
     n = check_num_users(users, "users")
-    eps0s = [check_range(f"epsilon0s[{i}]", e, 0.0, math.inf, low_open=True, high_open=True)
-             for i, e in enumerate(epsilon0s)]
-    if not eps0s:
-        raise ValueError("epsilon0s must contain at least one value")
+    eps0s = check_epsilon0_list(epsilon0s)
     if not factories:
         raise ValueError("factories must contain at least one entry")
     total = len(factories) * len(eps0s) * (1 + int(lower) + int(published))
@@ -235,10 +263,12 @@ def draw_curves(
 
     One colour per label, one line style per kind (solid upper, dashed lower, dotted FMT,
     dash-dot published). ``logx`` defaults to True for ε vs n. With ``ax`` given, draws into it
-    and saves its figure. Returns the path written.
+    and saves its figure. Returns the path written. The directory of ``path`` must exist
+    (:func:`check_output_path`); it is not created.
     """
     if not curves:
         raise ValueError("curves must not be empty")
+    out = check_output_path(path)
     require_matplotlib()
     import matplotlib
 
@@ -246,7 +276,6 @@ def draw_curves(
         matplotlib.use("Agg")  # file output only: never needs a display
     import matplotlib.pyplot as plt
 
-    out = Path(path)
     own_figure = ax is None
     if own_figure:
         fig, ax = plt.subplots(figsize=(7.5, 5.0), dpi=120)
@@ -273,12 +302,11 @@ def draw_curves(
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out)
     if own_figure:
         plt.close(fig)
     return out
 
 
-__all__ = ["Curve", "KIND_LABELS", "draw_curves", "epsilon_vs_epsilon0", "epsilon_vs_users",
-           "require_matplotlib"]
+__all__ = ["Curve", "KIND_LABELS", "check_epsilon0_list", "check_output_path", "check_users_list",
+           "draw_curves", "epsilon_vs_epsilon0", "epsilon_vs_users", "require_matplotlib"]

@@ -32,22 +32,25 @@ pairs compose adaptively. That is what makes ``PLD.compose`` sound for these pro
 
 Discretisation (stated for the tightness claims)
 ------------------------------------------------
-* Grid losses are integer multiples of ``value_discretization_interval`` (d, default 1e-4, the
-  ``PLDAccountant`` default), so δ is evaluated *at* the grid points and no loss needs rounding.
-  The last positive grid point is ``ceil(ε_cap/d)·d`` with δ = 0 (δ vanishes for every ε ≥ ε_cap
-  and is non-increasing), so no mass is put at +∞; without a cap the last value goes to +∞.
+* Grid losses are integer multiples of ``value_discretization_interval`` d, so δ is evaluated
+  *at* the grid points and no loss needs rounding. By default d is chosen from the scale of the
+  profile's privacy loss (:func:`loss_scale`, :func:`discretization_for_scale`): the largest
+  1e-4·2^{−j} (j ≥ 0, 1e-4 being dp-accounting's default) with at least ``LOSS_RESOLUTION`` = 500
+  grid steps per scale unit. A shuffle round with ε ≈ 0.008 thus gets d ≈ 3e-6 instead of a fixed
+  1e-4, one step of which would be 1 % of its ε. An explicit d overrides the choice.
+* The last positive grid point is ``ceil(ε_cap/d)·d`` with δ = 0 (δ vanishes for every ε ≥ ε_cap
+  and is non-increasing), so the PLD has no mass at +∞ and its largest loss is ≤ ε_cap + d
+  (an ε0-LDP round is ε0-DP after shuffling: the output is a post-processing of the reports);
+  without a cap the last value goes to +∞.
 * Points are placed adaptively: starting from ``_INITIAL_POINTS`` equally spaced points on
   [0, ε_cap], an interval [ε_a, ε_b] is bisected (at a multiple of d) while it is wider than
   ``max_step`` (0.25) or, for δ(ε_a) > ``min_delta`` (1e-16), while the estimated error in ε of
-  its chord exceeds d + ``epsilon_tolerance``·ε_b (5e-3·ε_b). The estimate compares the chord
+  its chord exceeds d + ``epsilon_tolerance``·ε_b (1e-3·ε_b). The estimate compares the chord
   with the log-linear interpolation of the two end values (:func:`_interval_epsilon_gaps`).
   Points beyond the first ε with δ ≤ ``min_delta`` are not evaluated: the chord from there to
-  the cap point (δ = 0) is already a valid upper bound. Point placement only steers tightness —
-  soundness never depends on it. Measured on worst-case ε0-LDP randomizers (ε0 ∈ [0.5, 4],
-  n ∈ [100, 20000]): ε read off one shuffle round is ≥ the core's ε and at most 0.5 % above it for
-  δ ∈ [1e-10, 1e-6], with 30-70 profile evaluations (tests/test_profiles.py asserts ≤ 1 %).
-  The grid d itself limits relative accuracy when ε is tiny: one step of 1e-4 is 1 % of
-  ε = 0.01 (use a smaller ``value_discretization_interval`` there).
+  the cap point (δ = 0) is already a valid upper bound. Point placement and d only steer
+  tightness — soundness never depends on them (tests/test_profiles.py and tests/test_cohorts.py
+  assert one round's ε within 0.2 % of the core's).
 * Values are made non-increasing by a running minimum (valid: the true δ is non-increasing, so
   min over ε_j ≤ ε_k of upper bounds at ε_j is an upper bound at ε_k).
 
@@ -86,13 +89,24 @@ from scipy import special, stats
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.lemmas import chained_ldp
+from dpacct_shuffle.randomizers.composite import (
+    branch_levels,
+    parallel_levels_bound,
+    parallel_randomizer,
+)
 
 DEFAULT_VALUE_DISCRETIZATION = 1e-4
-DEFAULT_EPSILON_TOLERANCE = 5e-3
+# grid steps per unit of loss_scale when the discretisation is chosen automatically
+LOSS_RESOLUTION = 500
+# the automatic interval is DEFAULT_VALUE_DISCRETIZATION·2^-j for 0 <= j <= this
+_MAX_HALVINGS = 30
+DEFAULT_EPSILON_TOLERANCE = 1e-3
 DEFAULT_MAX_STEP = 0.25
 DEFAULT_MIN_DELTA = 1e-16
 DEFAULT_SAMPLING_TAIL = 1e-14
 _INITIAL_POINTS = 32
+# relative margin on the values fed to Connect-the-Dots (float cancellation in the masses)
+_CONNECT_DOTS_MARGIN = 1e-9
 _RDP_SUBDIVISIONS = 32
 _UNCAPPED_MAX_EPSILON = 64.0
 # Upper-bound evaluations of the core use this relative bracket width (the upper end is certified
@@ -257,6 +271,33 @@ def honest_users(num_users: int, honest_fraction: float) -> int:
     n = check_num_users(num_users, "num_users")
     gamma = check_range("honest_fraction", honest_fraction, 0.0, 1.0, low_open=True)
     return max(1, math.floor(Fraction(gamma) * n))
+
+
+def users_grid_floor(num_users: int, ratio: float) -> int:
+    """The largest ⌊ratio^j⌋ (j ≥ 0 an integer) that is ≤ ``num_users``: a geometric grid.
+
+    A round with n users may be accounted with any n' ≤ n: the true δ(ε) of a shuffle round is
+    non-increasing in the number of (honest) users — the output for n users is a
+    post-processing of the output for n' users, the n − n' extra reports being independent of
+    the victim and shuffled in — and every bound here holds for the count it is evaluated at.
+    With client sampling the same holds for the population (each extra member joins the sample
+    independently). Rounding down to this grid lets rounds with different n share one PLD; the
+    grid value is ≥ ⌊n/ratio⌋, and in the Gaussian regime (ε ∝ 1/√n) a round's ε grows by at
+    most √ratio − 1 (0.5 % at ratio 1.01).
+
+    Args:
+      num_users: n ≥ 1.
+      ratio: grid ratio in (1, 2].
+    """
+    n = check_num_users(num_users, "num_users")
+    r = check_range("users_grid_ratio", ratio, 1.0, 2.0, low_open=True)
+    log_r = math.log(r)
+    j = max(0, math.floor(math.log(n) / log_r))
+    while math.floor(r ** (j + 1)) <= n:
+        j += 1
+    while j > 0 and math.floor(r ** j) > n:
+        j -= 1
+    return max(1, min(n, math.floor(r ** j)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -431,6 +472,45 @@ def parallel_composite(branches: Sequence[object],
     return VariationRatio(p, min(beta, beta_max), q)
 
 
+def parallel_composite_bound(branches: Sequence[object],
+                             probabilities: Sequence[float]) -> ShuffleBound:
+    """Certified bound of one random-mode parallel round: the minimum of every valid bound.
+
+    * one branch: the branch itself (π = 1: the round *is* a shuffle round of that randomizer);
+    * the composite variation ratio of :func:`parallel_composite` (p = max_j p_j, average β);
+    * finite branches: the composite matrix on the product of the branch domains, analysed by
+      :func:`~dpacct_shuffle.randomizers.from_matrix`
+      (:func:`dpacct_shuffle.randomizers.composite.parallel_randomizer`);
+    * the multi-level bound with each branch's own levels — its blanket levels, or the clone
+      levels (p_j, β_j, neutral share) of its VariationRatio
+      (:class:`dpacct_shuffle.randomizers.composite.ParallelLevelsBound`).
+
+    Each is an upper bound for every victim pair and configuration, so is their minimum; δ = 0
+    from the smallest of their ε0 on.
+    """
+    if len(branches) == 0:
+        raise ValueError("branches must not be empty")
+    pis = check_probabilities(probabilities, len(branches))
+    if len(branches) == 1:
+        return as_shuffle_bound(branches[0], "branches[0]")
+    candidates = [as_shuffle_bound(parallel_composite(branches, pis))]
+    finite = parallel_randomizer(branches, pis)
+    if finite is not None:
+        candidates.append(as_shuffle_bound(finite))
+    levels = parallel_levels_bound(
+        [branch_levels(branch, variation_ratios_of(branch, f"branches[{j}]"))
+         for j, branch in enumerate(branches)], pis)
+    if levels is not None:
+        candidates.append(ShuffleBound(levels.delta, levels.epsilon0, levels))
+    items = tuple(candidates)
+
+    def delta_upper(epsilon: float, n: int) -> float:
+        return min(bound.delta_upper(epsilon, n) for bound in items)
+
+    return ShuffleBound(delta_upper, min(bound.epsilon0 for bound in items),
+                        tuple(bound.source for bound in items))
+
+
 def check_probabilities(probabilities: Sequence[float] | None, count: int) -> tuple[float, ...]:
     """Validate a probability vector of length ``count`` (None: uniform)."""
     if probabilities is None:
@@ -534,14 +614,50 @@ def _interval_epsilon_gaps(eps: NDArray[np.float64], ys: NDArray[np.float64]) ->
     return gaps
 
 
+def loss_scale(profile: PrivacyProfile) -> float:
+    """Scale of a profile's privacy loss, √(2π)·δ(0) (steers the discretisation only).
+
+    For a μ-GDP pair (privacy loss ~ N(μ²/2, μ²)) δ(0) = 2Φ(μ/2) − 1 ≈ μ/√(2π), so this is close
+    to the standard deviation μ of the loss of the Gaussian-like shuffled pairs; for any pair
+    δ(0) is the total variation of its two laws. One evaluation of the profile, at ε = 0 (the
+    first grid point anyway). Returns 0 for a profile with δ(0) = 0.
+    """
+    return math.sqrt(2.0 * math.pi) * float(profile.delta(0.0))
+
+
+def discretization_for_scale(scale: float) -> float:
+    """The largest d = 1e-4·2^{−j} (0 ≤ j ≤ 30) with d ≤ ``scale``/``LOSS_RESOLUTION``.
+
+    Powers of two keep the choice stable: it changes only when the scale moves by a factor of 2,
+    so an accountant that re-chooses its interval as events arrive rarely rebuilds. A scale that is 0, infinite or
+    NaN gives dp-accounting's default 1e-4.
+    """
+    if not scale > 0.0 or not math.isfinite(scale):
+        return DEFAULT_VALUE_DISCRETIZATION
+    ratio = DEFAULT_VALUE_DISCRETIZATION * LOSS_RESOLUTION / scale
+    halvings = 0 if ratio <= 1.0 else min(_MAX_HALVINGS, math.ceil(math.log2(ratio)))
+    return math.ldexp(DEFAULT_VALUE_DISCRETIZATION, -halvings)
+
+
+def _discretization(profile: PrivacyProfile, value_discretization_interval: float | None) -> float:
+    """``value_discretization_interval`` validated, or chosen from the profile's loss scale."""
+    if value_discretization_interval is None:
+        return discretization_for_scale(loss_scale(profile))
+    return check_range("value_discretization_interval", value_discretization_interval, 0.0, 1.0,
+                       low_open=True)
+
+
 def profile_grid(profile: PrivacyProfile,
-                 value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION,
+                 value_discretization_interval: float | None = None,
                  epsilon_tolerance: float = DEFAULT_EPSILON_TOLERANCE,
                  max_step: float = DEFAULT_MAX_STEP,
                  min_delta: float = DEFAULT_MIN_DELTA) -> ProfileGrid:
-    """Adaptive grid of the profile (see the module docstring, "Discretisation")."""
-    d = check_range("value_discretization_interval", value_discretization_interval, 0.0, 1.0,
-                    low_open=True)
+    """Adaptive grid of the profile (see the module docstring, "Discretisation").
+
+    ``value_discretization_interval`` None (default): chosen from the profile's loss scale
+    (:func:`discretization_for_scale`).
+    """
+    d = _discretization(profile, value_discretization_interval)
     tolerance = check_range("epsilon_tolerance", epsilon_tolerance, 0.0, 1.0, low_open=True)
     step = check_range("max_step", max_step, 0.0, math.inf, low_open=True)
     floor = check_range("min_delta", min_delta, 0.0, 1.0)
@@ -612,9 +728,13 @@ def connect_the_dots_points(grid: ProfileGrid) -> tuple[NDArray[np.int64], NDArr
 
     Positive losses carry δ(ε_k); negative losses −ε_k carry 1 − e^{−ε_k}(1 − δ(ε_k)) (the bound on
     D_{e^{−ε}} implied by the reverse direction); then the lower convex hull in (e^ε, δ) together
-    with the anchor (0, 1) is kept.
+    with the anchor (0, 1) is kept. The values enter raised by a relative ``_CONNECT_DOTS_MARGIN``
+    (1e-9): dp-accounting computes the masses from differences of neighbouring values and the
+    hockey-stick divergence from sums of them, and in float arithmetic a PLD read back at a grid
+    point fell below the value put in by 2.5e-11 relative (tests/test_round_plds.py).
     """
-    k_pos, d_pos = grid.rounded_epsilons, grid.deltas
+    k_pos = grid.rounded_epsilons
+    d_pos = np.minimum(1.0, grid.deltas * (1.0 + _CONNECT_DOTS_MARGIN))
     eps_pos = k_pos * grid.discretization
     mirrored = np.minimum(1.0, -np.expm1(-eps_pos) + np.exp(-eps_pos) * d_pos)
     nonzero = k_pos > 0
@@ -634,10 +754,14 @@ def pld_from_grid(grid: ProfileGrid) -> pld_lib.PrivacyLossDistribution:
 
 
 def pld_from_profile(profile: PrivacyProfile,
-                     value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION,
+                     value_discretization_interval: float | None = None,
                      **grid_options: float) -> pld_lib.PrivacyLossDistribution:
     """Pessimistic ``PrivacyLossDistribution`` dominating every pair the profile covers.
 
+    With an ε cap (an ε0-LDP randomizer) the PLD has no mass at +∞ and its losses are
+    ≤ ε_cap + d. ``value_discretization_interval`` None: chosen from the profile's loss scale;
+    PLDs that are composed with each other need one common interval (dp-accounting raises
+    ValueError otherwise).
     ``grid_options`` are passed to :func:`profile_grid` (``epsilon_tolerance``, ``max_step``,
     ``min_delta``).
     """
@@ -717,7 +841,7 @@ def rdp_from_grid(grid: ProfileGrid, orders: Sequence[float],
 
 
 def rdp_from_profile(profile: PrivacyProfile, orders: Sequence[float],
-                     value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION,
+                     value_discretization_interval: float | None = None,
                      **grid_options: float) -> NDArray[np.float64]:
     """Upper bound on the Rényi divergence (both directions) at ``orders`` (all ≥ 1)."""
     grid = profile_grid(profile, value_discretization_interval, **grid_options)
@@ -743,10 +867,14 @@ __all__ = [
     "ProfileGrid",
     "ShuffleBound",
     "as_shuffle_bound",
+    "LOSS_RESOLUTION",
     "connect_the_dots_points",
+    "discretization_for_scale",
     "honest_users",
     "ldp_pld",
+    "loss_scale",
     "max_profile",
+    "parallel_composite_bound",
     "pld_from_grid",
     "pld_from_profile",
     "poisson_sampled_shuffle_profile",
@@ -757,5 +885,6 @@ __all__ = [
     "rdp_from_profile",
     "sampled_users_lower_bound",
     "shuffle_profile",
+    "users_grid_floor",
     "variation_ratios_of",
 ]

@@ -48,7 +48,9 @@ VariationRatio of an entry maps to its void candidates, and a :class:`LocalPairB
 own local divergence) to γ times it (D_{e^ε}(γμ0 + (1−γ)δ_⊥ ‖ γμ1 + (1−γ)δ_⊥) = γ·D_{e^ε}(μ0‖μ1)
 for ε ≥ 0). For every entry the participant-count bound (same pair class, m sampled users) is also
 evaluated and the smaller value kept. ``from_matrix`` randomizers are covered by the same rule (their
-cover consists of VariationRatio candidates and local bounds).
+cover consists of VariationRatio candidates and local bounds). A randomizer with a small ``matrix``
+(at most ``VOID_MATRIX_MAX_CELLS`` cells with the ⊥ column) is also analyzed as the finite
+randomizer R' itself (:func:`void_matrix_randomizer`), and the smaller value kept.
 
 Floating point: the void parameters are computed for a sampling probability γ_up ≥ γ (γ rounded up
 by 4 ulps): a round with probability γ is a post-processing of the round with γ_up ≥ γ (drop each
@@ -66,6 +68,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from dp_accounting import privacy_accountant
 
 from dpacct_shuffle.core.bound import VariationRatio
@@ -81,6 +85,7 @@ from dpacct_shuffle.profiles import (
     DEFAULT_SAMPLING_TAIL,
 )
 from dpacct_shuffle.randomizers.base import LocalPairBound, VariationRatioBound
+from dpacct_shuffle.randomizers.matrix import from_matrix
 
 NeighborRel = privacy_accountant.NeighboringRelation
 _ULP = 2.0**-52
@@ -88,8 +93,13 @@ _SHARE_SHRINK = 1.0 - 1e-12
 # core evaluations use this relative bracket width (the upper end is certified whatever the width)
 _CORE_RTOL = 1e-2
 
-# splits r1 = t·(1 − γ) of the others' ⊥ mass in the add/remove pair (add_remove_variation_ratios)
-_PRESENCE_SPLITS = (0.02, 0.2, 0.5, 0.75)
+# splits r1 = t·(1 − γ) of the others' ⊥ mass in the add/remove pair (add_remove_variation_ratios;
+# measured best for both directions, given that absent‖present vanishes for ε ≥ −ln(1 − γ))
+_PRESENCE_SPLITS = (0.5, 0.75)
+# a randomizer's matrix up to this many cells (with the ⊥ column) is also analyzed as R'
+VOID_MATRIX_MAX_CELLS = 64
+# λ this close to 1 counts as 1 (void_variation_ratios: no extra candidate)
+_RATIO_TOLERANCE = 1e-9
 
 DeltaFunction = Callable[[float, int], float]
 
@@ -144,9 +154,9 @@ def void_variation_ratios(variation_ratio: VariationRatio,
         rest = w_void - weight - void_mass
         own = [(weight, share), (max(0.0, rest), 0.0)]
         parts.append(own + [(void_mass, void_share)])
-        if ratio > 1.0:
+        if ratio > 1.0 + _RATIO_TOLERANCE:
             parts.append(own + [(void_mass, void_share / ratio)])
-        else:
+        elif ratio < 1.0 - _RATIO_TOLERANCE:
             parts.append([(w_void - void_mass, 0.0), (void_mass, void_share)])
     else:
         parts.append([(w_void - void_mass, 0.0), (void_mass, void_share)])
@@ -169,10 +179,11 @@ def add_remove_variation_ratios(randomizer: object,
     (γ/q)·R(x) + r1·δ_⊥ + s·δ_⊥ for any r1 + s ≤ 1 − γ, where q bounds R(x)/R(x_i) over all
     inputs — max(q0, q1) of parameters valid for every victim pair (every input is the x⁰ or x¹
     of some pair). So VariationRatio(∞, γ, q, q1 = γ/r1, s) is valid, r1 ≤ γ (q1 ≥ 1). The
-    candidates use r1 = min(γ, t·(1 − γ)) for t ∈ ``_PRESENCE_SPLITS``: a large r1 suits the
-    direction present‖absent (direction 0), a small one absent‖present (direction 1: splitting ⊥
-    into two labelled types lets the adversary see the absent victim's Q1 label, with probability
-    about γ(1 − γ/q − s)^(N−1) when no other user carries it). With num_users = N the bound holds
+    candidates use r1 = min(γ, t·(1 − γ)) for t ∈ ``_PRESENCE_SPLITS``. Splitting ⊥ into two labelled types lets the adversary see an absent
+    victim's Q1 label when no other user carries one (probability about γ(1 − γ/q − s)^(N−1)): the
+    bound of absent‖present then stays above that floor at every ε, which is why
+    :func:`_presence_delta` also uses that this direction vanishes for ε ≥ −ln(1 − γ). With
+    num_users = N the bound holds
     for the victim added to or removed from a population of N (the others number N − 1 or N; the
     bound is non-increasing in the number of users).
 
@@ -257,9 +268,32 @@ def _entry_delta(entry: object) -> DeltaFunction:
     return entry.delta  # type: ignore[attr-defined, no-any-return]
 
 
+def void_matrix_randomizer(randomizer: object, sampling_probability: float) -> object | None:
+    """``from_matrix`` analysis of R' = γ·R + (1 − γ)·⊥ for a randomizer with a ``matrix`` of at
+    most ``VOID_MATRIX_MAX_CELLS`` cells including the ⊥ column (None otherwise).
+
+    R' is a finite randomizer in its own right (the matrix with the column (1 − γ) appended and the
+    other columns scaled by γ), so the analyzer's bound for N users is a bound for the sampled
+    round. It sees R' output by output (every output of R' its own neutral type), which the
+    entry-by-entry transform of the catalog's closed forms does not; γ is rounded up (module
+    docstring).
+    """
+    gamma = check_sampling_probability(sampling_probability)
+    matrix = getattr(randomizer, "matrix", None)
+    if matrix is None or not callable(getattr(randomizer, "shuffled", None)) or gamma in (0.0, 1.0):
+        return None
+    rows = np.asarray(matrix, dtype=float)
+    if rows.ndim != 2 or rows.shape[0] * (rows.shape[1] + 1) > VOID_MATRIX_MAX_CELLS:
+        return None
+    g_up = _gamma_up(gamma)
+    void = np.hstack([g_up * rows, np.full((rows.shape[0], 1), 1.0 - g_up)])
+    return from_matrix(void, name=f"void({getattr(randomizer, 'name', 'matrix')}, {gamma!r})")
+
+
 class _SampledRound:
     """δ(ε) of a Poisson-sampled round, replace-one: min(void view, participant-count bound),
-    entry by entry for a catalog Randomizer (module docstring)."""
+    entry by entry for a catalog Randomizer, and the analyzed void matrix when the randomizer has a
+    small one (module docstring)."""
 
     def __init__(self, randomizer: object, num_users: int, gamma: float, honest_fraction: float,
                  tail: float) -> None:
@@ -267,7 +301,18 @@ class _SampledRound:
         self.bound = as_shuffle_bound(randomizer)
         self.population = honest_users(num_users, honest_fraction)
         self.sampled, self.tail_mass = sampled_users_lower_bound(self.population, gamma, tail)
-        self.delta = self._delta_function(randomizer)
+        transformed = self._delta_function(randomizer)
+        analyzed = void_matrix_randomizer(randomizer, gamma)
+        if analyzed is None:
+            self.delta = transformed
+        else:
+            matrix_delta = as_shuffle_bound(analyzed).delta_upper
+            population = self.population
+
+            def delta_upper(epsilon: float) -> float:
+                return min(transformed(epsilon), matrix_delta(epsilon, population))
+
+            self.delta = delta_upper
 
     def _count_bound(self, delta_n: DeltaFunction) -> Callable[[float], float]:
         """The participant-count bound γ·(δ_m(ε) + τ·δ_RR,ε0(ε)) for one pair class."""
@@ -367,5 +412,6 @@ __all__ = [
     "add_remove_variation_ratios",
     "check_sampling_probability",
     "poisson_sampled_profile",
+    "void_matrix_randomizer",
     "void_variation_ratios",
 ]

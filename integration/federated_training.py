@@ -34,6 +34,10 @@ replaced; every ε printed is an upper bound for that relation):
   n = min(n_t, ``--accounted-reports``). Using fewer users than were shuffled is valid (the bound is
   non-increasing in n) and keeps one cached PLD for most rounds.
 * Charging every round as if the record's client took part is an upper bound for every record.
+* Client sampling itself is not credited: the server sees which clients return weights. When the
+  server learns nothing beyond the shuffled reports and each user sends one report, a sampled
+  round is ``PoissonSampledDpEvent(γ, ShuffleEvent(R, population))`` and is amplified by the
+  sampling; ``docs/cohorts.md`` prints that ε next to the ε conditional on the cohort.
 
 Run ``python integration/federated_training.py [--rounds T] [--epsilon E] ...``; prints one table
 row per round. ``main(argv)`` returns a :class:`FederatedResult` (used by the pytest wrapper).

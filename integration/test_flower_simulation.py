@@ -27,7 +27,14 @@ ray = pytest.importorskip("ray")
 from dp_accounting import dp_event  # noqa: E402
 from dp_accounting.pld import PLDAccountant  # noqa: E402
 from dp_accounting.privacy_accountant import NeighboringRelation as DpRel  # noqa: E402
-from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict  # noqa: E402
+from flwr.app import (  # noqa: E402
+    ArrayRecord,
+    ConfigRecord,
+    Context,
+    Message,
+    MetricRecord,
+    RecordDict,
+)
 from flwr.clientapp import ClientApp  # noqa: E402
 from flwr.serverapp import (  # noqa: E402
     GaussianPrivacyEvent,
@@ -93,7 +100,7 @@ def _train(msg: Message, context: Context) -> Message:
                                "metrics": MetricRecord({"num-examples": 1})}), reply_to=msg)
 
 
-# -- the ServerApp: every scenario in turn ----------------------------------------------------------
+# -- the ServerApp: every scenario in turn -------------------------------------------------------
 
 
 def _epsilon_after(events: list[tuple[dp_event.DpEvent, int]],
@@ -131,13 +138,13 @@ def _run_scenarios(grid: Grid, record: dict[str, object]) -> None:
     _fedavg(training).start(grid, initial, num_rounds=TRAIN_ROUNDS)
     record["training_epsilon"] = training.get_epsilon(DELTA)
     record["training_compositions"] = list(training.compositions)
-    try:
-        shared = ShuffledFrequencyEstimation(KRR, training, sampling="poisson",
-                                             sampling_probability=SHARED_RATE, seed=3)
+    shared = ShuffledFrequencyEstimation(KRR, training, sampling="poisson",
+                                         sampling_probability=SHARED_RATE, seed=3)
+    record["shared"] = shared.start(grid, 2, first_round=TRAIN_ROUNDS + 1)
+    try:  # a fixed-size round has no add/remove-one bound: refused
+        ShuffledFrequencyEstimation(KRR, training, sample_size=FIXED_SAMPLE)
     except ValueError as error:
-        record["shared_refusal"] = str(error)
-    else:
-        record["shared"] = shared.start(grid, 2, first_round=TRAIN_ROUNDS + 1)
+        record["fixed_refusal"] = str(error)
     record["training_accountant"] = training
 
     # (c) budget stops: the limit lies between the epsilon of 2 and of 3 releases
@@ -248,19 +255,18 @@ def test_dp_fedavg_epsilon_next_to_flowers_rdp_accountant(simulation):
 def test_analytics_on_the_training_budget(simulation):
     training = simulation["training_accountant"]
     poisson_round = dp_event.PoissonSampledDpEvent(SHARED_RATE, ShuffleEvent(KRR, CLIENTS))
-    if ShufflePLDAccountant(DpRel.ADD_OR_REMOVE_ONE).supports(poisson_round):
-        shared = simulation["shared"]
-        assert len(shared) == 2
-        expected = _epsilon_after(
-            [(dp_event.GaussianDpEvent(SIGMA), 1)] * TRAIN_ROUNDS + [(poisson_round, 1)] * 2,
-            DpRel.ADD_OR_REMOVE_ONE)
-        assert training.get_epsilon(DELTA) == pytest.approx(expected, rel=1e-12)
-        assert simulation["training_epsilon"] < training.get_epsilon(DELTA) < math.inf
-    else:  # no proven add/remove-one bound for shuffle rounds yet: refused, budget untouched
-        assert "add-or-remove-one" in simulation["shared_refusal"]
-        assert "replace-one" in simulation["shared_refusal"]
-        assert training.get_epsilon(DELTA) == simulation["training_epsilon"]
-        assert training.num_releases == TRAIN_ROUNDS
+    shared = simulation["shared"]
+    assert [result.event for result in shared] == [poisson_round, poisson_round]
+    expected = _epsilon_after(
+        [(dp_event.GaussianDpEvent(SIGMA), 1)] * TRAIN_ROUNDS + [(poisson_round, 1)] * 2,
+        DpRel.ADD_OR_REMOVE_ONE)
+    assert training.get_epsilon(DELTA) == expected
+    assert shared[-1].cumulative_epsilon == expected
+    assert simulation["training_epsilon"] < expected < math.inf
+    print(f"DP-FedAvg + 2 Poisson-sampled shuffled k-RR rounds on one add/remove-one budget: "
+          f"epsilon={expected:.6f} at delta={DELTA}")
+    assert "add-or-remove-one" in simulation["fixed_refusal"]
+    assert "replace-one" in simulation["fixed_refusal"]
 
 
 # -- (c) ------------------------------------------------------------------------------------------

@@ -158,7 +158,7 @@ def test_block_bound_dominates_every_configuration_of_the_block() -> None:
 def test_one_million_users_is_certified_and_narrow() -> None:
     n, delta = 10**6, 1e-8
     profile = BinaryRRProfile(1.0, n)
-    eps_lo, eps_hi = profile.epsilon_interval(delta)  # ~1 s measured (docs/sections/32)
+    eps_lo, eps_hi = profile.epsilon_interval(delta)  # ~1 s (docs/lower-bounds.md)
     assert profile.is_exact
     assert eps_lo < eps_hi <= eps_lo * (1 + BINARY_RR_RTOL) * (1 + 1e-12)
     assert 0.0035 < eps_lo < 0.0045

@@ -42,8 +42,10 @@ FLAGS = {
     "calibrate": {**COMMON_FLAGS, "--users": USERS, "--target-epsilon": NUMBERS,
                   "--delta": NUMBERS, "--max-epsilon0": NUMBERS, "--max-users": LIMITS,
                   "--rtol": NUMBERS, "--quiet": None},
-    "params": {**COMMON_FLAGS, "--list": None, "--matrix": ["MATRIX", "BAD_MATRIX", "MISSING"]},
-    "account": {"PIPELINE": ["GOOD", "TYPO", "NAN", "GARBAGE", "MISSING"], "--delta": NUMBERS,
+    "params": {**COMMON_FLAGS, "--list": None,
+               "--matrix": ["MATRIX", "BAD_MATRIX", "BINARY", "MISSING"]},
+    "account": {"PIPELINE": ["GOOD", "TYPO", "NAN", "GARBAGE", "BINARY", "MISSING"],
+                "--delta": NUMBERS,
                 "--epsilon": NUMBERS, "--json": None, "--quiet": None},
 }
 
@@ -60,12 +62,15 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "NAN": '{"delta": NaN, "steps": [{"type": "gaussian", "noise_multiplier": Infinity}]}',
         "GARBAGE": "\x00\xff{[",
     }
+    binary = root / "binary.json"
+    binary.write_bytes(b"\xff\xfe\x00{")
     paths = {}
     for name, text in contents.items():
         path = root / f"{name.lower()}.json"
         path.write_text(text, encoding="utf-8", errors="surrogateescape")
         paths[name] = str(path)
     paths["MISSING"] = str(root / "missing.json")
+    paths["BINARY"] = str(binary)
     return paths
 
 
@@ -136,6 +141,13 @@ def test_error_messages_name_the_right_option(argv: list[str], named: str, not_n
     message = err.getvalue()
     assert named in message and not_named not in message, message
     assert message.count("\n") == 1
+
+
+def test_binary_files_exit_2_naming_the_file(files: dict[str, str]) -> None:
+    for argv in (["account", files["BINARY"]], ["params", "--matrix", files["BINARY"]]):
+        out, err = io.StringIO(), io.StringIO()
+        assert main(argv, stdout=out, stderr=err) == 2
+        assert "binary.json" in err.getvalue() and "not UTF-8 text" in err.getvalue()
 
 
 def test_account_on_a_directory_or_missing_file_exits_1(tmp_path: Path) -> None:

@@ -143,7 +143,8 @@ def test_poisson_matches_dp_accounting_and_is_below_flowers_rdp():
     ours.compose(GaussianPrivacyEvent(sigma, sample, POPULATION), rounds)
     flower.compose(GaussianPrivacyEvent(sigma, sample, POPULATION), rounds)
     reference = PLDAccountant(DpRel.ADD_OR_REMOVE_ONE).compose(
-        dp_event.PoissonSampledDpEvent(sample / POPULATION, dp_event.GaussianDpEvent(sigma)), rounds)
+        dp_event.PoissonSampledDpEvent(sample / POPULATION, dp_event.GaussianDpEvent(sigma)),
+        rounds)
     assert ours.get_epsilon(DELTA) == reference.get_epsilon(DELTA)
     assert ours.get_epsilon(DELTA) < flower.get_epsilon(DELTA)
 
@@ -224,11 +225,21 @@ def test_without_replacement_amplifies_a_shuffle_round():
     assert amplified.get_epsilon(DELTA) < plain.get_epsilon(DELTA)
 
 
+def test_poisson_shuffle_rounds_share_the_add_or_remove_budget_of_gaussian_releases():
+    round_event = dp_event.PoissonSampledDpEvent(0.3, ShuffleEvent(KRR, POPULATION))
+    ours = ShufflePrivacyAccountant(NO_AMPLIFICATION)
+    ours.compose(GaussianPrivacyEvent(2.0, 10, POPULATION), 2)
+    ours.compose(round_event)
+    reference = ShufflePLDAccountant(DpRel.ADD_OR_REMOVE_ONE)
+    reference.compose(dp_event.GaussianDpEvent(2.0), 2)
+    reference.compose(round_event)
+    assert ours.get_epsilon(DELTA) == reference.get_epsilon(DELTA)
+    assert ours.num_releases == 3
+
+
 def test_shuffle_rounds_are_refused_under_add_or_remove_naming_the_relation():
     accountant = ShufflePrivacyAccountant(NO_AMPLIFICATION)
     event = ShuffleEvent(KRR, 50)
-    if ShufflePLDAccountant(DpRel.ADD_OR_REMOVE_ONE).supports(event):
-        pytest.skip("ShufflePLDAccountant has an add/remove-one bound for unsampled rounds")
     with pytest.raises(ValueError, match="add-or-remove-one.*replace-one"):
         accountant.compose(event)
     with pytest.raises(ValueError, match="add-or-remove-one"):
@@ -430,6 +441,5 @@ def test_analytics_round_events_and_refusals():
         ShuffledFrequencyEstimation(KRR, budget, sampling="cohort")
     with pytest.raises(TypeError, match="ShufflePrivacyAccountant"):
         ShuffledFrequencyEstimation(KRR, RdpAccountant(WITHOUT_REPLACEMENT))
-    if not ShufflePLDAccountant(DpRel.ADD_OR_REMOVE_ONE).supports(ShuffleEvent(KRR, 20)):
-        with pytest.raises(ValueError, match="add-or-remove-one"):
-            ShuffledFrequencyEstimation(KRR, ShufflePrivacyAccountant(NO_AMPLIFICATION))
+    with pytest.raises(ValueError, match="add-or-remove-one"):
+        ShuffledFrequencyEstimation(KRR, ShufflePrivacyAccountant(NO_AMPLIFICATION))

@@ -1,6 +1,8 @@
 """Samplers and unbiased frequency estimators of catalog randomizers (exact identities on the
 catalog matrices, sampled laws against the matrix rows)."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -12,44 +14,71 @@ ENTRIES = [
     randomizers.krr(0.7, 6),
     randomizers.rappor(2.0, 3),
     randomizers.oue(1.0, 4),
+    randomizers.local_hashing(1.2, 3, domain_size=3),
 ]
 
 
-def _column_report(randomizer, column):
-    """The report the matrix column stands for (values for direct encoding, bit vectors for unary
-    encoding in the catalog's column order)."""
+def _hash_tables(randomizer):
+    """The catalog matrix's hash functions, in its column order (all functions [d] -> [l])."""
+    d, l = randomizer.parameters["domain_size"], randomizer.parameters["hash_range"]
+    return np.array(list(itertools.product(range(l), repeat=d)))
+
+
+def _column_support(randomizer, column):
+    """Which values the report of a matrix column supports."""
     d = randomizer.matrix.shape[0]
     if randomizer.name in ("binary_rr", "krr"):
-        return column
-    return [(column >> i) & 1 for i in range(d)]
+        return np.eye(d, dtype=int)[column]
+    if randomizer.name == "local_hashing":
+        l = randomizer.parameters["hash_range"]
+        return (_hash_tables(randomizer)[column // l] == column % l).astype(int)
+    return np.array([(column >> i) & 1 for i in range(d)])
+
+
+def _report_column(randomizer, report):
+    """The matrix column of a sampled report."""
+    if randomizer.name in ("binary_rr", "krr"):
+        return report
+    if randomizer.name == "local_hashing":
+        d, l = randomizer.parameters["domain_size"], randomizer.parameters["hash_range"]
+        table = randomizer.frequency_oracle.hash_table(report[0])
+        return int(sum(int(h) * l ** (d - 1 - i) for i, h in enumerate(table))) * l + report[1]
+    return sum(bit << i for i, bit in enumerate(report))
 
 
 @pytest.mark.parametrize("randomizer", ENTRIES, ids=lambda r: repr(r))
 def test_estimator_is_unbiased_exactly_for_every_input(randomizer):
     matrix = randomizer.matrix
     d = matrix.shape[0]
-    reports = [_column_report(randomizer, j) for j in range(matrix.shape[1])]
-    support = np.array([randomizer.frequency_oracle.support_counts([r]) for r in reports])
+    oracle = randomizer.frequency_oracle
+    support = np.array([_column_support(randomizer, j) for j in range(matrix.shape[1])])
     for x in range(d):
         # E[f̂] for one user holding x: the estimator is affine in the support vector
-        expected_support = matrix[x] @ support
-        estimate = ((expected_support - randomizer.frequency_oracle.support_false)
-                    / (randomizer.frequency_oracle.support_true
-                       - randomizer.frequency_oracle.support_false))
+        estimate = (matrix[x] @ support - oracle.support_false) / (
+            oracle.support_true - oracle.support_false)
         np.testing.assert_allclose(estimate, np.eye(d)[x], atol=1e-12)
+
+
+def test_support_counts_follow_the_report_format():
+    for randomizer in ENTRIES:
+        rng = np.random.default_rng(11)
+        reports = [randomizer.sample(1, rng) for _ in range(30)]
+        expected = sum(_column_support(randomizer, _report_column(randomizer, r))
+                       for r in reports)
+        np.testing.assert_array_equal(randomizer.frequency_oracle.support_counts(reports),
+                                      expected)
 
 
 @pytest.mark.parametrize("randomizer", ENTRIES, ids=lambda r: repr(r))
 def test_sampler_follows_the_matrix_row(randomizer):
     matrix = randomizer.matrix
     d, columns = matrix.shape
-    index = {repr(_column_report(randomizer, j)): j for j in range(columns)}
     rng = np.random.default_rng(12345)
     draws = 20_000
     for x in (0, d - 1):
         counts = np.zeros(columns)
         for _ in range(draws):
-            counts[index[repr(randomizer.sample(x, rng))]] += 1
+            counts[_report_column(randomizer, randomizer.sample(x, rng))] += 1
         expected = draws * matrix[x]
         z = (counts - expected) / np.sqrt(expected * (1 - matrix[x]))
         assert np.max(np.abs(z)) < 5.0, (x, counts, expected)
@@ -92,5 +121,9 @@ def test_bad_input_is_refused_with_clear_errors():
         krr.estimate_frequencies([])
     with pytest.raises(ValueError, match="reports\\[1\\] must be a list of 4 bits"):
         randomizers.oue(1.0, 4).estimate_frequencies([[0, 1, 0, 0], [0, 2, 0, 0]])
+    with pytest.raises(ValueError, match=r"reports\[0\] must be \[seed >= 0, y in \[0, 2\]\]"):
+        randomizers.local_hashing(1.0, 3, domain_size=4).estimate_frequencies([[5, 3]])
     with pytest.raises(TypeError, match="has no sampler and frequency estimator"):
         randomizers.laplace(1.0).sample(0, rng)
+    with pytest.raises(TypeError, match="has no sampler and frequency estimator"):
+        randomizers.local_hashing(1.0, 3).sample(0, rng)  # no domain size

@@ -137,19 +137,22 @@ def test_approximate_max_divergence_equals_dwork_roth_definition(pair, delta):
             ps, qs = p[list(s)].sum(), q[list(s)].sum()
             if ps > delta:
                 candidates.append(math.log((ps - delta) / qs))
-    brute = max(candidates)
+    brute = max(0.0, max(candidates))  # clipped at 0: a privacy parameter
     value = L.approximate_max_divergence(p, q, delta)
     assert brute - 1e-12 <= value <= brute + 1e-9
     # Remark 3.2: (ε, δ) holds at ε = D^δ_∞ and fails just below it
     assert hs(p, q, value) <= delta + FLOAT_SLACK
-    if value > -5:
+    if value > 1e-6:
         assert hs(p, q, value - 1e-6) > delta
 
 
 def test_approximate_max_divergence_edge_cases():
     p = np.array([0.2, 0.8])
-    assert L.approximate_max_divergence(p, p, 0.1) == pytest.approx(math.log(0.9))
-    assert L.approximate_max_divergence(p, [0.5, 0.5], 1.0) == -math.inf
+    # D_∞^δ ≤ 0 (δ ≥ TV) is reported as ε = 0, never negative
+    assert L.approximate_max_divergence(p, p, 0.1) == 0.0
+    assert L.approximate_max_divergence(p, [0.5, 0.5], 1.0) == 0.0
+    assert L.approximate_max_divergence(p, [0.5, 0.5], 0.3) == 0.0  # TV = 0.3
+    assert L.approximate_max_divergence(p, [0.5, 0.5], 0.29) > 0.0
     # P puts 0.3 where Q has no mass: infinite unless δ ≥ 0.3
     p2, q2 = np.array([0.3, 0.7, 0.0]), np.array([0.0, 0.5, 0.5])
     assert L.approximate_max_divergence(p2, q2, 0.29) == math.inf

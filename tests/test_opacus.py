@@ -202,12 +202,13 @@ def test_bad_relation(relation: object) -> None:
 
 
 def torch_round_trip(accountant: ShuffleAccountant) -> ShuffleAccountant:
-    """A fresh accountant loaded from ``torch.save(accountant.state_dict())`` (as Opacus does)."""
+    """A fresh accountant loaded from ``torch.save(accountant.state_dict())`` (as Opacus does),
+    read back with ``weights_only=True``: the state is plain data."""
     buffer = io.BytesIO()
     torch.save(accountant.state_dict(), buffer)
     buffer.seek(0)
     restored = ShuffleAccountant()
-    restored.load_state_dict(torch.load(buffer, weights_only=False))
+    restored.load_state_dict(torch.load(buffer, weights_only=True))
     return restored
 
 

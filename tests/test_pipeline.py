@@ -163,6 +163,15 @@ def test_catastrophic_typo_cuont_exits_2_naming_key_path_and_allowed_keys(tmp_pa
      ["steps[0].mode", "'random' or 'disjoint'", "'both'"]),
     ({"type": "parallel", "branches": [{"matrix": [[0.5, 0.6], [0.5, 0.5]]}], "users": 10},
      ["steps[0].branches[0]", "must sum to 1"]),
+    ({"type": "parallel", "branches": [{"matrix": RR3}], "users": [10]},
+     ["steps[0]", "users must be one number of users when mode = 'random'"]),
+    ({"type": "parallel", "branches": [{"matrix": RR3}], "users": [10, 20], "mode": "disjoint"},
+     ["steps[0]", "users must list one group size per branch (1)"]),
+    ({"type": "parallel", "branches": [{"matrix": RR3}], "users": [10], "mode": "disjoint",
+      "probabilities": [1.0]}, ["steps[0]", "probabilities cannot be given"]),
+    ({"type": "parallel", "branches": [{"matrix": RR3}, {"matrix": RR3}], "users": 10,
+      "probabilities": [0.5, 0.6]}, ["steps[0]", "probabilities", "sum to 1"]),
+    ({"type": "ldp", "epsilons": [1.0], "deltas": [0.0, 0.0]}, ["steps[0]", "deltas", "one entry per epsilon"]),
     ({"type": "ldp", "epsilons": [1.0], "deltas": [1.0]}, ["steps[0].deltas[0]", "[0, 1)"]),
     ({"type": "ldp", "epsilons": [1.0, "x"]}, ["steps[0].epsilons[1]", "[0, inf)", "'x'"]),
     ({"type": "gaussian", "noise_multiplier": 0}, ["steps[0].noise_multiplier", "(0, inf)"]),
@@ -296,3 +305,57 @@ def test_the_fuzzed_template_is_valid_and_covers_every_table(rr3_dir: Path) -> N
     assert len(load_pipeline(every_key_pipeline(), base_dir=rr3_dir).steps) == 8
     tables = {where for _, where in POSITIONS}
     assert {"", "steps[0]", "steps[0].randomizer", "steps[2].branches[1]"} <= tables
+
+
+# -- hypothesis: any value anywhere gives a pipeline or one clear ValueError --------------------
+def _leaf_positions(value: Any, loc: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Locations of every value (tables and lists included) below the top level."""
+    found: list[tuple[Any, ...]] = []
+    children = value.items() if isinstance(value, dict) else (
+        enumerate(value) if isinstance(value, list) else ())
+    for key, child in children:
+        found.append((*loc, key))
+        found.extend(_leaf_positions(child, (*loc, key)))
+    return found
+
+
+LEAVES = _leaf_positions(TEMPLATE)
+ODD_VALUES = st.one_of(
+    st.sampled_from([float("nan"), float("inf"), -float("inf"), True, False, None, 0, -1, 10**400,
+                     10**18, 1e308, 5e-324, -0.0, "", "1e3", "krr", "disjoint", [], {}, [[]],
+                     [float("nan")], {"name": "krr"}, {"matrix": [[1.0]]}]),
+    st.integers(), st.floats(), st.text(max_size=8),
+    st.lists(st.floats(allow_nan=True), max_size=3))
+
+
+def _replace(data: Any, loc: tuple[Any, ...], value: Any) -> Any:
+    data = json.loads(json.dumps(data))
+    node = data
+    for part in loc[:-1]:
+        node = node[part]
+    node[loc[-1]] = value
+    return data
+
+
+@pytest.fixture(scope="module")
+def matrix_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("matrix")
+    (directory / "rr3.csv").write_text("\n".join(",".join(str(v) for v in row) for row in RR3))
+    return directory
+
+
+@settings(max_examples=2 * settings.default.max_examples)
+@given(loc=st.sampled_from(LEAVES), value=ODD_VALUES)
+def test_any_value_anywhere_gives_a_pipeline_or_one_value_error(
+        loc: tuple[Any, ...], value: Any, matrix_dir: Path) -> None:
+    data = _replace(TEMPLATE, loc, value)
+    try:
+        pipeline = load_pipeline(data, base_dir=matrix_dir)
+    except ValueError as error:
+        message = str(error)
+        assert message and "\n" not in message
+        return
+    # accepted: the replaced value was valid there, and every number of the model is finite
+    for step in pipeline.steps:
+        assert step.count >= 1
+    assert pipeline.delta is None or 0.0 < pipeline.delta < 1.0

@@ -89,7 +89,9 @@ def test_composed_plds_dominate_the_exact_product_pair(eps_a, n_a, eps_b, n_b, e
     """Composition soundness: our PLDs composed by dp-accounting dominate the exact composition
     (product laws) in both directions — this needs dominance at negative losses too."""
     (profile_a, a0, a1), (profile_b, b0, b1) = pair_profile(eps_a, n_a), pair_profile(eps_b, n_b)
-    composed = profiles.pld_from_profile(profile_a).compose(profiles.pld_from_profile(profile_b))
+    # PLDs compose on a common interval (each one's automatic interval follows its own scale)
+    composed = profiles.pld_from_profile(profile_a, 1e-4).compose(
+        profiles.pld_from_profile(profile_b, 1e-4))
     p, q = np.outer(a0, b0).ravel(), np.outer(a1, b1).ravel()
     mixed_p, mixed_q = np.outer(a0, b1).ravel(), np.outer(a1, b0).ravel()
     exact = max(hockey_stick(p, q, epsilon), hockey_stick(q, p, epsilon),
@@ -141,9 +143,10 @@ def test_grid_values_are_upper_bounds_and_non_increasing() -> None:
 
 @pytest.mark.parametrize("eps0,n", [(1.0, 100), (2.0, 300), (3.0, 200), (2.0, 10_000), (4.0, 100_000)])
 def test_shuffle_pld_tightness_against_core(eps0: float, n: int) -> None:
-    """One ShuffleEvent: ε from the PLD is >= the core's ε and within 1 % of it.
+    """One ShuffleEvent: ε from the PLD is >= the core's ε and within 0.2 % of it.
 
-    Discretisation: losses on multiples of 1e-4, adaptive grid with ε tolerance 1e-4 + 2e-3·ε.
+    Discretisation chosen from the round's loss scale (>= 500 steps per scale unit), adaptive
+    grid with ε tolerance d + 1e-3·ε.
     """
     vr = VariationRatio.worst_case(eps0)
     pld = profiles.pld_from_profile(profiles.shuffle_profile(vr, n))
@@ -151,7 +154,7 @@ def test_shuffle_pld_tightness_against_core(eps0: float, n: int) -> None:
         core_eps = vr.epsilon(delta, n, rtol=1e-6)
         ours = pld.get_epsilon_for_delta(delta)
         assert ours >= core_eps * (1.0 - 1e-6), (delta, ours, core_eps)
-        assert ours <= 1.01 * core_eps, (delta, ours, core_eps)
+        assert ours <= 1.002 * core_eps, (delta, ours, core_eps)
 
 
 def test_honest_fraction_uses_floor() -> None:

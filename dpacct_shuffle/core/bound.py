@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from dpacct_shuffle.core.numerics import (
     Bracket,
@@ -66,6 +66,7 @@ from dpacct_shuffle.core.numerics import (
 from dpacct_shuffle.core.validation import (
     check_delta,
     check_epsilon,
+    check_epsilon0,
     check_num_users,
     check_range,
 )
@@ -193,11 +194,33 @@ class VariationRatio:
         """Any ε0-LDP randomizer: p = q = e^ε0, β = (e^ε0 − 1)/(e^ε0 + 1) (w = 0, docs/theory.md,
         "Monotonicity in β").
 
+        ε0 must lie in [MIN_EPSILON0, MAX_EPSILON0] = [1e-6, 500] (core.validation).
+
         p is exp(ε0) taken 4 ulps up: near ε = ε0 the coefficient α(p − e^ε) cancels, and a p
         rounded below the true e^ε0 under-reports δ (binary RR, ε0 = 1, n = 2, ε = 1 − 1e-13)."""
-        eps0 = check_range("epsilon0", epsilon0, 0.0, math.inf, low_open=True, high_open=True)
+        eps0 = check_epsilon0(epsilon0)
         p = math.exp(eps0) * (1.0 + 4.0 * _ULP)
         return cls(p, (p - 1.0) / (p + 1.0), p)  # β of the rounded p: ≥ tanh(ε0/2), still w = 0
+
+    @classmethod
+    def from_fields(cls, p: float, beta: float, q: float, q1: float, neutral_share: float,
+                    neutral_weight: float) -> "VariationRatio":
+        """The VariationRatio with exactly these attribute values (e.g. read back from its JSON form,
+        :mod:`dpacct_shuffle.randomizers.serialization`); it compares equal to the one they were
+        read from.
+
+        Validated as the constructor validates (p, β, q, q1, s); ``neutral_weight`` must lie in
+        [0, w] — it is the victim's neutral mass the bound credits, a claim of the same kind as
+        ``neutral_share`` (w for one neutral type, λ·s from ``neutral_parts``).
+        """
+        result = cls(p, beta, q, q1=q1, neutral_share=neutral_share)
+        weight = check_range("neutral_weight", neutral_weight, 0.0, result.neutral_mass)
+        if weight != result.neutral_weight:
+            if result.neutral_share == 0.0:
+                raise ValueError("neutral_weight must equal the neutral mass w = "
+                                 f"{result.neutral_mass!r} when neutral_share is 0, got {weight!r}")
+            result.neutral_weight = weight
+        return result
 
     # -- derived quantities ---------------------------------------------------------------
     @property
@@ -363,18 +386,33 @@ def _delta_bracket(key: BoundKey, eps: float, n: int,
         return Bracket(0.0, min(1.0, vr.beta))
     # δ is non-increasing in ε, so evaluating at min(ε, 300) is an upper bound (e^ε overflows)
     problems = _directional_problems(key, min(eps, _MAX_EVALUATED_EPSILON), n, direction)
+    return refined_bracket(problems, vr.beta, rtol, tail, bands, reference, stop_below)
+
+
+def refined_bracket(problems: Sequence[DirectionalProblem], total_variation: float, rtol: float,
+                    tail: float = 1e-18, bands: int = 4, reference: bool = False,
+                    stop_below: float = _NEGLIGIBLE_DELTA) -> Bracket:
+    """Bracket of max over ``problems`` of (1/n)·E[(c_A·A + c_B·B + c_K·K)⁺], refined to ``rtol``.
+
+    The refinement loop of :class:`VariationRatio` (see ``_delta_bracket``), for any list of
+    directional problems of one pair: a Chernoff bound settles values below ``stop_below``; then
+    tail truncation and band resolution are refined until (upper − lower) ≤ rtol·upper. The upper
+    end is capped by ``total_variation``, a bound on the victim's total variation (δ(ε) ≤ δ(0) ≤ TV:
+    the pair is a post-processing of the victim's report).
+    """
     # far in the tail a Chernoff bound settles it without truncating deep into the tails
     chernoff = max(chernoff_log_upper(problem) for problem in problems)
     if chernoff < math.log(max(stop_below, 1e-308)):
         return Bracket(0.0, max(math.exp(chernoff), 5e-324))
     shift_tol = 0.1 * rtol
+    lower = upper = 0.0
     for _ in range(12):
         if reference:
             results = [reference_directional_bracket(problem, bands, tail) for problem in problems]
         else:
             results = [directional_bracket(problem, bands, tail, shift_tol) for problem in problems]
         lower = max(r.lower for r in results)
-        upper = min(max(r.upper for r in results), vr.beta)  # δ ≤ TV of the victim (see above)
+        upper = min(max(r.upper for r in results), total_variation)
         lower = min(lower, upper)
         dropped = max(r.dropped for r in results)
         if upper - lower <= rtol * upper or upper <= stop_below:
@@ -423,6 +461,16 @@ def _initial_guess(vr: VariationRatio, delta: float, n: int) -> float:
 
 
 def _epsilon_search(vr: VariationRatio, delta: float, n: int, rtol: float) -> float:
+    """Smallest ε (relative tolerance rtol) with the certified δ_upper(ε) ≤ delta (see
+    :func:`epsilon_search`; the bound is evaluated at the public ``delta_interval``'s bracket)."""
+    key = vr._key()
+    n_eval = min(n, MAX_EVALUATED_USERS)
+    return epsilon_search(lambda eps: _delta_bracket(key, eps, n_eval, _SEARCH_RTOL).upper,
+                          delta, vr.beta, vr.epsilon0, _initial_guess(vr, delta, n), rtol)
+
+
+def epsilon_search(delta_upper: Callable[[float], float], delta: float, total_variation: float,
+                   eps_cap: float, guess: float, rtol: float) -> float:
     """Smallest ε (relative tolerance rtol) with certified δ_upper(ε) ≤ delta.
 
     Secant iterations on F(u) = ln(−ln δ_upper(e^u)) − ln(−ln delta), u = ln ε: for the Gaussian-like
@@ -432,17 +480,14 @@ def _epsilon_search(vr: VariationRatio, delta: float, n: int, rtol: float) -> fl
     probed. Falls back to bisection in the bracket whenever the secant step leaves it. The result is
     always a point where the certified upper bound was evaluated and found ≤ delta.
     """
-    key = vr._key()
-    n_eval = min(n, MAX_EVALUATED_USERS)
-    if delta >= vr.beta:  # δ(0) is at most TV(μ0, μ1) = β (post-processing of the victim)
+    if delta >= total_variation:  # δ(0) is at most the victim's TV (post-processing of the victim)
         return 0.0
-    eps_cap = vr.epsilon0
     log_target = -math.log(delta)
 
     def upper(eps: float) -> float:
         if eps >= eps_cap:
             return 0.0
-        return _delta_bracket(key, eps, n_eval, _SEARCH_RTOL).upper
+        return delta_upper(eps)
 
     def merit(d: float) -> float:
         """F without the log of ε: ln(−ln δ) − ln(−ln target), ±inf at δ ∈ {0, 1}."""
@@ -470,7 +515,7 @@ def _epsilon_search(vr: VariationRatio, delta: float, n: int, rtol: float) -> fl
             points.append((math.log(eps), f))
         return feasible
 
-    eps = _initial_guess(vr, delta, n)
+    eps = guess
     first_guess = eps
     zero_checked = False
     record(eps)

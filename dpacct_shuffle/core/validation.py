@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 
 import numpy as np
 
 PROBABILITY_SUM_TOLERANCE = 1e-9
+# numbers of users enter float arithmetic (n·p, n/…); above 2**53 consecutive integers are no longer
+# distinct floats, and no population is that large
+MAX_NUM_USERS = 2**53
 
 
 def check_real(name: str, value: object) -> float:
-    """Return ``value`` as a float, or raise TypeError/ValueError (bool and NaN rejected)."""
+    """Return ``value`` as a float, or raise TypeError/ValueError (bool, NaN and numbers beyond the
+    float range, such as the integer 10**400, rejected)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    result = float(value)
+    try:
+        result = float(value)
+    except OverflowError:
+        raise ValueError(f"{name} must be within the float range (|{name}| < {sys.float_info.max!r}), "
+                         "got an integer too large to convert") from None
     if math.isnan(result):
         raise ValueError(f"{name} must not be NaN")
     return result
@@ -45,13 +54,26 @@ def check_epsilon(value: object, name: str = "epsilon") -> float:
     return check_range(name, value, 0.0, math.inf, high_open=True)
 
 
+# Local budgets ε0 of the closed forms (catalog entries, VariationRatio.worst_case): exp(ε0) and
+# its products with domain sizes must stay finite floats, and e^ε0 − 1 computed as exp(ε0) − 1
+# keeps a relative error below 1e-10 (u/ε0).
+MIN_EPSILON0 = 1e-6
+MAX_EPSILON0 = 500.0
+
+
+def check_epsilon0(value: object, name: str = "epsilon0") -> float:
+    """A local budget ε0 (or a metric distance in the exponent) in [MIN_EPSILON0, MAX_EPSILON0]."""
+    return check_range(name, value, MIN_EPSILON0, MAX_EPSILON0)
+
+
 def check_delta(value: object, name: str = "delta") -> float:
     """0 < δ < 1."""
     return check_range(name, value, 0.0, 1.0, low_open=True, high_open=True)
 
 
 def check_num_users(value: object, name: str = "n") -> int:
-    """A positive integer number of users (floats such as 1e6 accepted when integral)."""
+    """A positive integer number of users, at most ``MAX_NUM_USERS`` = 2**53 (floats such as 1e6
+    accepted when integral)."""
     if isinstance(value, bool):
         raise TypeError(f"{name} must be a positive integer, got bool")
     if isinstance(value, numbers.Integral):
@@ -62,6 +84,9 @@ def check_num_users(value: object, name: str = "n") -> int:
         raise TypeError(f"{name} must be a positive integer, got {value!r}")
     if result < 1:
         raise ValueError(f"{name} must be a positive integer (>= 1), got {result}")
+    if result > MAX_NUM_USERS:
+        raise ValueError(f"{name} must be an integer in [1, 2**53 = {MAX_NUM_USERS}], "
+                         f"got an integer of {result.bit_length()} bits")
     return result
 
 

@@ -27,8 +27,8 @@ Flower's events, with Flower's semantics (``RdpAccountant._to_backend_event``): 
 Neighbouring relations are never mixed: the accountant's relation is the ``PrivacyConfig``'s,
 and an event without a proven bound under it is refused (ValueError naming the relation and
 what would work). Shuffle and local-report events hold for replace-one neighbours; under
-add/remove-one they are accepted exactly when ``ShufflePLDAccountant`` supports them under that
-relation (Poisson-sampled shuffle rounds, once that bound is available there).
+add/remove-one only Poisson-sampled shuffle rounds have a bound (:mod:`dpacct_shuffle.sampling`);
+the accountant accepts exactly what ``ShufflePLDAccountant`` supports under the relation.
 
 Every ε is dp-accounting's pessimistic PLD composition: an upper bound.
 """
@@ -271,10 +271,9 @@ class ShufflePrivacyAccountant:
             return (f"{name} has no proven bound under neighboring_relation='{relation}' (this "
                     "PrivacyConfig): shuffle and local-report bounds hold for replace-one "
                     "neighbours, and for add-or-remove-one only for Poisson-sampled shuffle "
-                    "rounds where ShufflePLDAccountant provides that bound. Use PrivacyConfig("
-                    "sampling_method='without-replacement', neighboring_relation='replace-one'), "
-                    "or a PoissonSampledDpEvent(sampling_probability, ShuffleEvent(randomizer, "
-                    "population_size)) if it is supported under add-or-remove-one.")
+                    "rounds. Use a PoissonSampledDpEvent(sampling_probability, ShuffleEvent("
+                    "randomizer, population_size)), or PrivacyConfig(sampling_method="
+                    "'without-replacement', neighboring_relation='replace-one').")
         return (f"{name} ({event!r}) is not supported by ShufflePLDAccountant under "
                 f"neighboring_relation='{relation}'")
 

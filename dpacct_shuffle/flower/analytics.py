@@ -13,7 +13,8 @@ Server side. :class:`ShuffledFrequencyEstimation` runs rounds of
    ``max_epsilon``;
 2. a query to every one of the N = ``population_size`` clients;
 3. the **shuffler stage** (:func:`collect_reports`, then :func:`shuffle_reports`): node ids,
-   message metadata and non-participants are dropped, for ``sampling="fixed"`` a uniformly random ``sample_size`` of
+   message metadata and non-participants are dropped, for ``sampling="fixed"`` a uniformly
+   random ``sample_size`` of
    the reports is kept, and the reports are put in uniformly random order;
 4. a second budget check with the event of what the shuffler is about to release (it depends on
    how many clients answered; if it would exceed the budget, nothing is released);
@@ -89,7 +90,8 @@ SAMPLING_MODES = ("fixed", "poisson")
 def _check_randomizer(randomizer: object) -> Randomizer:
     if not isinstance(randomizer, Randomizer) or randomizer.frequency_oracle is None:
         raise TypeError("randomizer must be a catalog Randomizer with a sampler and frequency "
-                        "estimator (binary_rr, krr, rappor, optimized_unary_encoding), got "
+                        "estimator (binary_rr, krr, rappor, optimized_unary_encoding, "
+                        "local_hashing), got "
                         f"{randomizer!r}")
     return randomizer
 

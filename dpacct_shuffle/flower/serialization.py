@@ -30,8 +30,8 @@ from dpacct_shuffle.randomizers import CATALOG, Randomizer
 from dpacct_shuffle.randomizers import matrix as matrix_module
 
 _SERIALIZABLE = ("GaussianPrivacyEvent, ShuffleEvent, ParallelCompositionEvent, "
-                 "LDPCompositionEvent, and PoissonSampledDpEvent / SampledWithoutReplacementDpEvent "
-                 "around a shuffle event")
+                 "LDPCompositionEvent, and PoissonSampledDpEvent / "
+                 "SampledWithoutReplacementDpEvent around a shuffle event")
 
 
 def _randomizer_to_json(randomizer: object) -> dict[str, Any]:

@@ -12,7 +12,9 @@
 """
 
 from dpacct_shuffle.randomizers.base import (
+    LOWER_BOUND_MAX_USERS,
     LocalPairBound,
+    LowerBoundSkippedWarning,
     PairBound,
     Randomizer,
     ShuffledRandomizer,
@@ -54,6 +56,8 @@ from dpacct_shuffle.randomizers.exact import (
 from dpacct_shuffle.randomizers.matrix import from_matrix
 
 __all__ = [
+    "LOWER_BOUND_MAX_USERS",
+    "LowerBoundSkippedWarning",
     "Randomizer",
     "ShuffledRandomizer",
     "PairBound",

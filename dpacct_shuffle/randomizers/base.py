@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import types
+import warnings
 from typing import Callable, Hashable, Mapping, Sequence
 
 import numpy as np
@@ -29,6 +30,18 @@ from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users
 from dpacct_shuffle.randomizers.exact import InstanceLowerBound
 from dpacct_shuffle.randomizers.frequency import FrequencyOracle, Report
+
+#: Default of ``shuffled(n, lower_bound_max_users=...)``: the lower-bound instances are evaluated
+#: for at most this many users. Their cost grows with n (seconds up to 10^7 users, up to minutes
+#: from 10^8 on); above the limit the lower bounds are skipped with a
+#: :class:`LowerBoundSkippedWarning` and reported as 0.0, which is always a valid lower bound.
+#: The command line's ``--lower-max-users`` has the same default.
+LOWER_BOUND_MAX_USERS = 10**7
+
+
+class LowerBoundSkippedWarning(UserWarning):
+    """A lower bound was not evaluated because n exceeds ``lower_bound_max_users``."""
+
 
 LowerBoundFactory = Callable[[int], "InstanceLowerBound | None"]
 Rebuild = Callable[[], "Randomizer"]
@@ -42,6 +55,11 @@ class PairBound:
 
     def epsilon(self, delta: float, n: int) -> float:  # pragma: no cover - interface
         raise NotImplementedError
+
+    def epsilon_below(self, delta: float, n: int, current: float) -> float:
+        """A valid ε(δ) for use in min(current, ·): :meth:`epsilon` unless a subclass knows it
+        cannot improve on ``current`` (then any value ≥ current)."""
+        return self.epsilon(delta, n)
 
 
 class VariationRatioBound(PairBound):
@@ -83,14 +101,21 @@ class LocalPairBound(PairBound):
         if math.isinf(eps):
             return self._floor()
         scale = math.exp(min(eps, 700.0)) if eps <= 700.0 else math.inf
+        # each term μ0 − e^ε·μ1 is raised by 4u·(μ0 + e^ε·μ1) (u = 2^-53): exp, the product and the
+        # difference err by at most 3u of those magnitudes, and near ε = ln(μ0/μ1) the difference
+        # cancels, so a purely relative slack on the sum does not cover them ([[1, 1e-17],
+        # [1e-17, 1]], ε = 39.1439: 1.3782380775429e-05 against the exact 1.3782380775474e-05)
+        unit = 4.0 * 2.0**-53
         with np.errstate(invalid="ignore", over="ignore"):
-            forward = np.where(self.mu1 > 0, np.maximum(self.mu0 - scale * self.mu1, 0.0),
-                               self.mu0).sum(axis=1)
-            backward = np.where(self.mu0 > 0, np.maximum(self.mu1 - scale * self.mu0, 0.0),
-                                self.mu1).sum(axis=1)
+            forward = np.where(self.mu1 > 0, np.maximum(
+                (1.0 + unit) * self.mu0 - (1.0 - unit) * scale * self.mu1, 0.0),
+                self.mu0).sum(axis=1)
+            backward = np.where(self.mu0 > 0, np.maximum(
+                (1.0 + unit) * self.mu1 - (1.0 - unit) * scale * self.mu0, 0.0),
+                self.mu1).sum(axis=1)
         # round up: the sums of nonnegative terms carry relative error <= outputs * ulp
         slack = 1.0 + 4.0 * self.mu0.shape[1] * np.finfo(float).eps
-        return float(max(forward.max(), backward.max()) * slack)
+        return min(1.0, float(max(forward.max(), backward.max()) * slack))  # δ ≤ 1 always
 
     def delta(self, epsilon: float, n: int) -> float:
         return self._delta(check_epsilon(epsilon))
@@ -138,7 +163,8 @@ class Randomizer:
       notes: validity statements specific to this randomizer.
       frequency_oracle: the sampler and unbiased frequency estimator
         (:mod:`~dpacct_shuffle.randomizers.frequency`) of entries that have one (k-RR, binary RR,
-        RAPPOR, OUE), else ``None``; used by :meth:`sample` and :meth:`estimate_frequencies`.
+        RAPPOR, OUE, local hashing with a domain size), else ``None``; used by :meth:`sample`
+        and :meth:`estimate_frequencies`.
 
     Equality and pickling. Catalog entries and :func:`~dpacct_shuffle.randomizers.from_matrix`
     randomizers record their origin: they compare (and hash) by value — catalog entries by
@@ -208,7 +234,7 @@ class Randomizer:
     def _oracle(self) -> FrequencyOracle:
         if self.frequency_oracle is None:
             raise TypeError(f"{self!r} has no sampler and frequency estimator; catalog entries with "
-                            "one: binary_rr, krr, rappor, optimized_unary_encoding")
+                            "one: binary_rr, krr, rappor, optimized_unary_encoding, local_hashing")
         return self.frequency_oracle
 
     def sample(self, value: int, rng: np.random.Generator) -> Report:
@@ -220,9 +246,12 @@ class Randomizer:
         (in any order: the estimate depends only on the multiset)."""
         return self._oracle().estimate_frequencies(reports)
 
-    def shuffled(self, n: int) -> "ShuffledRandomizer":
-        """The shuffle protocol with n users, each applying this randomizer once."""
-        return ShuffledRandomizer(self, check_num_users(n))
+    def shuffled(self, n: int, *, lower_bound_max_users: int | None = LOWER_BOUND_MAX_USERS
+                 ) -> "ShuffledRandomizer":
+        """The shuffle protocol with n users, each applying this randomizer once; lower bounds
+        are evaluated only for n <= ``lower_bound_max_users`` (None: always)."""
+        return ShuffledRandomizer(self, check_num_users(n),
+                                  lower_bound_max_users=lower_bound_max_users)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.parameters.items())
@@ -247,11 +276,20 @@ class Randomizer:
 
 
 class ShuffledRandomizer:
-    """Shuffled protocol of n users: certified upper bounds and certified lower bounds."""
+    """Shuffled protocol of n users: certified upper bounds and certified lower bounds.
 
-    def __init__(self, randomizer: Randomizer, n: int) -> None:
+    Lower bounds are evaluated only for n <= ``lower_bound_max_users`` (default
+    :data:`LOWER_BOUND_MAX_USERS`; None for no limit); above it they are 0.0 and a
+    :class:`LowerBoundSkippedWarning` says so, so no call runs for minutes unasked.
+    """
+
+    def __init__(self, randomizer: Randomizer, n: int, *,
+                 lower_bound_max_users: int | None = LOWER_BOUND_MAX_USERS) -> None:
         self.randomizer = randomizer
         self.n = check_num_users(n)
+        self.lower_bound_max_users = (None if lower_bound_max_users is None else
+                                      check_num_users(lower_bound_max_users,
+                                                      "lower_bound_max_users"))
         self._lower: InstanceLowerBound | None = None
         self._lower_built = False
 
@@ -269,26 +307,37 @@ class ShuffledRandomizer:
         target = check_delta(delta)
         value = max(bound.epsilon(target, self.n) for bound in self.randomizer.cover)
         for bound in self.randomizer.fallbacks:
-            value = min(value, bound.epsilon(target, self.n))
+            value = min(value, bound.epsilon_below(target, self.n, value))
         return value
 
     # -- lower bounds ---------------------------------------------------------------------
     @property
     def lower_bound(self) -> InstanceLowerBound | None:
-        """The explicit instance behind the lower bounds (None if the entry has none)."""
+        """The explicit instance behind the lower bounds (None if the entry has none, or if n is
+        above ``lower_bound_max_users``: then with a :class:`LowerBoundSkippedWarning`)."""
         if not self._lower_built:
-            self._lower = self.randomizer.lower_bound(self.n)
+            limit = self.lower_bound_max_users
+            if limit is not None and self.n > limit:
+                warnings.warn(f"lower bound skipped for n = {self.n} > lower_bound_max_users = "
+                              f"{limit} (its evaluation takes minutes at this n; pass "
+                              "shuffled(n, lower_bound_max_users=None) to compute it); "
+                              "reporting 0.0", LowerBoundSkippedWarning, stacklevel=3)
+                self._lower = None
+            else:
+                self._lower = self.randomizer.lower_bound(self.n)
             self._lower_built = True
         return self._lower
 
     def delta_lower(self, epsilon: float) -> float:
-        """Certified lower bound on the worst-case δ(ε) (0.0 if the entry has no instance)."""
+        """Certified lower bound on the worst-case δ(ε) (0.0 if the entry has no instance or n is
+        above ``lower_bound_max_users``)."""
         eps = check_epsilon(epsilon)
         instance = self.lower_bound
         return 0.0 if instance is None else instance.delta(eps)
 
     def epsilon_lower(self, delta: float) -> float:
-        """Certified lower bound on the smallest valid ε(δ) (0.0 if the entry has no instance)."""
+        """Certified lower bound on the smallest valid ε(δ) (0.0 if the entry has no instance or n
+        is above ``lower_bound_max_users``)."""
         target = check_delta(delta)
         instance = self.lower_bound
         return 0.0 if instance is None else instance.epsilon(target)
@@ -306,6 +355,8 @@ class ShuffledRandomizer:
 
 
 __all__ = [
+    "LOWER_BOUND_MAX_USERS",
+    "LowerBoundSkippedWarning",
     "PairBound",
     "VariationRatioBound",
     "LocalPairBound",

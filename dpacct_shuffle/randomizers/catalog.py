@@ -33,14 +33,16 @@ import numpy as np
 from scipy.linalg import hadamard
 
 from dpacct_shuffle.core.bound import VariationRatio
-from dpacct_shuffle.core.validation import check_range
+from dpacct_shuffle.core.multilevel import PrivacyLossLevels
+from dpacct_shuffle.core.validation import check_epsilon0, check_range
 from dpacct_shuffle.randomizers.base import (LocalPairBound, LowerBoundFactory, PairBound, Randomizer,
                                              VariationRatioBound)
 from dpacct_shuffle.randomizers.exact import (BINARY_RR_RTOL, BinaryRRProfile, InstanceLowerBound,
                                               trinomial_projection)
 from dpacct_shuffle.randomizers.frequency import (DirectEncodingOracle, FrequencyOracle,
-                                                  UnaryEncodingOracle)
+                                                  LocalHashingOracle, UnaryEncodingOracle)
 from dpacct_shuffle.randomizers.matrix import matrix_lower_bound
+from dpacct_shuffle.randomizers.multilevel import MultiLevelBound, attach_multilevel
 
 MAX_MATRIX_CELLS = 4_000_000
 
@@ -54,11 +56,14 @@ def _catalog_entry(constructor: Callable[_Args, Randomizer]) -> Callable[_Args, 
     (:class:`~dpacct_shuffle.randomizers.base.Randomizer`, "Equality and pickling"): it is rebuilt
     by calling the entry again with the same arguments (pickle, ``copy.deepcopy``) and compares by
     (``name``, ``parameters``) — the parameters determine the entry, so equal keys mean equal
-    bounds."""
+    bounds. Entries with a matrix and no closed-form multi-level bound get the matrix's
+    (:func:`~dpacct_shuffle.randomizers.multilevel.attach_multilevel`)."""
 
     @functools.wraps(constructor)
     def entry(*args: _Args.args, **kwargs: _Args.kwargs) -> Randomizer:
         randomizer = constructor(*args, **kwargs)
+        if not any(isinstance(bound, MultiLevelBound) for bound in randomizer.fallbacks):
+            attach_multilevel(randomizer)
         identity = ("catalog", randomizer.name, tuple(sorted(randomizer.parameters.items())))
         randomizer._record_origin(functools.partial(entry, *args, **kwargs), identity)
         return randomizer
@@ -68,7 +73,7 @@ def _catalog_entry(constructor: Callable[_Args, Randomizer]) -> Callable[_Args, 
 
 # -- validation helpers -------------------------------------------------------------------------
 def _epsilon0(value: object, name: str = "epsilon0") -> float:
-    return check_range(name, value, 0.0, math.inf, low_open=True, high_open=True)
+    return check_epsilon0(value, name)
 
 
 def _up(ratio: float) -> float:
@@ -99,13 +104,16 @@ def _single(
     alternatives: Sequence[VariationRatio] = (),
     matrix: np.ndarray | None = None,
     lower: LowerBoundFactory | None = None,
+    levels: MultiLevelBound | None = None,
     published: tuple[float, float, float, float] | None = None,
     notes: str = "",
     frequency_oracle: FrequencyOracle | None = None,
 ) -> Randomizer:
     """A catalog entry: ``vr`` (its summary) and ``alternatives`` are each valid for every pair;
-    the reported bound is their minimum (which one is tightest depends on ε and n)."""
+    the reported bound is their minimum (which one is tightest depends on ε and n), and the
+    closed-form multi-level bound ``levels`` (valid for every pair) lowers it further."""
     return Randomizer(name, parameters, [VariationRatioBound([vr, *alternatives])], variation_ratio=vr,
+                      fallbacks=[] if levels is None else [levels],
                       matrix=matrix, lower_bound=lower, published=published, notes=notes,
                       frequency_oracle=frequency_oracle)
 
@@ -362,6 +370,27 @@ def _unary_two_types(p: float, beta: float, one_true: float, one_false: float) -
     return VariationRatio(p, beta, p, neutral_parts=((common, common),
                                                      (t * f, f * f * (1.0 - t) / (1.0 - f))))
 
+
+def _unary_levels(d: int, t: float, t_zero: float, f: float, f_zero: float) -> MultiLevelBound:
+    """Multi-level bound of a unary encoding (own bit 1 w.p. t, every other bit w.p. f < t;
+    ``t_zero`` = 1 − t and ``f_zero`` = 1 − f passed separately, without cancellation).
+
+    R(x)(y) = B(y)·g(y_x) with B the law of independent Bern(f) bits, g(1) = t/f,
+    g(0) = (1 − t)/(1 − f) < g(1). The blanket min_x R(x)(y) is B(y)·g(0) when y has a zero bit and
+    B(y)·g(1) for the all-ones vector. So for the victim bits (x⁰, x¹) the levels (a, b; mass) are
+    (1, 0): (ρ, 1; f(1 − t)), (0, 1): (1, ρ; f(1 − t)), (0, 0): (1, 1; (1 − f)(1 − t)),
+    (1, 1) with a zero elsewhere: (ρ, ρ; f²(1 − t)(1 − f^(d−2))/(1 − f)), all ones: (1, 1; t·f^(d−1)),
+    ρ = g(1)/g(0) = t(1 − f)/(f(1 − t)), the same for every pair (Σ a·m = 1). Shown against the
+    exhaustive matrix levels in the tests.
+    """
+    rho = t * f_zero / (f * t_zero)
+    rows = [(rho, 1.0, f * t_zero), (1.0, rho, f * t_zero), (1.0, 1.0, f_zero * t_zero),
+            (1.0, 1.0, t * f ** (d - 1))]
+    if d >= 3:
+        rows.append((rho, rho, f * f * t_zero * -math.expm1((d - 2) * math.log(f)) / f_zero))
+    a, b, m = zip(*rows)
+    return MultiLevelBound((PrivacyLossLevels(a, b, m),))
+
 @_catalog_entry
 def rappor(epsilon0: float, domain_size: int) -> Randomizer:
     """RAPPOR / symmetric unary encoding: one-hot bits, each flipped w.p. b = 1/(e^{ε0/2} + 1).
@@ -396,7 +425,7 @@ def rappor(epsilon0: float, domain_size: int) -> Randomizer:
                               f"RAPPOR d={d}: bits (x0, x1) = (1, 0) / (0, 1)",
                               extra=[_unary_third_bit_projection(a, b)] if d >= 3 else [])
     return _single("rappor", {"epsilon0": eps0, "domain_size": d}, vr, alternatives=[two_types],
-                   matrix=matrix, lower=lower,
+                   matrix=matrix, lower=lower, levels=_unary_levels(d, a, b, b, a),
                    published=(e, beta, e, e), frequency_oracle=UnaryEncodingOracle(d, a, b))
 
 
@@ -436,7 +465,7 @@ def optimized_unary_encoding(epsilon0: float, domain_size: int) -> Randomizer:
     lower = _projection_lower(victim0, victim1, others, f"OUE d={d}: bits (x0, x1) = (1,0)/(0,1)",
                               extra=[_unary_third_bit_projection(0.5, c)] if d >= 3 else [])
     return _single("oue", {"epsilon0": eps0, "domain_size": d}, vr, alternatives=[two_types],
-                   matrix=matrix, lower=lower,
+                   matrix=matrix, lower=lower, levels=_unary_levels(d, 0.5, 0.5, c, e * c),
                    published=(e, beta, e, e), frequency_oracle=UnaryEncodingOracle(d, 0.5, c))
 
 
@@ -564,9 +593,12 @@ def local_hashing(epsilon0: float, hash_range: int, domain_size: int | None = No
     params: dict[str, object] = {"epsilon0": eps0, "hash_range": l, "collision_probability": coll}
     if d is not None:
         params["domain_size"] = d
+    oracle = LocalHashingOracle(d, l, e) if d is not None and collision_probability is None \
+        else None  # the sampler draws uniformly random functions: collision probability 1/l
     return _single("local_hashing", params, vr, matrix=matrix, lower=lower,
                    published=(e, published_beta, e, e),
-                   notes="beta carries the collision factor (1 - collision_probability)")
+                   notes="beta carries the collision factor (1 - collision_probability)",
+                   frequency_oracle=oracle)
 
 
 @_catalog_entry
@@ -869,8 +901,10 @@ def metric_laplace(d01: float, d_max: float) -> Randomizer:
 
     p = e^{d01}, β = 1 − e^{−d01/2}, q = e^{d_max} (published). Generic neutral share.
     """
-    dist = check_range("d01", d01, 0.0, math.inf, low_open=True, high_open=True)
-    dmax = check_range("d_max", d_max, dist, math.inf, high_open=True)
+    dist = check_epsilon0(d01, "d01")
+    dmax = check_epsilon0(d_max, "d_max")
+    if dmax < dist:
+        raise ValueError(f"d_max must be >= d01 = {dist!r}, got {dmax!r}")
     return _laplace("metric_laplace", dist, dmax, {"d01": dist, "d_max": dmax})
 
 
@@ -967,9 +1001,12 @@ def metric_ldp(d01: float, d0_max: float, d1_max: float | None = None) -> Random
     dj_max = max over users' inputs c of d(x^j, c) (≥ d01, since x^{1−j} is a possible input).
     Worst-case β for p, so w = 0. No finite instance: lower bound 0.
     """
-    dist = check_range("d01", d01, 0.0, math.inf, low_open=True, high_open=True)
-    d0 = check_range("d0_max", d0_max, dist, math.inf, high_open=True)
-    d1 = d0 if d1_max is None else check_range("d1_max", d1_max, dist, math.inf, high_open=True)
+    dist = check_epsilon0(d01, "d01")
+    d0 = check_epsilon0(d0_max, "d0_max")
+    d1 = d0 if d1_max is None else check_epsilon0(d1_max, "d1_max")
+    for name, value in (("d0_max", d0), ("d1_max", d1)):
+        if value < dist:
+            raise ValueError(f"{name} must be >= d01 = {dist!r}, got {value!r}")
     p = math.exp(dist)
     beta = math.tanh(dist / 2.0)
     vr = VariationRatio(_up(p), beta, _up(math.exp(d0)), q1=_up(math.exp(d1)))

@@ -67,7 +67,8 @@ convolutions of nonnegative terms (relative error ≤ length·u), margins η·(P
 Numerics of the trinomial instances (every reported value stays below the exact value of its
 instance). Binomial log-pmfs use ``scipy.special.gammaln``, whose absolute error is a few ulp of
 ln((n − 1)!), i.e. a relative error η of each probability; binomial tails come from
-``scipy.special.bdtr``/``bdtrc`` (relative error covered by ``TrinomialInstance.TAIL_REL_ERROR``).
+``scipy.special.betainc``/``betaincc`` (relative error covered by ``TrinomialInstance.TAIL_REL_ERROR``
+and the core's :func:`~dpacct_shuffle.core.numerics.special_function_rtol` of the row's trials).
 Every summed set S contributes Σ_S(P − e^ε·Q) − η·Σ_S(P + e^ε·Q). The hockey-stick divergence is a
 supremum over sets, so a set that is not exactly the positive part (a rounding-level error in a
 threshold) still gives a lower bound. Cells beyond ±``WINDOW_SIGMAS`` standard deviations are
@@ -83,8 +84,9 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy.special import bdtr, bdtrc, gammaln, xlog1py, xlogy
+from scipy.special import betainc, betaincc, gammaln, xlog1py, xlogy
 
+from dpacct_shuffle.core.numerics import special_function_rtol
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users, check_range
 
 FULL_SEARCH_MAX_USERS = 3000
@@ -105,15 +107,20 @@ def _log_rel_error(n: int) -> float:
     return 64.0 * math.ulp(top) + 1e-13
 
 
-def binomial_logpmf(k: np.ndarray, n: int | np.ndarray, p: float) -> np.ndarray:
-    """ln P[Bin(n, p) = k] (−inf outside 0 ≤ k ≤ n), vectorised (``scipy.special.gammaln``)."""
+def binomial_logpmf(k: np.ndarray, n: int | np.ndarray, p: float,
+                    complement: float | None = None) -> np.ndarray:
+    """ln P[Bin(n, p) = k] (−inf outside 0 ≤ k ≤ n), vectorised (``scipy.special.gammaln``).
+
+    ``complement`` is 1 − p when it is known more accurately than the float 1 − p (a mass summed
+    directly, e.g. 1e-17 where p rounds to 1.0)."""
     k_arr = np.asarray(k, dtype=np.int64)
     n_arr = np.broadcast_to(np.asarray(n, dtype=np.int64), k_arr.shape)
     valid = (k_arr >= 0) & (k_arr <= n_arr)
     kk = np.where(valid, k_arr, 0).astype(float)
     nn = np.where(valid, n_arr, 0).astype(float)
+    failures = xlog1py(nn - kk, -p) if complement is None else xlogy(nn - kk, complement)
     out = (gammaln(nn + 1.0) - gammaln(kk + 1.0) - gammaln(nn - kk + 1.0)
-           + xlogy(kk, p) + xlog1py(nn - kk, -p))
+           + xlogy(kk, p) + failures)
     return np.where(valid, out, -np.inf)
 
 
@@ -248,16 +255,47 @@ class InstanceLowerBound:
         return _epsilon_lower(self.delta, delta, cap)
 
 
+Masses = Sequence[float]
+
+
+def _masses(name: str, values: Masses) -> tuple[np.ndarray, bool]:
+    """(R(S0), R(S1), rest) of one input and whether the rest was given (see TrinomialInstance).
+
+    Two entries: rest = 1 − R(S0) − R(S1), computed by subtraction (its cancellation error is
+    charged to the margins). Three entries: the rest measured directly (a sum over the outputs
+    outside S0 ∪ S1); the triple is normalised by its sum, so a row that sums to 1 only within
+    tolerance (e.g. [1.0, 1e-17]) keeps its small masses instead of losing them to rounding."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or len(values) not in (2, 3):
+        raise TypeError(f"{name} must be (mass of S0, mass of S1) or (S0, S1, rest), got {values!r}")
+    parts = [check_range(f"{name}[{k}]", value, 0.0, 1.0) for k, value in enumerate(values)]
+    if len(parts) == 2:
+        if parts[0] + parts[1] > 1.0 + 1e-12:
+            raise ValueError(f"{name} masses must sum to at most 1, got {parts[0] + parts[1]!r}")
+        return np.array([parts[0], parts[1], max(0.0, 1.0 - parts[0] - parts[1])]), False
+    total = math.fsum(parts)
+    if abs(total - 1.0) > 1e-9:
+        raise ValueError(f"{name} masses (S0, S1, rest) must sum to 1, got {total!r}")
+    return np.array(parts) / total, True
+
+
 def _binomial_tail(t: np.ndarray, n: np.ndarray, p: float, upper: bool) -> np.ndarray:
-    """P[Bin(n, p) >= t] (upper) or P[Bin(n, p) <= t] (lower), elementwise, n >= 0."""
+    """P[Bin(n, p) >= t] (upper) or P[Bin(n, p) <= t] (lower), elementwise, n >= 0.
+
+    Regularized incomplete beta functions: P[Bin(n, p) ≥ t] = I_p(t, n − t + 1) and
+    P[Bin(n, p) ≤ t] = 1 − I_p(t + 1, n − t), the latter from ``betaincc`` (no cancellation).
+    Relative error: :func:`~dpacct_shuffle.core.numerics.special_function_rtol`. (scipy's
+    ``bdtr``/``bdtrc`` are not used: in scipy 1.17 their relative error exceeds 1e-9 from
+    n ≈ 10⁶ — P[Bin(10⁸, ½) > 5·10⁷] comes out 0.3896 instead of 0.49996 — and they return NaN
+    for n ≥ 2³¹.)"""
     t = np.asarray(t, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
+    tf, nf = t.astype(float), n.astype(float)
     if upper:
         inside = (t >= 1) & (t <= n)
-        val = bdtrc(np.where(inside, t - 1, 0), np.where(inside, n, 1), p)
+        val = betainc(np.where(inside, tf, 1.0), np.where(inside, nf - tf + 1.0, 1.0), p)
         return np.where(t <= 0, 1.0, np.where(t > n, 0.0, val))
     inside = (t >= 0) & (t < n)
-    val = bdtr(np.where(inside, t, 0), np.where(inside, n, 1), p)
+    val = betaincc(np.where(inside, tf + 1.0, 1.0), np.where(inside, nf - tf, 1.0), p)
     return np.where(t < 0, 0.0, np.where(t >= n, 1.0, val))
 
 
@@ -286,37 +324,38 @@ class TrinomialInstance:
 
     Rounding. A row is w(C)·(a − e^ε·b) with a, b the tail combinations relative to w(C) (using ρ_C,
     accurate to a few ulp): it contributes w(C)·(1 − η_w)·max(0, a − e^ε·b − η·(a + e^ε·b)), with η =
-    ``TAIL_REL_ERROR`` for the special functions and η_w the relative error of the gammaln-based
+    max(``TAIL_REL_ERROR``, the core's ``special_function_rtol`` of the row's trials) for the
+    special functions and η_w the relative error of the gammaln-based
     w(C) — a common factor of the row, so it scales the row's (small) positive part instead of its
     (large) masses; this keeps the bound informative at n = 10⁸.
     """
 
     TAIL_REL_ERROR = 1e-10
 
-    def __init__(self, n: int, victim0: tuple[float, float], victim1: tuple[float, float],
-                 other: tuple[float, float], description: str = "") -> None:
+    def __init__(self, n: int, victim0: Masses, victim1: Masses, other: Masses,
+                 description: str = "") -> None:
         users = check_num_users(n)
-        for name, pair in (("victim0", victim0), ("victim1", victim1), ("other", other)):
-            a = check_range(f"{name}[0]", pair[0], 0.0, 1.0)
-            b = check_range(f"{name}[1]", pair[1], 0.0, 1.0)
-            if a + b > 1.0 + 1e-12:
-                raise ValueError(f"{name} masses must sum to at most 1, got {a + b!r}")
+        u, u_measured = _masses("victim0", victim0)
+        v, v_measured = _masses("victim1", victim1)
+        o, o_measured = _masses("other", other)
         self.description = description
         self.others = users - 1
-        self.u = np.array([victim0[0], victim0[1], max(0.0, 1.0 - victim0[0] - victim0[1])])
-        self.v = np.array([victim1[0], victim1[1], max(0.0, 1.0 - victim1[0] - victim1[1])])
-        pi_c = min(1.0, float(other[0]) + float(other[1]))
+        self.u = u
+        self.v = v
+        pi_c = min(1.0, float(o[0] + o[1]))
+        rest_others = float(o[2]) if o_measured else 1.0 - pi_c
         self.theta = min(1.0, float(other[0]) / pi_c) if pi_c > 0.0 else 0.5
         c_lo, c_hi = _window(self.others, pi_c)
         self.c = np.arange(c_lo, c_hi + 2)
-        self.log_w = binomial_logpmf(self.c, self.others, pi_c)
-        self.log_w_prev = binomial_logpmf(self.c - 1, self.others, pi_c)
+        complement = rest_others if o_measured else None
+        self.log_w = binomial_logpmf(self.c, self.others, pi_c, complement)
+        self.log_w_prev = binomial_logpmf(self.c - 1, self.others, pi_c, complement)
         # each row's probabilities relative to W(C) = max(w(C), w(C − 1)): factors of w(C − 1) and
         # w(C) from ρ_C = w(C − 1)/w(C) (w(−1) = w(others + 1) = 0)
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(
-                (self.c >= 1) & (self.c <= self.others) & (0.0 < pi_c < 1.0),
-                self.c * (1.0 - pi_c) / ((self.others - self.c + 1) * pi_c), np.nan)
+                (self.c >= 1) & (self.c <= self.others) & (pi_c > 0.0) & (rest_others > 0.0),
+                self.c * rest_others / ((self.others - self.c + 1) * pi_c), np.nan)
         ratio = np.where(self.c == 0, 0.0, np.where(self.c > self.others, np.inf, ratio))
         exact_rows = np.isfinite(ratio) | np.isinf(ratio)  # NaN: π ∈ {0, 1}, use the log-pmfs
         with np.errstate(invalid="ignore"):
@@ -334,16 +373,21 @@ class TrinomialInstance:
         # victims' rest masses 1 − R(S0) − R(S1), the others' 1 − π and the binomial parameter θ
         # near 0 or 1 (a C-trial law's relative sensitivity to θ is ≤ C/min(θ, 1 − θ)). Their
         # relative errors widen the row margin; w(C) carries (others − C)·(error of ln(1 − π)).
+        # Rest masses given explicitly (three entries) were summed directly: relative error a few
+        # ulp, no cancellation.
         unit = 8.0 * _UNIT_ROUNDOFF
         cancel = 0.0
-        for rest in (self.u[2], self.v[2]):
+        for rest, measured in ((self.u[2], u_measured), (self.v[2], v_measured)):
             if rest > 0.0:
-                cancel += unit / rest
-        rest_others = 1.0 - pi_c
-        others_error = unit / rest_others if rest_others > 0.0 else 0.0
+                cancel += unit if measured else unit / rest
+        if o_measured:
+            others_error = unit
+        else:
+            others_error = unit / rest_others if rest_others > 0.0 else 0.0
         if 0.0 < self.theta < 1.0:
             cancel += float(self.c.max()) * unit / min(self.theta, 1.0 - self.theta)
-        self._row_error = self.TAIL_REL_ERROR + cancel + others_error
+        tail_error = max(self.TAIL_REL_ERROR, float(special_function_rtol(float(self.c.max()))))
+        self._row_error = tail_error + cancel + others_error
         self._weight_error = 2.0 * _log_rel_error(self.others) + self.others * others_error
 
     def _log_law(self, weights: np.ndarray, h: np.ndarray) -> np.ndarray:
@@ -403,22 +447,24 @@ class TrinomialInstance:
                        np.where(intercept > 0.0, c, -1.0))
         return np.clip(cut, -1.0, c).astype(np.int64), False
 
-    def _relative_mass(self, weights: np.ndarray, t: np.ndarray, upper: bool) -> np.ndarray:
-        """Σ_k weights_k·(tail k) relative to W(C) = max(w(C), w(C − 1))."""
+    def _relative_masses(self, num: np.ndarray, den: np.ndarray, t: np.ndarray, upper: bool
+                         ) -> tuple[np.ndarray, np.ndarray]:
+        """Σ_k weights_k·(tail k) relative to W(C) = max(w(C), w(C − 1)), for both weight vectors
+        (the three tails are shared)."""
         c, theta = self.c, self.theta
         prev_n = np.maximum(c - 1, 0)
         t0 = _binomial_tail(t - 1, prev_n, theta, upper)
         t1 = _binomial_tail(t, prev_n, theta, upper)
         t2 = _binomial_tail(t, c, theta, upper)
-        return self.prev_factor * (weights[0] * t0 + weights[1] * t1) + self.cur_factor * weights[2] * t2
+        return tuple(self.prev_factor * (weights[0] * t0 + weights[1] * t1)
+                     + self.cur_factor * weights[2] * t2 for weights in (num, den))
 
     def _direction(self, num: np.ndarray, den: np.ndarray, eps: float, increasing: bool) -> float:
         if 0.0 < self.theta < 1.0:
             t, upper = self._linear_threshold(num, den, eps)
         else:
             t, upper = self._threshold(num, den, eps, increasing), increasing
-        a = self._relative_mass(num, t, upper)
-        b = self._relative_mass(den, t, upper)
+        a, b = self._relative_masses(num, den, t, upper)
         scale = math.exp(eps)
         rows = np.maximum(a - scale * b - self._row_error * (a + scale * b), 0.0)
         total = math.fsum((np.exp(self.log_base) * rows).tolist())
@@ -441,17 +487,22 @@ class TrinomialInstance:
 
 def trinomial_projection(
     n: int,
-    victim0: tuple[float, float],
-    victim1: tuple[float, float],
-    other: tuple[float, float],
+    victim0: Masses,
+    victim1: Masses,
+    other: Masses,
     description: str = "",
 ) -> TrinomialInstance:
     """Laws of (H0, H1), the numbers of shuffled messages in S0 and S1 (module docstring).
 
     Args:
       n: total number of users (the victim plus n − 1 others).
-      victim0, victim1: (R(x^j)(S0), R(x^j)(S1)) for the victim's two inputs.
-      other: (π0, π1) = (R(x_i)(S0), R(x_i)(S1)), the same input x_i for all n − 1 others.
+      victim0: (R(x^0)(S0), R(x^0)(S1)) for the victim's first input, optionally with a third
+        entry, the mass outside S0 ∪ S1 summed directly (then the triple must sum to 1 within
+        1e-9 and is normalised; use it when that mass is far below 1 − R(S0) − R(S1)'s rounding
+        error).
+      victim1: the same for the victim's second input x^1.
+      other: (π0, π1) = (R(x_i)(S0), R(x_i)(S1)), the same input x_i for all n − 1 others
+        (optionally with its rest mass, as above).
     """
     return TrinomialInstance(n, victim0, victim1, other, description)
 

@@ -11,16 +11,24 @@ so for C_v = #{reports supporting v}, E[C_v/n] = f_v·p* + (1 − f_v)·q* and
 
     f̂_v = (C_v/n − q*)/(p* − q*)
 
-is unbiased (ibid., Theorem 2). Its variance is q*(1 − q*)/(n(p* − q*)²) + f_v(1 − p* − q*)/(n(p* − q*)).
+is unbiased (ibid., Theorem 2). Its variance is
+q*(1 − q*)/(n(p* − q*)²) + f_v(1 − p* − q*)/(n(p* − q*)).
 
 * :class:`DirectEncodingOracle` — k-ary randomized response (``krr``, ``binary_rr``): the report
   is a value, S(y) = {y}, p* = e^ε0/(e^ε0 + d − 1), q* = 1/(e^ε0 + d − 1).
 * :class:`UnaryEncodingOracle` — RAPPOR and OUE: the report is d bits, bit v set w.p. t if
   x = v and f otherwise, S(y) = {v : y_v = 1}, p* = t, q* = f.
+* :class:`LocalHashingOracle` — local hashing with a uniformly random function h: [d] → [l]
+  (``local_hashing`` with the default collision probability 1/l): the report is (seed, y), h the
+  table drawn by ``numpy.random.default_rng(seed)``, y the l-ary randomized response of h(x);
+  S(seed, y) = {v : h(v) = y}, p* = e^ε0/(e^ε0 + l − 1), q* = 1/l (for v ≠ x, h(v) is uniform and
+  independent of h(x), so P[h(v) = y] = 1/l) (Wang, Blocki, Li & Jha 2017, Section 4.4).
 
-Reports are plain Python ``int`` (direct encoding) or ``list[int]`` of 0/1 (unary encoding), so
-they travel in any message format. The laws are the catalog matrices' rows (tests check both
-the sampler against them and the unbiasedness identity column by column).
+Reports are plain Python ``int`` (direct encoding) or ``list[int]`` (unary encoding: d bits;
+local hashing: [seed, y]), so they travel in any message format; local-hashing reports are
+decoded with the same numpy bit generator (PCG64) that produced them. The laws are the
+catalog matrices' rows (tests check both the sampler against them and the unbiasedness identity
+column by column).
 """
 
 from __future__ import annotations
@@ -154,4 +162,43 @@ class UnaryEncodingOracle(_PureOracle):
         return np.asarray(rows, dtype=np.int64).reshape(-1, self.domain_size).sum(axis=0)
 
 
-__all__ = ["DirectEncodingOracle", "FrequencyOracle", "Report", "UnaryEncodingOracle"]
+class LocalHashingOracle(_PureOracle):
+    """Local hashing over a uniformly random function h: [d] → [l] chosen per report.
+
+    Args:
+      domain_size: d ≥ 2.
+      hash_range: l ≥ 2.
+      exp_epsilon0: e = e^ε0 > 1.
+    """
+
+    def __init__(self, domain_size: int, hash_range: int, exp_epsilon0: float) -> None:
+        self.domain_size = domain_size
+        self.hash_range = hash_range
+        self.support_true = exp_epsilon0 / (exp_epsilon0 + hash_range - 1.0)
+        self.support_false = 1.0 / hash_range
+        self._keep = DirectEncodingOracle(hash_range, exp_epsilon0)
+
+    def hash_table(self, seed: int) -> NDArray[np.int64]:
+        """h(0), …, h(d − 1) of the function with this seed (uniform on [l]^d)."""
+        return np.random.default_rng(seed).integers(self.hash_range, size=self.domain_size)
+
+    def sample(self, value: int, rng: np.random.Generator) -> list[int]:
+        x = _check_value(value, self.domain_size)
+        seed = int(_check_rng(rng).integers(2**63 - 1))
+        return [seed, self._keep.sample(int(self.hash_table(seed)[x]), rng)]
+
+    def support_counts(self, reports: Sequence[Report]) -> NDArray[np.int64]:
+        counts = np.zeros(self.domain_size, dtype=np.int64)
+        for i, report in enumerate(reports):
+            if (not isinstance(report, Sequence) or len(report) != 2
+                    or any(isinstance(v, bool) or not isinstance(v, numbers.Integral)
+                           for v in report)
+                    or not 0 <= report[1] < self.hash_range or report[0] < 0):
+                raise ValueError(f"reports[{i}] must be [seed >= 0, y in "
+                                 f"[0, {self.hash_range - 1}]], got {report!r}")
+            counts += self.hash_table(int(report[0])) == int(report[1])
+        return counts
+
+
+__all__ = ["DirectEncodingOracle", "FrequencyOracle", "LocalHashingOracle", "Report",
+           "UnaryEncodingOracle"]

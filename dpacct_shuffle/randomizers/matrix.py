@@ -42,7 +42,9 @@ their local hockey-stick divergence instead (the shuffled output is a post-proce
 victim's message). Two fallbacks valid for every pair lower the result further: the summary
 VariationRatio (max p, max β, q = max p, generic s: the decomposition stays valid for a larger p
 and the bound is non-decreasing in β with the generic s, docs/theory.md, "Monotonicity in β") and
-the largest local hockey-stick divergence.
+the largest local hockey-stick divergence; a third, the multi-level (blanket) bound of every pair's
+whole privacy-loss spectrum (:mod:`dpacct_shuffle.randomizers.multilevel`), is attached where it
+applies.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_stochastic_matrix
 from dpacct_shuffle.randomizers.base import LocalPairBound, PairBound, Randomizer, VariationRatioBound
 from dpacct_shuffle.randomizers.exact import InstanceLowerBound, trinomial_projection
+from dpacct_shuffle.randomizers.multilevel import attach_multilevel
 
 _SHRINK = 1.0 - 1e-9
 _CHUNK_CELLS = 4_000_000
@@ -249,9 +252,12 @@ def analyze_pairs(matrix: np.ndarray) -> tuple[list[PairBound], dict[str, float]
             wn = np.maximum(np.maximum(mu0[k] - probe.p_alpha * q0 - probe.alpha * q1,
                                        mu1[k] - probe.alpha * q0 - probe.p_alpha * q1), 0.0)
             w = probe.neutral_mass
-            # w·N at rounding level (e.g. where μ0 = p·μ1 exactly) is treated as 0 for the search;
-            # the 1e-9 shrink of rates and column minima covers it and _verify re-checks the raw N
-            wn = np.where(wn <= 1e-12 * np.maximum(mu0[k], mu1[k]), 0.0, wn)
+            # w·N at rounding level (e.g. where μ0 = p·μ1 exactly) is treated as 0 for the search
+            # where the 1e-9 shrink of rates and column minima covers it: s·N(y) = s·wN(y)/w ≤
+            # 1e-10·m(y) for every share s ≤ 1. Elsewhere (an output the others rarely produce,
+            # m(y) far below μ(y)) the raw value constrains the share. _verify re-checks the raw N.
+            negligible = np.minimum(1e-12 * np.maximum(mu0[k], mu1[k]), 1e-10 * w * col_min)
+            wn = np.where(wn <= negligible, 0.0, wn)
             neutral = wn / w if w > 0 else np.zeros_like(wn)
             points = _frontier(q0, q1, neutral, col_min * _SHRINK, probe.p_alpha)
             if not points:
@@ -377,11 +383,16 @@ def matrix_lower_bound(matrix: np.ndarray, n: int, max_configurations: int = 4,
             set_pairs.append((s0 & (others <= limit * mu0), s1 & (others <= limit * mu1),
                               f", outputs with pi/mu <= {t:.6g}"))
         for set0, set1, label in set_pairs:
-            masses = tuple((math.fsum(row[set0].tolist()), math.fsum(row[set1].tolist()))
+            # the rest outside S0 ∪ S1 summed directly, not 1 − R(S0) − R(S1): a near-deterministic
+            # row loses its small rest mass to rounding there ([1e-17, 1.0]: rest 0 would make the
+            # instance's likelihood ratio infinite and its "lower bound" exceed the exact value)
+            outside = ~(set0 | set1)
+            masses = tuple((math.fsum(row[set0].tolist()), math.fsum(row[set1].tolist()),
+                            math.fsum(row[outside].tolist()))
                            for row in (mu0, mu1, others))
             if masses[0] == masses[1]:
                 continue  # the projection does not separate the pair
-            (u0, u1), (v0, v1), (o0, o1) = masses
+            (u0, u1, _), (v0, v1, _), (o0, o1, _) = masses
             # relabelling S0 <-> S1 or the two victim inputs gives the same divergence (δ is the
             # max of both directions): one instance per equivalence class
             key = min(tuple(float(f"{x:.12g}") for x in variant) for variant in (
@@ -430,6 +441,7 @@ def _analyze(mat: np.ndarray, name: str) -> Randomizer:
         lower_bound=functools.partial(matrix_lower_bound, mat) if beta_max > 0 else None,
         notes="analyzed matrix: per-pair exact decomposition, rates from column minima",
     )
+    attach_multilevel(randomizer)
     analyzed = randomizer.matrix  # the read-only copy the Randomizer keeps
     identity = ("matrix", name, analyzed.shape, hashlib.sha256(analyzed.tobytes()).hexdigest())
     randomizer._record_origin(functools.partial(_reanalyze, analyzed, name), identity)

@@ -158,7 +158,11 @@ def read_matrix(path: str | Path) -> list[list[float]]:
     Row sums and signs are checked by :func:`~dpacct_shuffle.randomizers.from_matrix`.
     """
     file = Path(path)
-    text = file.read_text(encoding="utf-8")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"matrix file {str(file)!r} is not UTF-8 text ({exc.reason} at byte "
+                         f"{exc.start})") from None
     if file.suffix.lower() == ".json" or text.lstrip().startswith(("[", "{")):
         try:
             data = json.loads(text)

@@ -2,10 +2,10 @@
 by ``ShufflePrivacyAccountant``, then shuffled frequency-estimation rounds.
 
 Flower's DP wrappers require ``PrivacyConfig(sampling_method='no-amplification',
-neighboring_relation='add-or-remove-one')``. Shuffle rounds have a proven bound for replace-one
-neighbours (and, under add/remove-one, for Poisson-sampled rounds where ``ShufflePLDAccountant``
-provides that bound), so the analytics rounds are charged to the training budget when the
-accountant accepts them there, and to a replace-one budget of their own otherwise.
+neighboring_relation='add-or-remove-one')``. Under add/remove-one, shuffle rounds have a proven
+bound when Poisson-sampled, so the analytics rounds (each client's own participation coin) are
+charged to the training budget; an accountant refusing them would send them to a replace-one
+budget of their own.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def main(grid: Grid, context: Context) -> None:
         noise_multiplier=1.5, clipping_norm=1.0, num_sampled_clients=SAMPLED_CLIENTS,
         accountant=training_budget)  # the one line that switches Flower's accountant
     try:
-        strategy.start(grid, ArrayRecord([np.zeros(FEATURES)]), num_rounds=5)
+        strategy.start(grid, ArrayRecord([np.zeros(FEATURES)]), num_rounds=3)
     except PrivacyBudgetExhausted as stop:
         log(20, "training stopped: %s", stop)
     spent = training_budget.get_privacy_spent()
@@ -55,7 +55,7 @@ def main(grid: Grid, context: Context) -> None:
 
     try:
         analytics = ShuffledFrequencyEstimation(RANDOMIZER, training_budget, sampling="poisson",
-                                                sampling_probability=0.8, seed=0)
+                                                sampling_probability=0.5, seed=0)
     except ValueError as refusal:
         log(20, "analytics on a replace-one budget of their own: %s", refusal)
         analytics_budget = ShufflePrivacyAccountant(PrivacyConfig(
@@ -64,6 +64,6 @@ def main(grid: Grid, context: Context) -> None:
             sampling_method=SamplingMethod.WITHOUT_REPLACEMENT, max_epsilon=6.0))
         analytics = ShuffledFrequencyEstimation(RANDOMIZER, analytics_budget,
                                                 sample_size=population - 2, seed=0)
-    for result in analytics.start(grid, num_rounds=4, first_round=6):
+    for result in analytics.start(grid, num_rounds=4, first_round=4):
         log(20, "round %d: %d reports, estimated frequencies %s", result.server_round,
             result.num_reports, np.round(result.frequencies, 3).tolist())

@@ -1,0 +1,146 @@
+"""Multi-level (blanket) bounds of finite randomizers: the levels of every victim pair.
+
+For a row-stochastic matrix (rows = inputs) the blanket is the column minimum
+m(y) = min_x R(x)(y): every user's report dominates it whatever its input, so for every victim pair
+(x⁰, x¹) the bound of :mod:`dpacct_shuffle.core.multilevel` holds for every configuration of the
+other users, with levels (a, b) = (R(x⁰)(y), R(x¹)(y))/m(y) (outputs with equal ratios grouped,
+masses summed exactly with ``math.fsum``). The shuffled δ(ε) is at most the maximum over victim
+pairs, so :class:`MultiLevelBound` is valid for every pair at once (a *fallback* of a
+:class:`~dpacct_shuffle.randomizers.base.Randomizer`: the entry reports the minimum of it and its
+other bounds). Pairs with identical rows carry no privacy loss and are skipped.
+
+The bound needs m(y) > 0 wherever R(x⁰)(y) + R(x¹)(y) > 0; a matrix with an output some input
+never produces but another does gets no multi-level bound. It is evaluated only where some pair has
+more than three levels (ratios compared to 9 significant digits): with three levels (Q0, Q1, N) the
+expression is the clone pair the variation-ratio analysis already evaluates. The levels are derived
+on first use (:class:`MatrixMultiLevelBound`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpacct_shuffle.core.multilevel import PrivacyLossLevels
+from dpacct_shuffle.randomizers.base import PairBound, Randomizer
+
+# pairs × outputs examined when deriving the levels of a matrix (larger matrices get none)
+MAX_PAIR_CELLS = 4_000_000
+# distinct level sets evaluated (one per kind of victim pair)
+MAX_LEVEL_SETS = 16
+# ε searches of the multi-level bound are skipped when it cannot lower an entry's ε by this fraction
+SKIP_RTOL = 1e-3
+
+
+def pair_levels(matrix: np.ndarray, blanket: np.ndarray, i: int, j: int) -> PrivacyLossLevels | None:
+    """Levels of the victim pair (rows i, j) against ``blanket`` (None: identical rows, or an
+    output of the pair outside the blanket's support)."""
+    mu0, mu1 = matrix[i], matrix[j]
+    if np.array_equal(mu0, mu1):
+        return None
+    support = (mu0 + mu1) > 0.0
+    if np.any(blanket[support] <= 0.0):
+        return None
+    m = blanket[support]
+    ratios = np.stack([mu0[support] / m, mu1[support] / m], axis=1)
+    unique, inverse = np.unique(ratios, axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    masses = [math.fsum(m[inverse == t].tolist()) for t in range(unique.shape[0])]
+    return PrivacyLossLevels(unique[:, 0], unique[:, 1], masses)
+
+
+def matrix_levels(matrix: np.ndarray) -> tuple[PrivacyLossLevels, ...] | None:
+    """Distinct level sets over all victim pairs of a validated matrix, or None when the matrix is
+    too large, some pair leaves the blanket's support, or there are more than ``MAX_LEVEL_SETS``."""
+    d, outputs = matrix.shape
+    if d * (d - 1) // 2 * outputs > MAX_PAIR_CELLS:
+        return None
+    blanket = matrix.min(axis=0)
+    found: dict[PrivacyLossLevels, None] = {}
+    for i in range(d):
+        for j in range(i + 1, d):
+            if np.array_equal(matrix[i], matrix[j]):
+                continue
+            levels = pair_levels(matrix, blanket, i, j)
+            if levels is None:
+                return None
+            found.setdefault(levels, None)
+            if len(found) > MAX_LEVEL_SETS:
+                return None
+    return tuple(found) if found else None
+
+
+def _level_count(levels: PrivacyLossLevels) -> int:
+    """Number of levels with ratios compared to 9 significant digits."""
+    keys = {(float(f"{a:.9g}"), float(f"{b:.9g}"))
+            for a, b in zip(levels.ratios0.tolist(), levels.ratios1.tolist())}
+    return len(keys)
+
+
+class MultiLevelBound(PairBound):
+    """Maximum over victim-pair level sets of their multi-level bound (valid for every pair)."""
+
+    def __init__(self, level_sets: tuple[PrivacyLossLevels, ...]) -> None:
+        if not level_sets:
+            raise ValueError("level_sets must contain at least one PrivacyLossLevels")
+        self._level_sets: tuple[PrivacyLossLevels, ...] | None = tuple(level_sets)
+
+    @property
+    def level_sets(self) -> tuple[PrivacyLossLevels, ...]:
+        """The level sets evaluated (empty: no multi-level bound applies)."""
+        return self._level_sets or ()
+
+    def delta(self, epsilon: float, n: int) -> float:
+        if not self.level_sets:
+            return 1.0  # no bound: never the minimum of an entry's bounds
+        return max(levels.delta(epsilon, n) for levels in self.level_sets)
+
+    def epsilon(self, delta: float, n: int) -> float:
+        if not self.level_sets:
+            return math.inf
+        return max(levels.epsilon(delta, n) for levels in self.level_sets)
+
+    def epsilon_below(self, delta: float, n: int, current: float) -> float:
+        """:meth:`epsilon`, skipped (``current`` returned) when the bound at
+        (1 − ``SKIP_RTOL``)·current already exceeds ``delta``: then it cannot lower ``current`` by
+        more than that fraction. One evaluation instead of a search where it does not help."""
+        if not self.level_sets:
+            return math.inf
+        if 0.0 < current < math.inf and self.delta((1.0 - SKIP_RTOL) * current, n) > delta:
+            return current
+        return self.epsilon(delta, n)
+
+    def __repr__(self) -> str:
+        return f"MultiLevelBound({len(self.level_sets)} pair kinds)"
+
+
+class MatrixMultiLevelBound(MultiLevelBound):
+    """The multi-level bound of a matrix, its levels derived on first use (construction stays
+    cheap); none applies when :func:`matrix_levels` gives None or every pair has at most three
+    levels (module docstring), and then ``delta`` is 1 and ``epsilon`` infinite."""
+
+    def __init__(self, matrix: np.ndarray) -> None:
+        self._matrix = matrix
+        self._level_sets = None
+        self._derived = False
+
+    @property
+    def level_sets(self) -> tuple[PrivacyLossLevels, ...]:
+        if not self._derived:
+            found = matrix_levels(np.asarray(self._matrix, dtype=float))
+            if found is not None and max(_level_count(levels) for levels in found) > 3:
+                self._level_sets = found
+            self._derived = True
+        return self._level_sets or ()
+
+
+def attach_multilevel(randomizer: Randomizer) -> Randomizer:
+    """Add the multi-level fallback of ``randomizer.matrix`` (if it has one) to its fallbacks."""
+    if randomizer.matrix is not None:
+        randomizer.fallbacks = (*randomizer.fallbacks, MatrixMultiLevelBound(randomizer.matrix))
+    return randomizer
+
+
+__all__ = ["MultiLevelBound", "MatrixMultiLevelBound", "matrix_levels", "pair_levels",
+           "attach_multilevel", "MAX_LEVEL_SETS", "MAX_PAIR_CELLS"]

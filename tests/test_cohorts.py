@@ -1,0 +1,97 @@
+"""Cohorts that change every round: user counts rounded down to a geometric grid.
+
+References: the core's certified profile at the exact user count (the rounded PLD must dominate
+it), and the same rounds accounted each at its own n (the ε gap).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from dp_accounting import dp_event
+
+from dpacct_shuffle import VariationRatio
+from dpacct_shuffle import profiles
+from dpacct_shuffle.accountants import (
+    ShufflePLDAccountant,
+    event_on_users_grid,
+    shuffle_event_pld,
+)
+from dpacct_shuffle.core.closed_forms import chernoff_delta
+from dpacct_shuffle.events import ParallelCompositionEvent, ShuffleEvent
+
+
+class ChernoffShuffleBound:
+    """The Chernoff-form shuffle bound of a VariationRatio: certified, and cheap (no sums)."""
+
+    def __init__(self, vr: VariationRatio) -> None:
+        self.vr = vr
+        self.epsilon0 = vr.epsilon0
+
+    def delta(self, epsilon: float, n: int) -> float:
+        return min(1.0, chernoff_delta(self.vr, epsilon, n))
+
+
+def test_users_grid_floor_is_below_n_and_within_one_grid_step() -> None:
+    ratio = 1.01
+    values = [profiles.users_grid_floor(n, ratio) for n in range(1, 5000)]
+    assert all(1 <= g <= n for n, g in zip(range(1, 5000), values))
+    assert all(g >= math.floor(n / ratio) for n, g in zip(range(1, 5000), values))
+    assert all(b >= a for a, b in zip(values, values[1:]))  # non-decreasing in n
+    assert values[:100] == list(range(1, 101))  # the grid is denser than the integers there
+    large = {profiles.users_grid_floor(n, ratio) for n in range(10_000, 1_000_001, 97)}
+    assert len(large) <= math.ceil(math.log(100) / math.log(ratio)) + 1
+
+
+def test_users_grid_floor_rejects_bad_input() -> None:
+    for bad in (1.0, 0.5, 2.5, math.nan):
+        with pytest.raises(ValueError, match="users_grid_ratio"):
+            profiles.users_grid_floor(100, bad)
+    with pytest.raises(ValueError, match="num_users"):
+        profiles.users_grid_floor(0, 1.01)
+    with pytest.raises(ValueError, match="users_grid_ratio"):
+        ShufflePLDAccountant(users_grid_ratio=1.0)
+
+
+def test_event_on_users_grid_rounds_honest_users_and_sampled_populations() -> None:
+    vr = VariationRatio.worst_case(1.0)
+    assert event_on_users_grid(ShuffleEvent(vr, 1234, honest_fraction=0.5), 1.05) == ShuffleEvent(
+        vr, profiles.users_grid_floor(617, 1.05))
+    sampled = event_on_users_grid(dp_event.PoissonSampledDpEvent(0.1, ShuffleEvent(vr, 5000)), 1.05)
+    assert sampled.event.num_users == profiles.users_grid_floor(5000, 1.05) < 5000
+    disjoint = event_on_users_grid(ParallelCompositionEvent([vr, vr], (300, 4000), mode="disjoint"), 1.05)
+    assert disjoint.num_users == (profiles.users_grid_floor(300, 1.05), profiles.users_grid_floor(4000, 1.05))
+    gaussian = dp_event.GaussianDpEvent(1.0)
+    assert event_on_users_grid(gaussian, 1.05) is gaussian
+
+
+def test_rounded_pld_dominates_the_exact_round_profile() -> None:
+    """Rounding n down never gives a smaller δ than the exact round's certified profile."""
+    vr, n, ratio = VariationRatio.worst_case(1.0), 157, 1.1
+    rounded = event_on_users_grid(ShuffleEvent(vr, n), ratio)
+    assert rounded.num_users < n
+    pld = shuffle_event_pld(rounded)
+    exact = profiles.shuffle_profile(vr, n)
+    smaller = profiles.shuffle_profile(vr, rounded.num_users)
+    for eps in np.linspace(0.0, 1.0, 21):
+        assert pld.get_delta_for_epsilon(float(eps)) >= exact.delta(float(eps))
+        assert smaller.delta(float(eps)) >= exact.delta(float(eps))  # monotone in n
+
+
+def test_changing_cohort_epsilon_within_half_a_percent_of_exact_per_round_accounting() -> None:
+    bound = ChernoffShuffleBound(VariationRatio.worst_case(1.0))
+    sizes = np.unique(np.geomspace(5000, 5600, 20).astype(int))
+    grid = ShufflePLDAccountant(users_grid_ratio=1.01)
+    exact = ShufflePLDAccountant()
+    for n in sizes:
+        grid.compose(ShuffleEvent(bound, int(n)))
+        exact.compose(ShuffleEvent(bound, int(n)))
+    rounded = {event_on_users_grid(ShuffleEvent(bound, int(n)), 1.01).num_users for n in sizes}
+    # shared PLDs: at most one per grid value in the range
+    assert len(rounded) <= math.ceil(math.log(5600 / 4950) / math.log(1.01)) + 1 < len(sizes)
+    for delta in (1e-6, 1e-9):
+        eps_grid, eps_exact = grid.get_epsilon(delta), exact.get_epsilon(delta)
+        assert eps_exact <= eps_grid <= 1.005 * eps_exact, (delta, eps_grid, eps_exact)
+    assert grid.ledger == exact.ledger  # the ledger keeps the rounds as composed
