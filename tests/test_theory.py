@@ -80,7 +80,9 @@ def _slug(heading: str) -> str:
 
 
 def test_every_cited_section_and_anchor_exists():
-    headings = set(re.findall(r"^## (.+)$", THEORY, re.M))
+    all_headings = re.findall(r"^## (.+)$", THEORY, re.M)
+    headings = set(all_headings)
+    assert len(headings) == len(all_headings), sorted(h for h in headings if all_headings.count(h) > 1)
     anchors = {_slug(h) for h in headings if h.isascii()} | set(re.findall(r'<a id="([^"]+)"></a>', THEORY))
     root = pathlib.Path(__file__).resolve().parent.parent
     cited, linked = set(), set()
