@@ -89,6 +89,7 @@ from dpacct_shuffle.profiles import (
     loss_scale,
     max_profile,
     pld_from_grid,
+    poisson_sampled_shuffle_profile,
     profile_grid,
     randomized_response_rdp,
     rdp_from_grid,
@@ -118,8 +119,17 @@ def _sampled_profile(event: dp_event.PoissonSampledDpEvent,
         return poisson_sampled_profile(inner.randomizer, inner.num_users, gamma,
                                        inner.honest_fraction, relation)
     if inner.mode is ParallelMode.RANDOM:
-        return poisson_sampled_profile(inner.composite_bound(), inner.num_users, gamma,
+        # the void view needs VariationRatio parameters: the composite VariationRatio; under
+        # replace-one the participant-count bound of the (tighter) composite bound also applies
+        void = poisson_sampled_profile(inner.composite_randomizer(), inner.num_users, gamma,
                                        inner.honest_fraction, relation)
+        if relation is not NeighborRel.REPLACE_ONE:
+            return void
+        count = poisson_sampled_shuffle_profile(inner.composite_bound(), inner.num_users, gamma,
+                                                inner.honest_fraction)
+        return PrivacyProfile(lambda epsilon: min(void.delta(epsilon), count.delta(epsilon)),
+                              min(void.epsilon_cap, count.epsilon_cap),
+                              f"min({void.description}, {count.description})")
     return max_profile([poisson_sampled_profile(branch, size, gamma, inner.honest_fraction, relation)
                         for branch, size in zip(inner.branches, inner.num_users)])
 

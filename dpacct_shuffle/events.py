@@ -8,7 +8,9 @@ strings ``"sequential"``, ``"chained"``, ``"random"``, ``"disjoint"``.
 
 Neighbouring relation: **replace-one** — one user's input is replaced by another value, all other
 users' inputs are fixed (docs/theory.md, "Setting"). The shuffle bounds hold for this relation
-only; the accountants in :mod:`dpacct_shuffle.accountants` refuse these events under add/remove-one.
+only; the accountants in :mod:`dpacct_shuffle.accountants` refuse these events under add/remove-one
+(the report count reveals presence), except inside ``PoissonSampledDpEvent`` (docs/theory.md,
+"Client sampling").
 
 A "randomizer" below is anything :func:`dpacct_shuffle.profiles.as_shuffle_bound` accepts: a
 catalog ``Randomizer`` (``.variation_ratio``), a :class:`~dpacct_shuffle.VariationRatio`, or any
@@ -134,8 +136,8 @@ class ShuffleEvent(dp_event.DpEvent):
     (post-processing of the victim's ε0-LDP report).
 
     Under ``PoissonSampledDpEvent(γ_s, ShuffleEvent(R, n))`` ``num_users`` is the population the
-    sample is drawn from (client sampling); see
-    :func:`dpacct_shuffle.profiles.poisson_sampled_shuffle_profile`.
+    sample is drawn from (client sampling; replace-one and add/remove-one); see
+    :func:`dpacct_shuffle.sampling.poisson_sampled_profile`.
     """
 
     randomizer: Any = attr.ib(converter=_randomizer)

@@ -48,7 +48,6 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from dpacct_shuffle.events import LDPCompositionEvent, ParallelCompositionEvent, ShuffleEvent
-from dpacct_shuffle.profiles import DEFAULT_VALUE_DISCRETIZATION
 from dpacct_shuffle.progress import ProgressOption, ProgressReporter
 from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.randomizers.catalog import ALIASES, CATALOG
@@ -463,13 +462,13 @@ Step = Annotated[
 
 
 class Pipeline(_Strict):
-    """A validated pipeline: ``steps`` and the target ``delta`` and/or ``epsilon``."""
+    """A validated pipeline: ``steps`` and the target ``delta`` and/or ``epsilon``;
+    ``value_discretization_interval`` None lets the accountant choose the PLD grid."""
 
     steps: list[Step]
     delta: Optional[Real(0.0, 1.0, low_open=True, high_open=True)] = None
     epsilon: Optional[Real(0.0, math.inf, high_open=True)] = None
-    value_discretization_interval: Real(MIN_DISCRETIZATION, MAX_DISCRETIZATION) = (
-        DEFAULT_VALUE_DISCRETIZATION)
+    value_discretization_interval: Optional[Real(MIN_DISCRETIZATION, MAX_DISCRETIZATION)] = None
 
     @model_validator(mode="after")
     def _has_target(self) -> "Pipeline":

@@ -109,6 +109,9 @@ _INITIAL_POINTS = 32
 _CONNECT_DOTS_MARGIN = 1e-9
 _RDP_SUBDIVISIONS = 32
 _UNCAPPED_MAX_EPSILON = 64.0
+# random-mode parallel rounds: the bounds keeping each branch's structure are evaluated up to this
+# many users (parallel_composite_bound)
+PARALLEL_STRUCTURE_MAX_USERS = 1000
 # Upper-bound evaluations of the core use this relative bracket width (the upper end is certified
 # whatever the width; a looser width only makes each evaluation cheaper).
 _CORE_RTOL = 1e-2
@@ -408,6 +411,8 @@ def poisson_sampled_shuffle_profile(randomizer: object, num_users: int, sampling
     amplification for replace-one; the stronger ε' = ln(1 + γ(e^ε − 1)) of Steinke,
     arXiv:2210.00597, Thm 28 (Balle, Barthe & Gaboardi, NeurIPS 2018)
     needs add/remove-type comparisons that a replace-one shuffle bound does not provide.
+    The accountants use :func:`dpacct_shuffle.sampling.poisson_sampled_profile`, the minimum of this
+    bound and the void view, which amplifies ε as well (docs/theory.md, "Client sampling").
     """
     gamma = check_range("sampling_probability", sampling_probability, 0.0, 1.0)
     bound = as_shuffle_bound(randomizer)
@@ -481,12 +486,16 @@ def parallel_composite_bound(branches: Sequence[object],
     * finite branches: the composite matrix on the product of the branch domains, analysed by
       :func:`~dpacct_shuffle.randomizers.from_matrix`
       (:func:`dpacct_shuffle.randomizers.composite.parallel_randomizer`);
-    * the multi-level bound with each branch's own levels — its blanket levels, or the clone
-      levels (p_j, β_j, neutral share) of its VariationRatio
-      (:class:`dpacct_shuffle.randomizers.composite.ParallelLevelsBound`).
+    * otherwise the multi-level bound with each branch's own levels — its blanket levels, or the
+      clone levels (p_j, β_j, neutral share) of its VariationRatio
+      (:class:`dpacct_shuffle.randomizers.composite.ParallelLevelsBound`; with every branch finite
+      the composite matrix carries the multi-level bound of the same blanket).
 
     Each is an upper bound for every victim pair and configuration, so is their minimum; δ = 0
-    from the smallest of their ε0 on.
+    from the composite VariationRatio's ε0 = ln max_j p_j on (the largest branch ratio, which no
+    structured bound lowers). The structured bounds are evaluated for at most
+    ``PARALLEL_STRUCTURE_MAX_USERS`` users (their cost grows with n; above it the composite
+    VariationRatio alone is reported).
     """
     if len(branches) == 0:
         raise ValueError("branches must not be empty")
@@ -497,18 +506,22 @@ def parallel_composite_bound(branches: Sequence[object],
     finite = parallel_randomizer(branches, pis)
     if finite is not None:
         candidates.append(as_shuffle_bound(finite))
-    levels = parallel_levels_bound(
-        [branch_levels(branch, variation_ratios_of(branch, f"branches[{j}]"))
-         for j, branch in enumerate(branches)], pis)
-    if levels is not None:
-        candidates.append(ShuffleBound(levels.delta, levels.epsilon0, levels))
+    else:  # the composite matrix already carries the multi-level bound of the same blanket
+        levels = parallel_levels_bound(
+            [branch_levels(branch, variation_ratios_of(branch, f"branches[{j}]"))
+             for j, branch in enumerate(branches)], pis)
+        if levels is not None:
+            candidates.append(ShuffleBound(levels.delta, levels.epsilon0, levels))
     items = tuple(candidates)
 
     def delta_upper(epsilon: float, n: int) -> float:
-        return min(bound.delta_upper(epsilon, n) for bound in items)
+        # above PARALLEL_STRUCTURE_MAX_USERS only the composite VariationRatio is evaluated (cost:
+        # the structured bounds take seconds per profile point there; skipping a candidate of a
+        # minimum of valid bounds stays valid)
+        used = items if n <= PARALLEL_STRUCTURE_MAX_USERS else items[:1]
+        return min(bound.delta_upper(epsilon, n) for bound in used)
 
-    return ShuffleBound(delta_upper, min(bound.epsilon0 for bound in items),
-                        tuple(bound.source for bound in items))
+    return ShuffleBound(delta_upper, items[0].epsilon0, tuple(bound.source for bound in items))
 
 
 def check_probabilities(probabilities: Sequence[float] | None, count: int) -> tuple[float, ...]:

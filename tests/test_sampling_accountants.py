@@ -186,3 +186,22 @@ def test_cli_sampling_probability() -> None:
     code, _, err = run("epsilon", *args, "--delta", "1e-4", "--sampling-probability", "0.3",
                        "--compare")
     assert code == 2 and "--compare" in err
+
+
+def test_sampled_parallel_composition_round() -> None:
+    """A RANDOM parallel round inside PoissonSampledDpEvent: the void view of the composite
+    VariationRatio (both relations), under replace-one never above the participant-count bound of
+    the composite bound."""
+    from dpacct_shuffle.accountants import event_profile
+    from dpacct_shuffle.events import ParallelCompositionEvent
+    from dpacct_shuffle.profiles import poisson_sampled_shuffle_profile
+
+    inner = ParallelCompositionEvent([VR, VariationRatio.worst_case(0.5)], POPULATION)
+    event = dp_event.PoissonSampledDpEvent(GAMMA, inner)
+    replace = event_profile(event)
+    count = poisson_sampled_shuffle_profile(inner.composite_bound(), POPULATION, GAMMA)
+    for eps in (0.05, 0.2):
+        assert replace.delta(eps) <= count.delta(eps)
+    assert replace.delta(0.2) < 0.5 * count.delta(0.2)  # amplified, not only δ scaled by γ
+    add_remove = event_profile(event, NR.ADD_OR_REMOVE_ONE)
+    assert 0.0 < add_remove.delta(0.2) < 1.0

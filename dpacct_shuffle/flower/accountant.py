@@ -53,7 +53,6 @@ from flwr.serverapp import (
 from dpacct_shuffle.accountants import ShufflePLDAccountant
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_range
 from dpacct_shuffle.flower.serialization import check_serializable, event_from_json, event_to_json
-from dpacct_shuffle.profiles import DEFAULT_VALUE_DISCRETIZATION
 
 NeighborRel = privacy_accountant.NeighboringRelation
 
@@ -104,8 +103,10 @@ class ShufflePrivacyAccountant:
     Args:
       config: Flower's ``PrivacyConfig`` (target δ, population N, relation, sampling method,
         optional ``max_epsilon``). Its relation is the relation of every reported ε.
-      value_discretization_interval: PLD grid of every composed event (dp-accounting's default
-        1e-4).
+      value_discretization_interval: PLD grid of every composed event; ``None`` (default):
+        ``ShufflePLDAccountant``'s automatic choice (dp-accounting's 1e-4 while only Gaussian
+        releases are composed, finer or coarser with the scale of the shuffle rounds), a
+        number: that grid, fixed.
 
     Attributes:
       compositions: list of ``(event, count)`` in the order composed (Flower's
@@ -113,14 +114,15 @@ class ShufflePrivacyAccountant:
     """
 
     def __init__(self, config: PrivacyConfig,
-                 value_discretization_interval: float = DEFAULT_VALUE_DISCRETIZATION) -> None:
+                 value_discretization_interval: Optional[float] = None) -> None:
         if not isinstance(config, PrivacyConfig):
             raise TypeError(f"config must be a flwr.serverapp.PrivacyConfig, got "
                             f"{type(config).__name__}")
         self._config = config
-        self._value_discretization_interval = check_range(
-            "value_discretization_interval", value_discretization_interval, 0.0, 1.0,
-            low_open=True)
+        self._value_discretization_interval = (
+            None if value_discretization_interval is None else check_range(
+                "value_discretization_interval", value_discretization_interval, 0.0, 1.0,
+                low_open=True))
         self._backend = self._new_backend()
         self.compositions: list[tuple[PrivacyEvent, int]] = []
 

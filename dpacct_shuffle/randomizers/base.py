@@ -107,11 +107,12 @@ class LocalPairBound(PairBound):
         # [1e-17, 1]], ε = 39.1439: 1.3782380775429e-05 against the exact 1.3782380775474e-05)
         unit = 4.0 * 2.0**-53
         with np.errstate(invalid="ignore", over="ignore"):
-            forward = np.where(self.mu1 > 0, np.maximum(
-                (1.0 + unit) * self.mu0 - (1.0 - unit) * scale * self.mu1, 0.0),
+            # where μ0 ≤ μ1 the exact term is ≤ 0 (e^ε ≥ 1): no rounding to cover there
+            forward = np.where(self.mu1 > 0, np.where(self.mu0 > self.mu1, np.maximum(
+                (1.0 + unit) * self.mu0 - (1.0 - unit) * scale * self.mu1, 0.0), 0.0),
                 self.mu0).sum(axis=1)
-            backward = np.where(self.mu0 > 0, np.maximum(
-                (1.0 + unit) * self.mu1 - (1.0 - unit) * scale * self.mu0, 0.0),
+            backward = np.where(self.mu0 > 0, np.where(self.mu1 > self.mu0, np.maximum(
+                (1.0 + unit) * self.mu1 - (1.0 - unit) * scale * self.mu0, 0.0), 0.0),
                 self.mu1).sum(axis=1)
         # round up: the sums of nonnegative terms carry relative error <= outputs * ulp
         slack = 1.0 + 4.0 * self.mu0.shape[1] * np.finfo(float).eps

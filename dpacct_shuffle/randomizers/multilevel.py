@@ -71,11 +71,40 @@ def matrix_levels(matrix: np.ndarray) -> tuple[PrivacyLossLevels, ...] | None:
     return tuple(found) if found else None
 
 
+def _significant(values: np.ndarray) -> np.ndarray:
+    """``values`` rounded to 9 significant digits (how levels are compared)."""
+    return np.array([float(f"{v:.9g}") for v in values.ravel().tolist()]).reshape(values.shape)
+
+
 def _level_count(levels: PrivacyLossLevels) -> int:
     """Number of levels with ratios compared to 9 significant digits."""
-    keys = {(float(f"{a:.9g}"), float(f"{b:.9g}"))
-            for a, b in zip(levels.ratios0.tolist(), levels.ratios1.tolist())}
-    return len(keys)
+    return len(set(zip(_significant(levels.ratios0).tolist(),
+                       _significant(levels.ratios1).tolist())))
+
+
+def _some_pair_exceeds(matrix: np.ndarray, levels: int) -> bool:
+    """Whether some victim pair may have more than ``levels`` levels (ratios to 9 significant
+    digits). Never False for a pair that has more; may be True for one that has not (it also counts
+    the outputs neither row produces), so it only serves to skip :func:`matrix_levels` cheaply.
+
+    For each first row i, the pairs (i, j > i) are compared at once: the ratio pairs
+    (R(x_i)(y), R(x_j)(y))/m(y) of each row pair are sorted along the outputs and the distinct ones
+    counted.
+    """
+    blanket = matrix.min(axis=0)
+    ratios = _significant(np.divide(matrix, blanket, out=np.zeros_like(matrix),
+                                    where=blanket > 0.0))
+    for i in range(matrix.shape[0] - 1):
+        first = np.broadcast_to(ratios[i], ratios[i + 1:].shape)
+        second = ratios[i + 1:]
+        order = np.lexsort((second, first), axis=-1)
+        first_sorted = np.take_along_axis(first, order, axis=-1)
+        second_sorted = np.take_along_axis(second, order, axis=-1)
+        changes = ((np.diff(first_sorted, axis=-1) != 0.0)
+                   | (np.diff(second_sorted, axis=-1) != 0.0))
+        if np.any(1 + changes.sum(axis=-1) > levels):
+            return True
+    return False
 
 
 class MultiLevelBound(PairBound):
@@ -128,7 +157,9 @@ class MatrixMultiLevelBound(MultiLevelBound):
     @property
     def level_sets(self) -> tuple[PrivacyLossLevels, ...]:
         if not self._derived:
-            found = matrix_levels(np.asarray(self._matrix, dtype=float))
+            matrix = np.asarray(self._matrix, dtype=float)
+            # cheap first: with at most three levels in every pair there is nothing to gain
+            found = matrix_levels(matrix) if _some_pair_exceeds(matrix, 3) else None
             if found is not None and max(_level_count(levels) for levels in found) > 3:
                 self._level_sets = found
             self._derived = True
