@@ -80,16 +80,30 @@ def _slug(heading: str) -> str:
 
 
 def test_every_cited_section_and_anchor_exists():
-    headings = set(re.findall(r"^## (.+)$", THEORY, re.M))
+    all_headings = re.findall(r"^## (.+)$", THEORY, re.M)
+    headings = set(all_headings)
+    assert len(headings) == len(all_headings), sorted(h for h in headings if all_headings.count(h) > 1)
     anchors = {_slug(h) for h in headings if h.isascii()} | set(re.findall(r'<a id="([^"]+)"></a>', THEORY))
     root = pathlib.Path(__file__).resolve().parent.parent
     cited, linked = set(), set()
     for path in [*root.glob("dpacct_shuffle/**/*.py"), *root.glob("tests/*.py"), *root.glob("benchmarks/*.py"),
                  *root.glob("docs/**/*.md"), *root.glob("tests/data/*.md")]:
         text = path.read_text(encoding="utf-8")
-        for name in re.findall(r'docs/theory\.md,\s*(?:#\s*)?"([^"]+)"', text):
+        for name in re.findall(r'docs/theory\.md`{0,2},\s*(?:#\s*)?(?:section\s+)?"([^"]+)"', text):
             cited.add(re.sub(r"\s*\n\s*(?:#\s*)?", " ", name))  # a name may wrap onto the next line
         linked.update(re.findall(r"theory\.md#([\w-]+)", text))
     assert cited and linked
     assert cited <= headings, cited - headings
     assert linked <= anchors, linked - anchors
+
+
+def test_lemma_table_names_existing_functions():
+    from dpacct_shuffle import lemmas, profiles
+
+    table = THEORY[THEORY.index("## Lemmas"):THEORY.index("## References")]
+    names = re.findall(r"^\|[^|]*\| ([^|]+) \|", table, re.M)
+    functions = [f for cell in names for f in re.findall(r"`([\w.]+)`", cell)]
+    assert len(functions) >= 20
+    for name in functions:
+        module, _, attr = name.rpartition(".")
+        assert callable(getattr(profiles if module == "profiles" else lemmas, attr, None)), name

@@ -49,7 +49,7 @@ from dpacct_shuffle.core.lazy_import import LazyModule
 
 stats = LazyModule("scipy.stats")  # imported on first use (lean `import dpacct_shuffle`)
 
-SCIPY_FUNCTION_RTOL_FLOOR = 1e-12  # floor of special_function_rtol (small numbers of trials)
+SCIPY_RTOL_FLOOR = 1e-12  # floor of special_function_rtol (small numbers of trials)
 SUMMATION_RTOL = 1e-10
 UNIT_ROUNDOFF = 2.0**-53
 # Below this many (c, k) cells every cell is summed exactly (no banding, no truncation).
@@ -69,7 +69,7 @@ def special_function_rtol(trials: np.ndarray | float) -> np.ndarray | float:
     max(1e-12, 100·u·√m): ten times the largest error seen against 30-digit references
     (m = 1e4 … 1e9, random success rates and thresholds up to 7 standard deviations).
     """
-    return np.maximum(SCIPY_FUNCTION_RTOL_FLOOR, 100.0 * UNIT_ROUNDOFF * np.sqrt(np.maximum(trials, 0.0)))
+    return np.maximum(SCIPY_RTOL_FLOOR, 100.0 * UNIT_ROUNDOFF * np.sqrt(np.maximum(trials, 0.0)))
 
 
 class Bracket(NamedTuple):
@@ -1171,7 +1171,7 @@ __all__ = [
     "DirectionalProblem",
     "DirectionalResult",
     "MAX_BLOCK",
-    "SCIPY_FUNCTION_RTOL_FLOOR",
+    "SCIPY_RTOL_FLOOR",
     "SUMMATION_RTOL",
     "advance_chains",
     "anchor_chains",
