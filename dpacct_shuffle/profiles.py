@@ -89,6 +89,7 @@ from scipy import special, stats
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.lemmas import chained_ldp
+from dpacct_shuffle.progress import ProgressOption, ProgressReporter
 from dpacct_shuffle.randomizers.composite import (
     branch_levels,
     parallel_levels_bound,
@@ -664,12 +665,24 @@ def profile_grid(profile: PrivacyProfile,
                  value_discretization_interval: float | None = None,
                  epsilon_tolerance: float = DEFAULT_EPSILON_TOLERANCE,
                  max_step: float = DEFAULT_MAX_STEP,
-                 min_delta: float = DEFAULT_MIN_DELTA) -> ProfileGrid:
+                 min_delta: float = DEFAULT_MIN_DELTA,
+                 progress: ProgressOption = False) -> ProfileGrid:
     """Adaptive grid of the profile (see the module docstring, "Discretisation").
 
     ``value_discretization_interval`` None (default): chosen from the profile's loss scale
-    (:func:`discretization_for_scale`).
+    (:func:`discretization_for_scale`). ``progress``: ``True`` shows a tqdm count of the profile
+    evaluations on stderr (the number needed is not known in advance), a callback
+    ``progress(done, done)`` is called after each (:mod:`dpacct_shuffle.progress`).
     """
+    with ProgressReporter(None, "privacy-loss profile", progress, unit="eval") as reporter:
+        return _adaptive_grid(profile, value_discretization_interval, epsilon_tolerance,
+                              max_step, min_delta, reporter.tick)
+
+
+def _adaptive_grid(profile: PrivacyProfile, value_discretization_interval: float | None,
+                   epsilon_tolerance: float, max_step: float, min_delta: float,
+                   tick: Callable[[], None]) -> ProfileGrid:
+    """:func:`profile_grid`, calling ``tick()`` after each profile evaluation."""
     d = _discretization(profile, value_discretization_interval)
     tolerance = check_range("epsilon_tolerance", epsilon_tolerance, 0.0, 1.0, low_open=True)
     step = check_range("max_step", max_step, 0.0, math.inf, low_open=True)
@@ -683,6 +696,7 @@ def profile_grid(profile: PrivacyProfile,
                 raise ValueError(f"profile returned delta={value!r} at epsilon={k * d!r}; "
                                  "a profile must return values in [0, 1]")
             values[k] = value
+            tick()
         return values[k]
 
     capped = math.isfinite(profile.epsilon_cap)
@@ -768,6 +782,7 @@ def pld_from_grid(grid: ProfileGrid) -> pld_lib.PrivacyLossDistribution:
 
 def pld_from_profile(profile: PrivacyProfile,
                      value_discretization_interval: float | None = None,
+                     progress: ProgressOption = False,
                      **grid_options: float) -> pld_lib.PrivacyLossDistribution:
     """Pessimistic ``PrivacyLossDistribution`` dominating every pair the profile covers.
 
@@ -776,9 +791,10 @@ def pld_from_profile(profile: PrivacyProfile,
     PLDs that are composed with each other need one common interval (dp-accounting raises
     ValueError otherwise).
     ``grid_options`` are passed to :func:`profile_grid` (``epsilon_tolerance``, ``max_step``,
-    ``min_delta``).
+    ``min_delta``); so is ``progress`` (a tqdm count of the profile evaluations when True).
     """
-    return pld_from_grid(profile_grid(profile, value_discretization_interval, **grid_options))
+    return pld_from_grid(profile_grid(profile, value_discretization_interval,
+                                      progress=progress, **grid_options))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,15 +1,17 @@
 """Long calls are bounded or say so: lower bounds above ``lower_bound_max_users`` are skipped with a
 warning (0.0, always a valid lower bound) instead of running for minutes; pipeline accounting
-reports progress when asked."""
+reports progress when asked, and so does building a privacy-loss distribution."""
 
 from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pytest
 
 from dpacct_shuffle import randomizers
 from dpacct_shuffle.pipeline import account_pipeline
+from dpacct_shuffle.profiles import PrivacyProfile, pld_from_profile, profile_grid, shuffle_profile
 from dpacct_shuffle.randomizers import LOWER_BOUND_MAX_USERS, LowerBoundSkippedWarning
 
 
@@ -52,3 +54,23 @@ def test_pipeline_accounting_reports_progress_per_step_and_total() -> None:
         {"type": "gaussian", "noise_multiplier": 4.0}, {"type": "ldp", "epsilons": [0.5]}]},
         progress=lambda done, total: calls.append((done, total)))
     assert calls == [(1, 3), (2, 3), (3, 3)]
+
+
+def test_building_a_pld_reports_each_profile_evaluation() -> None:
+    evaluated: list[float] = []
+
+    def recording_delta(epsilon: float) -> float:
+        evaluated.append(epsilon)
+        return profile.delta(epsilon)
+
+    profile = shuffle_profile(randomizers.krr(1.0, 10), 1000)
+    recording = PrivacyProfile(recording_delta, profile.epsilon_cap, "recorded")
+    calls: list[tuple[int, int]] = []
+    # a fixed interval: no evaluation outside the adaptive grid (the automatic one reads δ(0))
+    grid = profile_grid(recording, 1e-3, progress=lambda done, total: calls.append((done, total)))
+    # one call per evaluation of the profile, the grid itself unchanged by reporting
+    assert len(evaluated) > 10
+    assert calls == [(k, k) for k in range(1, len(evaluated) + 1)]
+    assert np.array_equal(grid.deltas, profile_grid(profile, 1e-3).deltas)
+    assert pld_from_profile(profile, progress=True).get_epsilon_for_delta(1e-6) == (
+        pld_from_profile(profile).get_epsilon_for_delta(1e-6))
