@@ -283,9 +283,17 @@ def test_would_exceed_is_exact_and_changes_nothing():
     accountant.compose(ShuffleEvent(KRR, 50))
     before = accountant.get_epsilon(DELTA)
     event = GaussianPrivacyEvent(3.0, 10, POPULATION)
-    projected = ShufflePLDAccountant().compose(ShuffleEvent(KRR, 50)).compose(
+    # what composing would give: a twin that makes the same calls (the PLD of the rounds already
+    # queried is kept, so the composition order is that of the accountant, not of a fresh one)
+    twin = ShufflePrivacyAccountant(WITHOUT_REPLACEMENT)
+    twin.compose(ShuffleEvent(KRR, 50))
+    assert twin.get_epsilon(DELTA) == before
+    twin.compose(event, 2)
+    after = twin.get_epsilon(DELTA)
+    # and the same events composed at once by the PLD accountant, up to float rounding
+    fresh = ShufflePLDAccountant().compose(ShuffleEvent(KRR, 50)).compose(
         dp_event.SampledWithoutReplacementDpEvent(POPULATION, 10, dp_event.GaussianDpEvent(3.0)), 2)
-    after = projected.get_epsilon(DELTA)
+    assert after == pytest.approx(fresh.get_epsilon(DELTA), rel=1e-12)
     assert accountant.would_exceed(event, max_epsilon=math.nextafter(after, 0.0), count=2)
     assert not accountant.would_exceed(event, max_epsilon=after, count=2)
     assert accountant.get_epsilon(DELTA) == before and accountant.num_releases == 1
