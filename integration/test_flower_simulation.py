@@ -260,8 +260,10 @@ def test_analytics_on_the_training_budget(simulation):
     expected = _epsilon_after(
         [(dp_event.GaussianDpEvent(SIGMA), 1)] * TRAIN_ROUNDS + [(poisson_round, 1)] * 2,
         DpRel.ADD_OR_REMOVE_ONE)
-    assert training.get_epsilon(DELTA) == expected
-    assert shared[-1].cumulative_epsilon == expected
+    # the simulation queried ε between rounds, so its PLD was composed in another order than the
+    # fresh accountant's: equal up to the float rounding of dp-accounting's FFT composition
+    assert training.get_epsilon(DELTA) == pytest.approx(expected, rel=1e-10)
+    assert shared[-1].cumulative_epsilon == training.get_epsilon(DELTA)
     assert simulation["training_epsilon"] < expected < math.inf
     print(f"DP-FedAvg + 2 Poisson-sampled shuffled k-RR rounds on one add/remove-one budget: "
           f"epsilon={expected:.6f} at delta={DELTA}")
