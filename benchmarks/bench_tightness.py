@@ -20,18 +20,7 @@ from dpacct_shuffle import randomizers as rz
 from dpacct_shuffle.core import bound, multilevel
 from dpacct_shuffle.randomizers.multilevel import MultiLevelBound
 
-ENTRIES: dict[str, Callable[[float], rz.Randomizer]] = {
-    "binary_rr": rz.binary_rr,
-    "krr d=100": lambda e: rz.krr(e, 100),
-    "rappor d=100": lambda e: rz.rappor(e, 100),
-    "oue d=100": lambda e: rz.oue(e, 100),
-    "subset_selection d=100 k=10": lambda e: rz.subset_selection(e, 100, 10),
-    "local_hashing l=8": lambda e: rz.local_hashing(e, 8),
-    "hadamard_response K=64": lambda e: rz.hadamard_response(e, 64),
-    "pckv_grr d=100 s=4": lambda e: rz.pckv_grr(e, 100, 4),
-    "piecewise": rz.piecewise,
-    "laplace": rz.laplace,
-}
+from bench_catalog import ENTRIES  # the same catalog entries as the catalog table
 
 
 def clone_epsilon(randomizer: rz.Randomizer, n: int, delta: float) -> float:

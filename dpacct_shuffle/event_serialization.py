@@ -38,7 +38,7 @@ from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.randomizers.serialization import (
     JSONValue,
     decode_float,
-    encode_float,
+    plain_value,
     randomizer_from_dict,
     randomizer_to_dict,
 )
@@ -54,12 +54,8 @@ def _encode(value: object, path: str) -> JSONValue:
         return randomizer_to_dict(value)
     if isinstance(value, enum.Enum):
         return _encode(value.value, path)
-    if value is None or isinstance(value, (bool, str)):
-        return value
-    if isinstance(value, (numbers.Integral, np.integer)):
-        return int(value)
-    if isinstance(value, (numbers.Real, np.floating)):
-        return encode_float(float(value))
+    if value is None or isinstance(value, (bool, str, numbers.Real, np.integer, np.floating)):
+        return plain_value(path, value)
     if isinstance(value, Mapping):
         return {str(key): _encode(item, f"{path}[{key!r}]") for key, item in value.items()}
     if isinstance(value, Sequence):
