@@ -8,7 +8,9 @@
   tables (Wang et al., arXiv:2304.05007), each with a proven neutral share;
 * :func:`from_matrix` — the parameter analyzer for any finite randomizer;
 * :mod:`~dpacct_shuffle.randomizers.exact` — exact profiles of explicit instances (lower bounds),
-  including the exact shuffled binary randomized response.
+  including the exact shuffled binary randomized response;
+* :mod:`~dpacct_shuffle.randomizers.approximate` — (ε0, δ0)-LDP randomizers: :func:`approximate`
+  (a pure randomizer that leaks with probability δ0) and :func:`approximate_ldp` (the whole class).
 """
 
 from dpacct_shuffle.randomizers.base import (
@@ -20,6 +22,7 @@ from dpacct_shuffle.randomizers.base import (
     ShuffledRandomizer,
     VariationRatioBound,
 )
+from dpacct_shuffle.randomizers.approximate import approximate, approximate_ldp
 from dpacct_shuffle.randomizers.catalog import (
     ALIASES,
     CATALOG,
@@ -64,6 +67,8 @@ __all__ = [
     "VariationRatioBound",
     "LocalPairBound",
     "from_matrix",
+    "approximate",
+    "approximate_ldp",
     "CATALOG",
     "ALIASES",
     "worst_case_ldp",
