@@ -10,7 +10,9 @@
 * :mod:`~dpacct_shuffle.randomizers.exact` — exact profiles of explicit instances (lower bounds),
   including the exact shuffled binary randomized response;
 * :mod:`~dpacct_shuffle.randomizers.approximate` — (ε0, δ0)-LDP randomizers: :func:`approximate`
-  (a pure randomizer that leaks with probability δ0) and :func:`approximate_ldp` (the whole class).
+  (a pure randomizer that leaks with probability δ0) and :func:`approximate_ldp` (the whole class);
+* :mod:`~dpacct_shuffle.randomizers.gaussian` — Gaussian local noise (:func:`gaussian`,
+  :func:`gaussian_vector`), (ε0, δ(ε0))-LDP for every ε0.
 """
 
 from dpacct_shuffle.randomizers.base import (
@@ -56,6 +58,7 @@ from dpacct_shuffle.randomizers.exact import (
     binary_rr_exact_delta,
     trinomial_projection,
 )
+from dpacct_shuffle.randomizers.gaussian import gaussian, gaussian_vector
 from dpacct_shuffle.randomizers.matrix import from_matrix
 
 __all__ = [
@@ -69,6 +72,8 @@ __all__ = [
     "from_matrix",
     "approximate",
     "approximate_ldp",
+    "gaussian",
+    "gaussian_vector",
     "CATALOG",
     "ALIASES",
     "worst_case_ldp",
