@@ -134,3 +134,16 @@ def test_bad_randomizer():
         approximate("krr", 0.1)
     with pytest.raises(ValueError, match="pure eps0-LDP"):
         approximate(rz.balls_into_bins(10, 2), 0.1)
+
+
+def test_json_forms_round_trip():
+    from dpacct_shuffle.randomizers.serialization import randomizer_from_json, randomizer_to_json
+
+    for randomizer in (approximate(rz.krr(2.0, 10), 1e-9), approximate_ldp(1.0, 1e-9),
+                       rz.gaussian(1.0, -1.0, 1.0), rz.gaussian_vector(2.0, 1.0),
+                       approximate(rz.from_matrix([[0.7, 0.3], [0.3, 0.7]]), 0.1)):
+        assert randomizer_from_json(randomizer_to_json(randomizer)) == randomizer
+    with pytest.raises(ValueError, match="delta0"):
+        randomizer_from_json('{"kind": "approximate", "delta0": 1.5, "randomizer": '
+                             '{"kind": "catalog", "name": "krr", "arguments": '
+                             '{"epsilon0": 1.0, "domain_size": 3}}}')
