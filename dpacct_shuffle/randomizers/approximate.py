@@ -43,6 +43,10 @@ EXACT_LEAK_CELLS = 8
 LEAK_TAIL = 1e-15
 #: Number of bands of M between the tail quantile and n − 1 (each charged at its lowest M).
 LEAK_BANDS = 2
+#: TV shares tried by :meth:`CloneTVBound.epsilon`: these multiples of the TV term at ε = 0
+#: (the TV term grows with e^ε, so the share must leave it room), at most TV_SHARE_MAX of δ.
+TV_SHARE_FACTORS = (1.5, 3.0)
+TV_SHARE_MAX = 0.9
 _EPSILON_RTOL = 1e-4
 _MASS_SLACK = 1e-9  # relative error allowed for scipy's binomial pmf/cdf
 
@@ -295,11 +299,44 @@ class CloneTVBound(PairBound):
         clone = max(self.pair.delta(eps, users), fmt_condition_delta(self.epsilon0, users))
         return min(local, 1.0, _up(clone + tv))
 
+    def local_epsilon(self, delta: float) -> float:
+        """Smallest ε with the victim's own guarantee δ0 + (1 − δ0)(e^ε0 − e^ε)⁺/(e^ε0 + 1) ≤ δ
+        (inf below δ0), rounded up and checked."""
+        target = check_delta(delta)
+        if target < self._local(self.epsilon0):
+            return math.inf
+        share = (target - self.delta0) / (1.0 - self.delta0)
+        level = math.exp(self.epsilon0) - (math.exp(self.epsilon0) + 1.0) * share
+        epsilon = 0.0 if level <= 1.0 else min(self.epsilon0, _up(math.log(level), 16))
+        return epsilon if self._local(epsilon) <= target else self.epsilon0
+
+    def epsilon_with_budget(self, delta: float, n: int, tv_share: float) -> float:
+        """A certified ε(δ) that leaves the share ``tv_share`` of δ to the total-variation term.
+
+        ε1 = the clone pair's certified ε at (1 − tv_share)·δ; if the floor δ_cond is at most
+        (1 − tv_share)·δ and the TV term at ε1 is at most tv_share·δ, then
+        δ(ε1) ≤ (1 − tv_share)·δ + tv_share·δ = δ and ε1 is returned; otherwise inf."""
+        target = check_delta(delta)
+        users = check_num_users(n)
+        share = check_range("tv_share", tv_share, 0.0, 1.0, low_open=True, high_open=True)
+        rest = target * (1.0 - share)
+        if fmt_condition_delta(self.epsilon0, users) > rest:
+            return math.inf
+        epsilon = self.pair.epsilon(rest, users)
+        if fmt_tv_term(epsilon, self.epsilon0, self.delta0, users) > target * share:
+            return math.inf
+        return epsilon
+
     def epsilon(self, delta: float, n: int) -> float:
         target = check_delta(delta)
         users = check_num_users(n)
-        guess = 0.5 * self.epsilon0
-        return _search_epsilon(lambda e: self.delta(e, users), target, self.epsilon0, guess)
+        best = self.local_epsilon(target)
+        tv = fmt_tv_term(0.0, self.epsilon0, self.delta0, users)  # the TV term at ε = 0
+        if tv < target:
+            for factor in TV_SHARE_FACTORS:  # leave the TV term a little more than it needs
+                share = min(TV_SHARE_MAX, factor * tv / target)
+                best = min(best, self.epsilon_with_budget(target, users, share))
+        return best
 
     def __repr__(self) -> str:
         return f"CloneTVBound(epsilon0={self.epsilon0!r}, delta0={self.delta0!r})"
