@@ -39,7 +39,7 @@ def main() -> None:
     print("| ε0 | δ0 | n | pure ε | leak bound ε | lower ε | class bound ε | Thm 3.8 closed form | s |")
     print("|---|---|---|---|---|---|---|---|---|")
     for eps0 in (1.0, 4.0):
-        for delta0 in (1e-12, 1e-10):
+        for delta0 in (1e-16, 1e-10):
             for n in users:
                 start = time.perf_counter()
                 pure = rz.krr(eps0, 10).shuffled(n).epsilon(delta)
@@ -52,7 +52,7 @@ def main() -> None:
     print(f"\nGaussian noise, ℓ2 clipping C = 1 (sensitivity 2), δ = {delta:g}\n")
     print("| σ | n | local ε | shuffled ε | s |")
     print("|---|---|---|---|---|")
-    for sigma in (4.0, 16.0):
+    for sigma in (2.0, 8.0):
         for n in users:
             start = time.perf_counter()
             shuffled = rz.gaussian_vector(sigma, clipping_norm=1.0).shuffled(n).epsilon(delta)

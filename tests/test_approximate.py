@@ -150,3 +150,21 @@ def test_json_forms_round_trip():
         randomizer_from_json('{"kind": "approximate", "delta0": 1.5, "randomizer": '
                              '{"kind": "catalog", "name": "krr", "arguments": '
                              '{"epsilon0": 1.0, "domain_size": 3}}}')
+
+
+def test_spec_and_command_line_spelling(capsys):
+    from dpacct_shuffle.cli import main
+    from dpacct_shuffle.randomizers.spec import build_randomizer
+
+    krr = rz.krr(2.0, 10)
+    assert build_randomizer("krr:epsilon0=2,domain=10,delta0=1e-9") == approximate(krr, 1e-9)
+    assert build_randomizer("krr", {"epsilon0": 2, "domain": 10, "delta0": 1e-9},
+                            lenient=True) == approximate(krr, 1e-9)
+    assert build_randomizer("approximate_ldp:epsilon0=1,delta0=1e-9") == approximate_ldp(1.0, 1e-9)
+    args = ["delta", "--randomizer", "krr", "--epsilon0", "2", "--domain", "10", "--users", "1000",
+            "--epsilon", "0.5", "--param"]
+    assert main(args + ["delta0=1e-9"]) == 0
+    out = capsys.readouterr().out
+    assert "delta upper bound: 1.00001e-9" in out and "delta lower bound: 1e-9" in out
+    assert main(args + ["delta0=2"]) == 2
+    assert "delta0 must be in [0.0, 1.0), got 2.0" in capsys.readouterr().err
