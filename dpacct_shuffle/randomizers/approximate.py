@@ -35,7 +35,7 @@ from dpacct_shuffle.core.validation import (check_delta, check_epsilon, check_ep
                                             check_num_users, check_range)
 from dpacct_shuffle.randomizers.base import PairBound, Randomizer
 from dpacct_shuffle.randomizers.catalog import binary_rr
-from dpacct_shuffle.randomizers.exact import InstanceLowerBound
+from dpacct_shuffle.randomizers.lower_bounds import InstanceLowerBound
 
 #: When fewer values of the leak count M lie above its tail quantile, each is summed on its own.
 EXACT_LEAK_CELLS = 8

@@ -32,7 +32,7 @@ from dpacct_shuffle.core.validation import (MAX_EPSILON0, MIN_EPSILON0, check_de
                                             check_num_users, check_range)
 from dpacct_shuffle.randomizers.approximate import CloneTVBound
 from dpacct_shuffle.randomizers.base import PairBound, Randomizer
-from dpacct_shuffle.randomizers.exact import InstanceLowerBound
+from dpacct_shuffle.randomizers.lower_bounds import InstanceLowerBound
 
 #: ln t (t = n·δ_μ(ε0)) searched in [LOG_TV_LOW, LOG_TV_HIGH].
 LOG_TV_LOW, LOG_TV_HIGH = -22.0 * math.log(10.0), -1.0 * math.log(10.0)
