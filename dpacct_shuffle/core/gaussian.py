@@ -38,19 +38,26 @@ def check_gaussian_mu(value: object, name: str = "mu") -> float:
     return check_range(name, value, 0.0, math.inf, low_open=True, high_open=True)
 
 
+def gaussian_delta_and_margin(shift: float, scaled: float, epsilon: float) -> tuple[float, float]:
+    """(value, margin) of Φ(shift − scaled) − e^ε·Φ(−shift − scaled), shift = μ/2, scaled = ε/μ,
+    evaluated in the log domain (module docstring): the exact value lies within ± margin."""
+    log_a = float(special.log_ndtr(shift - scaled))
+    log_b = float(special.log_ndtr(-shift - scaled))
+    value = math.exp(log_a) * (-math.expm1(min(epsilon + log_b - log_a, 0.0)))
+    margin = math.exp(log_a) * LOG_NDTR_ERROR * (1.0 + abs(log_a) + abs(log_b) + epsilon)
+    return value, margin
+
+
 def gaussian_delta(epsilon: float, mu: float, *, upper: bool = True) -> float:
     """δ_μ(ε) of the Gaussian mechanism (module docstring), rounded up (``upper``) or down."""
     eps = check_epsilon(epsilon)
     scale = check_gaussian_mu(mu)
     if math.isinf(eps):  # no mass at infinite loss
         return 0.0
-    log_a = float(special.log_ndtr(scale / 2.0 - eps / scale))
-    log_b = float(special.log_ndtr(-scale / 2.0 - eps / scale))
-    value = math.exp(log_a) * (-math.expm1(min(eps + log_b - log_a, 0.0)))
-    margin = math.exp(log_a) * LOG_NDTR_ERROR * (1.0 + abs(log_a) + abs(log_b) + eps)
+    value, margin = gaussian_delta_and_margin(scale / 2.0, eps / scale, eps)
     if upper:
         return min(1.0, _step(value + margin, math.inf))
     return max(0.0, _step(value - margin, -math.inf))
 
 
-__all__ = ["LOG_NDTR_ERROR", "check_gaussian_mu", "gaussian_delta"]
+__all__ = ["LOG_NDTR_ERROR", "check_gaussian_mu", "gaussian_delta", "gaussian_delta_and_margin"]
