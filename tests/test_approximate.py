@@ -168,3 +168,19 @@ def test_spec_and_command_line_spelling(capsys):
     assert "delta upper bound: 1.00001e-9" in out and "delta lower bound: 1e-9" in out
     assert main(args + ["delta0=2"]) == 2
     assert "delta0 must be in [0.0, 1.0), got 2.0" in capsys.readouterr().err
+
+
+def test_pipeline_spelling():
+    from dpacct_shuffle.pipeline import load_pipeline
+
+    steps = [{"type": "shuffle", "users": 1000,
+              "randomizer": {"name": "krr", "epsilon0": 2, "domain_size": 10, "delta0": 1e-9}},
+             {"type": "shuffle", "users": 1000, "randomizer": "gaussian_vector:noise_std=16"},
+             {"type": "shuffle", "users": 1000,
+              "randomizer": {"name": "approximate_ldp", "epsilon0": 1, "delta0": 1e-9}}]
+    pipeline = load_pipeline({"delta": 1e-6, "steps": steps})
+    assert [step.randomizer.randomizer for step in pipeline.steps] == [
+        approximate(rz.krr(2.0, 10), 1e-9), rz.gaussian_vector(16.0), approximate_ldp(1.0, 1e-9)]
+    steps[0]["randomizer"]["delta0"] = 1.5
+    with pytest.raises(ValueError, match="delta0 must be in"):
+        load_pipeline({"delta": 1e-6, "steps": steps})
