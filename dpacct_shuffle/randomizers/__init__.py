@@ -24,6 +24,7 @@ from dpacct_shuffle.randomizers.base import (
     PairBound,
     Randomizer,
     ShuffledRandomizer,
+    SupportsShuffleBound,
     VariationRatioBound,
 )
 from dpacct_shuffle.randomizers.approximate import approximate, approximate_ldp
@@ -63,6 +64,7 @@ __all__ = [
     "LowerBoundSkippedWarning",
     "Randomizer",
     "ShuffledRandomizer",
+    "SupportsShuffleBound",
     "PairBound",
     "VariationRatioBound",
     "LocalPairBound",
