@@ -20,17 +20,11 @@ import math
 
 from scipy import special
 
+from dpacct_shuffle.core.rounding import step_down, step_up
 from dpacct_shuffle.core.validation import check_epsilon, check_range
 
 #: Absolute error allowed for scipy's ``log_ndtr``, relative to the size of its arguments.
 LOG_NDTR_ERROR = 1e-12
-_ULPS = 4
-
-
-def _step(value: float, direction: float) -> float:
-    for _ in range(_ULPS):
-        value = math.nextafter(value, direction)
-    return value
 
 
 def check_gaussian_mu(value: object, name: str = "mu") -> float:
@@ -56,8 +50,8 @@ def gaussian_delta(epsilon: float, mu: float, *, upper: bool = True) -> float:
         return 0.0
     value, margin = gaussian_delta_and_margin(scale / 2.0, eps / scale, eps)
     if upper:
-        return min(1.0, _step(value + margin, math.inf))
-    return max(0.0, _step(value - margin, -math.inf))
+        return min(1.0, step_up(value + margin))
+    return max(0.0, step_down(value - margin))
 
 
 __all__ = ["LOG_NDTR_ERROR", "check_gaussian_mu", "gaussian_delta", "gaussian_delta_and_margin"]

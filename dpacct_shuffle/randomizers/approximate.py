@@ -30,7 +30,10 @@ from typing import Callable
 import numpy as np
 from scipy import stats
 
-from dpacct_shuffle.core.bound import VariationRatio, epsilon_search
+from dpacct_shuffle.core.bound import VariationRatio
+from dpacct_shuffle.core.rounding import step_down as _down
+from dpacct_shuffle.core.rounding import step_up as _up
+from dpacct_shuffle.core.search import epsilon_search
 from dpacct_shuffle.core.validation import (check_delta, check_epsilon, check_epsilon0,
                                             check_num_users, check_range)
 from dpacct_shuffle.randomizers.base import PairBound, Randomizer
@@ -54,18 +57,6 @@ _MASS_SLACK = 1e-9  # relative error allowed for scipy's binomial pmf/cdf
 def check_delta0(value: object, name: str = "delta0") -> float:
     """δ0 ∈ [0, 1): the local δ of an (ε0, δ0)-LDP randomizer (δ0 = 1 guarantees nothing)."""
     return check_range(name, value, 0.0, 1.0, high_open=True)
-
-
-def _up(value: float, ulps: int = 4) -> float:
-    for _ in range(ulps):
-        value = math.nextafter(value, math.inf)
-    return value
-
-
-def _down(value: float, ulps: int = 4) -> float:
-    for _ in range(ulps):
-        value = math.nextafter(value, -math.inf)
-    return value
 
 
 def _search_epsilon(delta_upper: Callable[[float], float], target: float, cap: float,

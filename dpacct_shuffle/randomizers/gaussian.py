@@ -28,6 +28,7 @@ import math
 from typing import Callable
 
 from dpacct_shuffle.core.gaussian import check_gaussian_mu, gaussian_delta
+from dpacct_shuffle.core.search import bisect, expand_bracket
 from dpacct_shuffle.core.validation import (MAX_EPSILON0, MIN_EPSILON0, check_delta, check_epsilon,
                                             check_num_users, check_range)
 from dpacct_shuffle.randomizers.approximate import CloneTVBound
@@ -46,36 +47,27 @@ _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 def epsilon0_for_local_delta(mu: float, target: float) -> float:
     """The ε0 (within [MIN_EPSILON0, MAX_EPSILON0]) at which the certified δ_μ(ε0) ≈ ``target``
     (bisection; the result is only a choice of ε0 — its δ_μ is evaluated again where used)."""
-    lo, hi = MIN_EPSILON0, MAX_EPSILON0
-    if gaussian_delta(lo, mu) <= target:
-        return lo
-    if gaussian_delta(hi, mu) > target:
-        return hi
-    for _ in range(60):
-        mid = math.sqrt(lo * hi)
-        if gaussian_delta(mid, mu) > target:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    if gaussian_delta(MIN_EPSILON0, mu) <= target:
+        return MIN_EPSILON0
+    if gaussian_delta(MAX_EPSILON0, mu) > target:
+        return MAX_EPSILON0
+    return bisect(lambda eps0: gaussian_delta(eps0, mu) <= target, MAX_EPSILON0, MIN_EPSILON0,
+                  rtol=1e-9)
 
 
 def gaussian_epsilon(mu: float, delta: float) -> float:
     """Smallest ε (to a relative 1e-9, rounded up) with the certified δ_μ(ε) ≤ delta."""
     target = check_delta(delta)
-    if gaussian_delta(0.0, mu) <= target:
+
+    def holds(eps: float) -> bool:
+        return gaussian_delta(eps, mu) <= target
+
+    if holds(0.0):
         return 0.0
-    hi = 1.0
-    while gaussian_delta(hi, mu) > target:
-        hi *= 2.0
-    lo = 0.0
-    while hi - lo > 1e-9 * hi:
-        mid = 0.5 * (lo + hi)
-        if gaussian_delta(mid, mu) > target:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    bracket = expand_bracket(lambda eps: not holds(eps), 0.0, 1.0)
+    assert bracket is not None  # δ_μ(ε) → 0 as ε → ∞: the bracket closes
+    infeasible, feasible = bracket
+    return bisect(holds, feasible, infeasible, rtol=1e-9)
 
 
 class GaussianShuffleBound(PairBound):
