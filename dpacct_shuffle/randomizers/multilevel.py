@@ -52,16 +52,39 @@ def pair_levels(matrix: np.ndarray, blanket: np.ndarray, i: int, j: int) -> Priv
 
 def matrix_levels(matrix: np.ndarray) -> tuple[PrivacyLossLevels, ...] | None:
     """Distinct level sets over all victim pairs of a validated matrix, or None when the matrix is
-    too large, some pair leaves the blanket's support, or there are more than ``MAX_LEVEL_SETS``."""
+    too large, some pair leaves the blanket's support, or there are more than ``MAX_LEVEL_SETS``.
+
+    Pairs are grouped first by a signature: the triples (ratio to the blanket of row i, of row j,
+    blanket mass) of every output, sorted (all pairs (i, j > i) of a row at once). Equal
+    signatures give equal inputs to :func:`pair_levels` up to order, hence equal levels (exact
+    sums), which are derived once per signature. A column whose minimum is 0 but not its maximum
+    leaves the blanket's support for some pair: then None.
+    """
     d, outputs = matrix.shape
     if d * (d - 1) // 2 * outputs > MAX_PAIR_CELLS:
         return None
     blanket = matrix.min(axis=0)
+    if np.any((blanket <= 0.0) & (matrix.max(axis=0) > 0.0)):
+        return None
     found: dict[PrivacyLossLevels, None] = {}
-    for i in range(d):
-        for j in range(i + 1, d):
+    seen: set[bytes] = set()
+    ratios = np.divide(matrix, blanket, out=np.zeros_like(matrix), where=blanket > 0.0)
+    for i in range(d - 1):
+        first = np.broadcast_to(ratios[i], ratios[i + 1:].shape)
+        second = ratios[i + 1:]
+        order = np.lexsort((second, first), axis=-1)
+        first_sorted = np.take_along_axis(first, order, axis=-1)
+        second_sorted = np.take_along_axis(second, order, axis=-1)
+        mass_sorted = blanket[order]
+        for row in range(second.shape[0]):
+            j = i + 1 + row
             if np.array_equal(matrix[i], matrix[j]):
                 continue
+            signature = b"".join((first_sorted[row].tobytes(), second_sorted[row].tobytes(),
+                                  mass_sorted[row].tobytes()))
+            if signature in seen:
+                continue
+            seen.add(signature)
             levels = pair_levels(matrix, blanket, i, j)
             if levels is None:
                 return None
