@@ -10,7 +10,7 @@ Curve kinds (one figure can hold all of them for several randomizers):
 * ``upper`` — the certified upper bound ``Randomizer.shuffled(n).epsilon(δ)`` (neutral-aware
   variation-ratio bound, docs/theory.md, "Neutral-aware bound");
 * ``lower`` — the certified lower bound ``shuffled(n).epsilon_lower(δ)`` of an explicit instance
-  (:mod:`dpacct_shuffle.randomizers.exact`); the true ε(δ) lies between ``lower`` and ``upper``;
+  (:mod:`dpacct_shuffle.randomizers.lower_bounds`); the true ε(δ) lies between ``lower`` and ``upper``;
 * ``fmt`` — the Feldman–McMillan–Talwar closed form (Feldman, McMillan & Talwar, SODA 2023,
   arXiv:2208.04591, Thm 3.2;
   :func:`dpacct_shuffle.lemmas.fmt_shuffle_bound`), valid for any ε0-LDP randomizer; points outside

@@ -16,7 +16,8 @@ import pytest
 
 from dpacct_shuffle import VariationRatio
 from dpacct_shuffle import randomizers as rz
-from dpacct_shuffle.randomizers.exact import BinaryRRProfile, binary_rr_exact_delta, trinomial_projection
+from dpacct_shuffle.randomizers.binary_rr_exact import BinaryRRProfile, binary_rr_exact_delta
+from dpacct_shuffle.randomizers.lower_bounds import trinomial_projection
 
 
 # -- brute force -----------------------------------------------------------------------------------

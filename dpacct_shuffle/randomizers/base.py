@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users
-from dpacct_shuffle.randomizers.exact import InstanceLowerBound
+from dpacct_shuffle.randomizers.lower_bounds import InstanceLowerBound
 from dpacct_shuffle.randomizers.frequency import FrequencyOracle, Report
 
 #: Default of ``shuffled(n, lower_bound_max_users=...)``: the lower-bound instances are evaluated
