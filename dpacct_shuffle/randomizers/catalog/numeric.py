@@ -95,7 +95,7 @@ def piecewise(epsilon0: float) -> Randomizer:
     S1 = [m, C], m = max(1, (C − 1)/2), of length L = C − m each (:func:`boost_projection`):
     S0 lies in −1's high interval and outside those of 1 and 0, so the masses are
     x⁰ = −1: (p_hi·L, p_lo·L), x¹ = 1: (p_lo·L, p_hi·L), others (p_lo·L, p_lo·L), p_lo = p_hi/e
-    (ε0 = 4, n = 1e4, δ = 1e-8: lower ε 0.483, was 0.375; upper 0.487).
+    (ε0 = 4, n = 1e4, δ = 1e-8: lower ε 0.483, was 0.375; upper 0.4831).
     """
     eps0 = check_epsilon0(epsilon0)
     e, h = math.exp(eps0), math.exp(eps0 / 2.0)
