@@ -14,6 +14,9 @@ never produces but another does gets no multi-level bound. It is evaluated only 
 more than three levels (ratios compared to 9 significant digits): with three levels (Q0, Q1, N) the
 expression is the clone pair the variation-ratio analysis already evaluates. The levels are derived
 on first use (:class:`MatrixMultiLevelBound`).
+
+Without the levels of each pair, a ratio bound and the blanket mass alone give a clone pair valid
+for every pair (:func:`blanket_variation_ratio`, used by continuous catalog entries).
 """
 
 from __future__ import annotations
