@@ -54,6 +54,7 @@ from dpacct_shuffle.randomizers.exact import (
     trinomial_projection,
 )
 from dpacct_shuffle.randomizers.matrix import from_matrix
+from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle, personalized_krr
 
 __all__ = [
     "LOWER_BOUND_MAX_USERS",
@@ -64,6 +65,8 @@ __all__ = [
     "VariationRatioBound",
     "LocalPairBound",
     "from_matrix",
+    "PersonalizedShuffle",
+    "personalized_krr",
     "CATALOG",
     "ALIASES",
     "worst_case_ldp",

@@ -5,9 +5,7 @@ Every group's randomizer is finite (it has a ``matrix``) and all groups report o
 space (matrices with the same columns: output y means the same message in every group). The
 victim may be any user, so the round's δ(ε) is the maximum, over the victim's group and over the
 pairs (x⁰, x¹) of that group's inputs, of the bound of :mod:`dpacct_shuffle.core.personalized`
-(docs/theory.md, "Users with different randomizers"), and for each victim group also of the
-smaller of that bound and the homogeneous bound of the victim's group alone (the others' reports
-are then a post-processing: dropping them cannot make the round less private).
+(docs/theory.md, "Users with different randomizers").
 
 Clone rates. For a victim pair with decomposition μ_b = pα·Q_b + α·Q_{1−b} + w·N, proportions
 π = (r0, r1, s)/(r0 + r1 + s) come from the victim group's own column minima c_v(y) = min_x R_v(y|x):
@@ -96,11 +94,14 @@ def _pair_shape(mu0: np.ndarray, mu1: np.ndarray, floor: np.ndarray
     neutral = np.maximum(np.minimum(mu0, mu1) - alpha * (q0 + q1), 0.0)
     neutral_total = math.fsum(neutral.tolist())
     shape_n = neutral / neutral_total if neutral_total > 0.0 else np.zeros_like(neutral)
+    # the proportions only steer tightness (the rates below are computed against the full S): here
+    # neutral masses left by rounding (min(μ0, μ1) − α·Q_b ≈ 0 on Q_b's support) are ignored
     r0 = _min_ratio(floor, q0)
     r1 = _min_ratio(floor, q1)
     s = 0.0
-    if neutral_total > 0.0:
-        s = max(0.0, _min_ratio(np.maximum(floor - r0 * q0 - r1 * q1, 0.0), shape_n))
+    clean_n = np.where(neutral > 1e-9 * np.minimum(mu0, mu1), shape_n, 0.0)
+    if np.any(clean_n > 0.0):
+        s = max(0.0, _min_ratio(np.maximum(floor - r0 * q0 - r1 * q1, 0.0), clean_n))
     total = r0 + r1 + s
     if not total > 0.0 or not math.isfinite(total):
         return p, beta, (0.5, 0.5, 0.0), np.zeros_like(mu0)
@@ -181,37 +182,25 @@ class PersonalizedShuffle:
             result.append(pairs)
         return result
 
-    def _group_alone_users(self, v: int, users: int) -> int:
-        """Honest users certainly in group v when ``users`` of all are honest."""
-        return max(1, self.groups[v][1] - (self.num_users - users))
-
-    def delta(self, epsilon: float, n: int | None = None, rtol: float = 1e-4) -> float:
-        """Certified upper bound on the round's δ(ε): max over victim groups of the minimum of the
-        personalized bound and the victim group's homogeneous bound."""
+    def delta(self, epsilon: float, n: int | None = None, rtol: float = 1e-3) -> float:
+        """Certified upper bound on the round's δ(ε): the maximum over victim groups and victim
+        pairs of the personalized bound (``rtol``: tolerance of the core evaluations)."""
         eps = check_epsilon(epsilon)
         users = self._honest(n)
         if len(self.groups) == 1:
             return self.groups[0][0].shuffled(users).delta(eps)  # type: ignore[attr-defined]
-        value = 0.0
-        for v, pairs in enumerate(self.victim_pairs(users)):
-            bound = pairs_delta(pairs, eps, rtol) if pairs else 0.0
-            alone = self.groups[v][0].shuffled(self._group_alone_users(v, users))
-            value = max(value, min(bound, alone.delta(eps)))  # type: ignore[attr-defined]
-        return value
+        pairs = [pair for group in self.victim_pairs(users) for pair in group]
+        return pairs_delta(pairs, eps, rtol) if pairs else 0.0
 
-    def epsilon(self, delta: float, n: int | None = None, rtol: float = 1e-4) -> float:
-        """Certified upper bound on ε(δ): max over victim groups of the smaller of the personalized
-        ε (each victim group's pairs searched together) and the victim group's homogeneous ε."""
+    def epsilon(self, delta: float, n: int | None = None, rtol: float = 1e-3) -> float:
+        """Certified upper bound on ε(δ) to relative tolerance ``rtol``: a point where
+        :meth:`delta` was evaluated ≤ δ."""
         target = check_delta(delta)
         users = self._honest(n)
         if len(self.groups) == 1:
             return self.groups[0][0].shuffled(users).epsilon(target)  # type: ignore[attr-defined]
-        value = 0.0
-        for v, pairs in enumerate(self.victim_pairs(users)):
-            bound = pairs_epsilon(pairs, target, rtol) if pairs else 0.0
-            alone = self.groups[v][0].shuffled(self._group_alone_users(v, users))
-            value = max(value, min(bound, alone.epsilon(target)))  # type: ignore[attr-defined]
-        return value
+        pairs = [pair for group in self.victim_pairs(users) for pair in group]
+        return pairs_epsilon(pairs, target, rtol) if pairs else 0.0
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PersonalizedShuffle):
