@@ -47,10 +47,11 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
-from dpacct_shuffle.core.bound import epsilon_search, refined_bracket
+from dpacct_shuffle.core.bound import refined_bracket
 from dpacct_shuffle.core.numerics import DirectionalProblem
+from dpacct_shuffle.core.rounding import ratio_up
+from dpacct_shuffle.core.search import epsilon_search
 
-_ULP = 2.0**-52
 # scipy's binomial cdf is taken with this relative error (docs/theory.md, "Numerics on the safe
 # side": max(1e-12, 100·u·√m); 1e-9 covers m up to 10^14)
 _CDF_RTOL = 1e-9
@@ -98,7 +99,7 @@ def local_delta(pair: PersonalizedPair, eps: float) -> float:
         return 0.0
     if math.isinf(pair.p):
         return pair.beta
-    value = pair.alpha * (pair.p - math.exp(eps)) * (1.0 + 8.0 * _ULP)
+    value = ratio_up(pair.alpha * (pair.p - math.exp(eps)), 8)
     return min(pair.beta, max(0.0, value))
 
 
@@ -265,7 +266,7 @@ def pair_delta(pair: PersonalizedPair, eps: float, rtol: float = 1e-3) -> float:
             value = _binomial_upper(pair, eps, candidate.trials, candidate.tau, rtol)
             best = min(best, value + penalty)
             break
-    return min(local, best * (1.0 + 4.0 * _ULP))
+    return min(local, ratio_up(best))
 
 
 def pairs_delta(pairs: Sequence[PersonalizedPair], eps: float, rtol: float = 1e-3) -> float:

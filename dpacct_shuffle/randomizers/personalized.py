@@ -20,38 +20,30 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Protocol
 
 import numpy as np
 
 from dpacct_shuffle.core.personalized import PersonalizedPair, pairs_delta, pairs_epsilon
+from dpacct_shuffle.core.rounding import ULP, ratio_up
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users
+from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.randomizers.catalog import krr
 
-_ULP = 2.0**-52
 _RATE_ROUNDING = 1e-12
 
 
-class FiniteRandomizer(Protocol):
-    """A randomizer with a row-stochastic ``matrix`` and a homogeneous shuffled bound."""
-
-    matrix: np.ndarray | None
-
-    def shuffled(self, n: int) -> object: ...
-
-
-def _check_groups(groups: object) -> tuple[tuple[FiniteRandomizer, int], ...]:
+def _check_groups(groups: object) -> tuple[tuple[Randomizer, int], ...]:
     if isinstance(groups, (str, bytes)) or not isinstance(groups, Sequence) or len(groups) == 0:
         raise TypeError(f"groups must be a non-empty sequence of (randomizer, count) pairs, "
                         f"got {groups!r}")
-    merged: dict[object, int] = {}
+    merged: dict[Randomizer, int] = {}
     columns = None
     for index, group in enumerate(groups):
         if not isinstance(group, Sequence) or isinstance(group, str) or len(group) != 2:
             raise TypeError(f"groups[{index}] must be a pair (randomizer, count), got {group!r}")
         randomizer, count = group
         matrix = getattr(randomizer, "matrix", None)
-        if not callable(getattr(randomizer, "shuffled", None)) or matrix is None:
+        if not isinstance(randomizer, Randomizer) or matrix is None:
             raise TypeError(f"groups[{index}][0] must be a finite randomizer (a catalog entry or "
                             f"from_matrix result with a matrix), got {randomizer!r}")
         users = check_num_users(count, f"groups[{index}][1]")
@@ -62,7 +54,7 @@ def _check_groups(groups: object) -> tuple[tuple[FiniteRandomizer, int], ...]:
             raise ValueError(f"groups[{index}][0] has {width} outputs, groups[0][0] has {columns}: "
                              "every group must report on the same output space")
         merged[randomizer] = merged.get(randomizer, 0) + users
-    return tuple(merged.items())  # type: ignore[arg-type]
+    return tuple(merged.items())
 
 
 def _victim_pairs(victim: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -87,7 +79,7 @@ def _pair_shape(mu0: np.ndarray, mu1: np.ndarray, floor: np.ndarray
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.concatenate([np.where(mu1 > 0, mu0 / mu1, np.where(mu0 > 0, np.inf, 1.0)),
                                  np.where(mu0 > 0, mu1 / mu0, np.where(mu1 > 0, np.inf, 1.0))])
-    p = float(ratios.max()) * (1.0 + 4.0 * _ULP)
+    p = ratio_up(float(ratios.max()))
     beta = min(beta, 1.0 if math.isinf(p) else (p - 1.0) / (p + 1.0))
     q0, q1 = pos / math.fsum(pos.tolist()), neg / math.fsum(neg.tolist())
     alpha = 0.0 if math.isinf(p) else beta / (p - 1.0)
@@ -108,7 +100,7 @@ def _pair_shape(mu0: np.ndarray, mu1: np.ndarray, floor: np.ndarray
     proportions = (r0 / total, r1 / total, s / total)
     shape = proportions[0] * q0 + proportions[1] * q1 + proportions[2] * shape_n
     # rounding of the subtraction min(μ0, μ1) − α(Q0 + Q1) and of the normalisations, covered
-    margin = proportions[2] * 8.0 * _ULP * (mu0 + mu1 + q0 + q1) / max(neutral_total, 1e-300)
+    margin = proportions[2] * 8.0 * ULP * (mu0 + mu1 + q0 + q1) / max(neutral_total, 1e-300)
     return p, beta, proportions, shape * (1.0 + 1e-12) + margin
 
 
@@ -133,14 +125,15 @@ class PersonalizedShuffle:
     """A shuffle round of several groups of users, group g of ``count`` users applying its own
     finite randomizer (module docstring; docs/theory.md, "Users with different randomizers").
 
-    Usable wherever a randomizer with ``delta(epsilon, n)`` and ``epsilon0`` is accepted, e.g.
+    Satisfies :class:`~dpacct_shuffle.randomizers.base.SupportsShuffleBound`, so it is accepted
+    wherever a randomizer is, e.g.
     ``ShuffleEvent(PersonalizedShuffle(groups), num_users)`` with ``num_users`` the total number
     of users: with ``n`` below the total (robust shuffling) the bound keeps the n − 1 other users
     of smallest clone rate. Groups with equal randomizers are merged; a single group is exactly the
     homogeneous round of that randomizer.
     """
 
-    def __init__(self, groups: Sequence[tuple[FiniteRandomizer, int]]) -> None:
+    def __init__(self, groups: Sequence[tuple[Randomizer, int]]) -> None:
         self.groups = _check_groups(groups)
         self.num_users = sum(count for _, count in self.groups)
         matrices = [np.asarray(randomizer.matrix, dtype=float) for randomizer, _ in self.groups]
@@ -182,23 +175,23 @@ class PersonalizedShuffle:
             result.append(pairs)
         return result
 
-    def delta(self, epsilon: float, n: int | None = None, rtol: float = 1e-3) -> float:
+    def delta(self, epsilon: float, n: int | None = None, *, rtol: float = 1e-3) -> float:
         """Certified upper bound on the round's δ(ε): the maximum over victim groups and victim
         pairs of the personalized bound (``rtol``: tolerance of the core evaluations)."""
         eps = check_epsilon(epsilon)
         users = self._honest(n)
         if len(self.groups) == 1:
-            return self.groups[0][0].shuffled(users).delta(eps)  # type: ignore[attr-defined]
+            return self.groups[0][0].shuffled(users).delta(eps)
         pairs = [pair for group in self.victim_pairs(users) for pair in group]
         return pairs_delta(pairs, eps, rtol) if pairs else 0.0
 
-    def epsilon(self, delta: float, n: int | None = None, rtol: float = 1e-3) -> float:
+    def epsilon(self, delta: float, n: int | None = None, *, rtol: float = 1e-3) -> float:
         """Certified upper bound on ε(δ) to relative tolerance ``rtol``: a point where
         :meth:`delta` was evaluated ≤ δ."""
         target = check_delta(delta)
         users = self._honest(n)
         if len(self.groups) == 1:
-            return self.groups[0][0].shuffled(users).epsilon(target)  # type: ignore[attr-defined]
+            return self.groups[0][0].shuffled(users).epsilon(target)
         pairs = [pair for group in self.victim_pairs(users) for pair in group]
         return pairs_epsilon(pairs, target, rtol) if pairs else 0.0
 
