@@ -16,6 +16,7 @@ from dpacct_shuffle.core import personalized as core_personalized
 from dpacct_shuffle.events import ShuffleEvent
 from dpacct_shuffle.randomizers import (PersonalizedShuffle, binary_rr, from_matrix, krr,
                                         personalized_krr)
+from dpacct_shuffle.pipeline import load_pipeline
 from tests.oracle import _add_user
 
 
@@ -154,3 +155,15 @@ def test_bad_input() -> None:
         personalized_krr(3, [(1.0, 2), (2.0, 2)]).delta(0.1, 5)
     with pytest.raises(ValueError, match="epsilon"):
         personalized_krr(3, [(1.0, 2), (2.0, 2)]).delta(math.nan)
+
+
+def test_pipeline_step() -> None:
+    groups = [{"randomizer": "krr:epsilon0=1,domain_size=2", "users": 5},
+              {"randomizer": {"name": "krr", "epsilon0": 2.0, "domain_size": 2}, "users": 5}]
+    pipeline = load_pipeline({"epsilon": 0.5, "steps": [{"type": "personalized_shuffle",
+                                                         "groups": groups}]})
+    expected = ShuffleEvent(personalized_krr(2, [(1.0, 5), (2.0, 5)]), 10)
+    assert pipeline.steps[0].event == expected
+    with pytest.raises(ValueError, match=r"steps\[0\]\.groups\[0\]: unknown key 'cuont'"):
+        load_pipeline({"epsilon": 0.5, "steps": [{"type": "personalized_shuffle", "groups": [
+            {**groups[0], "cuont": 2}]}]})
