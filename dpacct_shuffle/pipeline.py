@@ -53,6 +53,7 @@ from dpacct_shuffle.randomizers.approximate import approximate
 from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.randomizers.catalog import ALIASES, CATALOG
 from dpacct_shuffle.randomizers.matrix import from_matrix
+from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 from dpacct_shuffle.randomizers.spec import (APPROXIMATE_FACTORIES, LEAK_PARAMETER,
                                             PARAMETER_ALIASES, canonical_keyword, catalog_factory,
                                             factory_keywords, read_matrix, split_spec)
@@ -67,7 +68,7 @@ MAX_COUNT = 10**6
 MAX_INTEGER_PARAMETER = 10**15
 #: Range of ``value_discretization_interval`` (the PLD grid; finer grids need more memory).
 MIN_DISCRETIZATION, MAX_DISCRETIZATION = 1e-6, 1.0
-STEP_TYPES = ("shuffle", "parallel", "ldp", "dpsgd", "gaussian")
+STEP_TYPES = ("shuffle", "personalized_shuffle", "parallel", "ldp", "dpsgd", "gaussian")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -373,6 +374,28 @@ class ShuffleStep(_Step):
         return event
 
 
+class PersonalizedGroup(_Strict):
+    """One group of a ``personalized_shuffle`` step: ``users`` users applying ``randomizer``."""
+
+    randomizer: RandomizerSpec
+    users: Users
+
+
+class PersonalizedShuffleStep(_Step):
+    """One shuffle round of several groups of users, each with its own randomizer
+    (:class:`~dpacct_shuffle.randomizers.PersonalizedShuffle` in a
+    :class:`~dpacct_shuffle.events.ShuffleEvent` of all their users)."""
+
+    type: Literal["personalized_shuffle"]
+    groups: list[PersonalizedGroup]
+    honest_fraction: Real(0.0, 1.0, low_open=True) = 1.0
+
+    def single_event(self) -> dp_event.DpEvent:
+        round_ = PersonalizedShuffle([(group.randomizer.randomizer, group.users)
+                                      for group in self.groups])
+        return ShuffleEvent(round_, round_.num_users, self.honest_fraction)
+
+
 class ParallelStep(_Step):
     """One round answering several queries
     (:class:`~dpacct_shuffle.events.ParallelCompositionEvent`): ``mode = "random"`` (each user
@@ -453,7 +476,9 @@ class GaussianStep(_Step):
         return dp_event.GaussianDpEvent(self.noise_multiplier)
 
 
-_STEP_MODELS: dict[str, type[_Step]] = {"shuffle": ShuffleStep, "parallel": ParallelStep,
+_STEP_MODELS: dict[str, type[_Step]] = {"shuffle": ShuffleStep,
+                                        "personalized_shuffle": PersonalizedShuffleStep,
+                                        "parallel": ParallelStep,
                                         "ldp": LDPStep, "dpsgd": DPSGDStep,
                                         "gaussian": GaussianStep}
 
@@ -669,6 +694,11 @@ def describe_step(step: _Step) -> str:
         sampled = ("" if step.sampling_probability is None
                    else f", sampling_probability={step.sampling_probability:g}")
         return f"{kind} {randomizer.name}({params}), n = {step.users}{sampled}"
+    if isinstance(step, PersonalizedShuffleStep):
+        groups = ", ".join(f"{group.randomizer.randomizer.name}("
+                           + ", ".join(f"{k}={v}" for k, v in group.randomizer.randomizer.parameters.items())
+                           + f") x{group.users}" for group in step.groups)
+        return f"{kind} [{groups}]"
     if isinstance(step, ParallelStep):
         names = ", ".join(branch.randomizer.name for branch in step.branches)
         return f"{kind} {step.mode} [{names}], n = {step.users}"

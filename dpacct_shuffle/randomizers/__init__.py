@@ -58,6 +58,7 @@ from dpacct_shuffle.randomizers.binary_rr_exact import BinaryRRProfile, binary_r
 from dpacct_shuffle.randomizers.gaussian import gaussian, gaussian_vector
 from dpacct_shuffle.randomizers.lower_bounds import CountPair, InstanceLowerBound, trinomial_projection
 from dpacct_shuffle.randomizers.matrix import from_matrix
+from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle, personalized_krr
 
 __all__ = [
     "LOWER_BOUND_MAX_USERS",
@@ -73,6 +74,8 @@ __all__ = [
     "approximate_ldp",
     "gaussian",
     "gaussian_vector",
+    "PersonalizedShuffle",
+    "personalized_krr",
     "CATALOG",
     "ALIASES",
     "worst_case_ldp",
