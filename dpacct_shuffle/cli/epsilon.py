@@ -7,14 +7,15 @@ import argparse
 import math
 import time
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TextIO
 
 from dpacct_shuffle.cli.errors import EXIT_OK, UsageError
 from dpacct_shuffle.cli.output import describe_randomizer, emit_json, format_lower, format_upper
 from dpacct_shuffle.cli.parser import randomizer_from_args
+from dpacct_shuffle.randomizers.base import Randomizer, ShuffledRandomizer
 
 
-def _fmt_reference(randomizer: Any, users: int, delta: float) -> tuple[float | None, str]:
+def _fmt_reference(randomizer: Randomizer, users: int, delta: float) -> tuple[float | None, str]:
     """FMT closed form for the entry's ε0 (None with the reason when it does not apply)."""
     from dpacct_shuffle.lemmas import fmt_shuffle_bound
 
@@ -27,7 +28,7 @@ def _fmt_reference(randomizer: Any, users: int, delta: float) -> tuple[float | N
         return None, str(exc)
 
 
-def _published_reference(randomizer: Any, users: int, delta: float) -> float | None:
+def _published_reference(randomizer: Randomizer, users: int, delta: float) -> float | None:
     """ε of the published pair (Wang et al.) when the entry carries published (p, β, q, q1)."""
     from dpacct_shuffle.core.bound import published_pair
 
@@ -37,7 +38,7 @@ def _published_reference(randomizer: Any, users: int, delta: float) -> float | N
     return published_pair(p, beta, q, q1).epsilon(delta, users)
 
 
-def _lower_bound(shuffled: Any, args: argparse.Namespace, compute: Callable[[], float],
+def _lower_bound(shuffled: ShuffledRandomizer, args: argparse.Namespace, compute: Callable[[], float],
                  payload: dict[str, object], key: str) -> str:
     """Compute the instance lower bound if wanted and affordable; returns the text to print.
 
@@ -69,8 +70,8 @@ def _lower_bound(shuffled: Any, args: argparse.Namespace, compute: Callable[[], 
 
 
 def _upper_bound(
-    args: argparse.Namespace, command: str, given: str, compute: Callable[[Any], float]
-) -> tuple[Any, Any, float, float, dict[str, object]]:
+    args: argparse.Namespace, command: str, given: str, compute: Callable[[ShuffledRandomizer], float]
+) -> tuple[Randomizer, ShuffledRandomizer, float, float, dict[str, object]]:
     """Shared start of ``epsilon``/``delta``: the randomizer, its shuffled protocol, the timed
     certified upper bound ``compute(shuffled)`` of ``command`` at the ``given`` level, and the JSON
     payload so far."""
@@ -94,7 +95,7 @@ def _upper_bound(
     return randomizer, shuffled, upper, seconds, payload
 
 
-def _sampled_round(randomizer: Any, users: int, gamma: float, command: str, level: float) -> float:
+def _sampled_round(randomizer: Randomizer, users: int, gamma: float, command: str, level: float) -> float:
     """ε(δ) or δ(ε) of one Poisson-sampled round (population ``users``, replace-one) through
     ``ShufflePLDAccountant`` (the void view of :mod:`dpacct_shuffle.sampling`)."""
     from dp_accounting import dp_event
