@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, NoReturn
 
 from dpacct_shuffle.cli.errors import EXIT_BAD_INPUT, PROG, UsageError
@@ -105,13 +104,12 @@ def parse_param(text: str) -> tuple[str, object]:
 
 def randomizer_from_args(args: argparse.Namespace) -> Any:
     """The randomizer selected by ``--randomizer NAME [params]`` or ``--matrix FILE``."""
-    from dpacct_shuffle.randomizers import from_matrix
-    from dpacct_shuffle.randomizers.spec import build_randomizer, read_matrix
+    from dpacct_shuffle.randomizers.spec import build_randomizer, matrix_file_randomizer
 
     if args.matrix is not None:
         if args.randomizer is not None:
             raise UsageError("give either --randomizer or --matrix, not both")
-        return from_matrix(read_matrix(args.matrix), name=Path(args.matrix).stem)
+        return matrix_file_randomizer(args.matrix)
     if args.randomizer is None:
         raise UsageError("one of --randomizer NAME or --matrix FILE is required")
     return build_randomizer(args.randomizer, randomizer_params(args))

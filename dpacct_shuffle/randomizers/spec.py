@@ -8,7 +8,9 @@ Used by the command line (``--randomizer``, ``--param``, ``--matrix``) and by pi
   ``"krr:domain_size=10,epsilon0=1"``. The names ``epsilon0`` and ``domain`` also reach the
   usual spellings of the entry (:data:`PARAMETER_ALIASES`).
 * :func:`read_matrix` — a row-stochastic matrix (rows = inputs, columns = outputs) from a CSV or
-  JSON file, for :func:`~dpacct_shuffle.randomizers.from_matrix`.
+  JSON file, for :func:`~dpacct_shuffle.randomizers.from_matrix`; :func:`matrix_file_randomizer`
+  analyses it.
+* :func:`catalog_entries` — each catalog entry's signature and one-line summary.
 
 Every bad input raises ``ValueError`` (or ``TypeError`` for a wrong type) naming the parameter and
 what is allowed there (for an unknown parameter: the keywords the entry takes).
@@ -21,10 +23,12 @@ import inspect
 import io
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.randomizers.catalog import ALIASES, CATALOG
+from dpacct_shuffle.randomizers.matrix import from_matrix
 
 #: Short parameter names and the factory keywords they stand for, tried in this order.
 PARAMETER_ALIASES: dict[str, tuple[str, ...]] = {
@@ -45,6 +49,33 @@ def catalog_factory(name: str) -> Callable[..., Randomizer]:
         raise ValueError(f"unknown randomizer {name!r}; available: {', '.join(catalog_names())} "
                          f"(aliases: {', '.join(sorted(ALIASES))}; or give a matrix)")
     return CATALOG[canonical]
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """A catalog factory as listed to users.
+
+    Attributes:
+      name: the factory's name in ``CATALOG``.
+      parameters: its parameters as written in its signature (``"epsilon0: float"``, …).
+      summary: the first paragraph of its docstring on one line.
+    """
+
+    name: str
+    parameters: tuple[str, ...]
+    summary: str
+
+
+def catalog_entries() -> list[CatalogEntry]:
+    """Every catalog entry (sorted by name) with its signature and summary."""
+    entries = []
+    for name in catalog_names():
+        factory = CATALOG[name]
+        first_paragraph = (inspect.getdoc(factory) or "").split("\n\n")[0]
+        entries.append(CatalogEntry(
+            name, tuple(str(p) for p in inspect.signature(factory).parameters.values()),
+            " ".join(first_paragraph.split())))
+    return entries
 
 
 def factory_keywords(factory: Callable[..., Randomizer]) -> list[str]:
@@ -185,6 +216,12 @@ def read_matrix(path: str | Path) -> list[list[float]]:
     return rows
 
 
+def matrix_file_randomizer(path: str | Path) -> Randomizer:
+    """:func:`~dpacct_shuffle.randomizers.from_matrix` of the matrix in file ``path``
+    (:func:`read_matrix`), named after the file's stem."""
+    return from_matrix(read_matrix(path), name=Path(path).stem)
+
+
 def _matrix_entry(value: object, file: Path) -> float:
     if isinstance(value, bool):
         raise ValueError(f"matrix file {str(file)!r}: entries must be numbers, got {value!r}")
@@ -196,12 +233,15 @@ def _matrix_entry(value: object, file: Path) -> float:
 
 __all__ = [
     "PARAMETER_ALIASES",
+    "CatalogEntry",
     "build_randomizer",
     "canonical_keyword",
+    "catalog_entries",
     "catalog_factory",
     "catalog_names",
     "factory_keywords",
     "parse_assignment",
+    "matrix_file_randomizer",
     "parse_scalar",
     "read_matrix",
     "randomizer_factory",
