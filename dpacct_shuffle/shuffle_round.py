@@ -10,7 +10,7 @@ randomizer and return a :class:`RoundBounds`:
   ``PoissonSampledDpEvent(γ, ShuffleEvent(randomizer, users))`` (the void view of
   :mod:`dpacct_shuffle.sampling`);
 * ``lower`` — the certified lower bound of the entry's explicit instance
-  (:mod:`dpacct_shuffle.randomizers.exact`), with a :class:`LowerBoundStatus` saying why there is
+  (:mod:`dpacct_shuffle.randomizers.lower_bounds`), with a :class:`LowerBoundStatus` saying why there is
   none when it is absent (not requested, a sampled round, more than ``lower_max_users`` users — its
   cost grows with n —, no instance for this entry, or an evaluation that failed).
 

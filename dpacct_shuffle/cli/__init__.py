@@ -3,7 +3,7 @@
 Sub-commands (``dpacct-shuffle COMMAND --help`` shows examples):
 
 * ``epsilon``   — certified ε(δ) upper bound of one shuffle round, and the certified lower bound
-  (explicit instance, :mod:`dpacct_shuffle.randomizers.exact`) where the entry has one;
+  (explicit instance, :mod:`dpacct_shuffle.randomizers.lower_bounds`) where the entry has one;
 * ``delta``     — certified δ(ε) upper bound (and lower bound);
 * ``calibrate`` — largest ε0 (or smallest number of users n) meeting a target (ε, δ);
 * ``params``    — the variation-ratio parameters (p, β, q0, q1, α, r0, r1, s) of a catalog entry or

@@ -11,7 +11,10 @@ import decimal
 import json
 import math
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:  # the command line imports the library only when a command runs (lean --help)
+    from dpacct_shuffle.randomizers.base import Randomizer
 
 DISPLAY_DIGITS = 6
 
@@ -40,7 +43,7 @@ def format_lower(value: float, digits: int = DISPLAY_DIGITS) -> str:
     return _round_significant(float(value), digits, decimal.ROUND_FLOOR)
 
 
-def describe_randomizer(randomizer: Any) -> str:
+def describe_randomizer(randomizer: Randomizer) -> str:
     """``name(key=value, ...)`` of a randomizer and its parameters."""
     params = ", ".join(f"{k}={v}" for k, v in randomizer.parameters.items())
     return f"{randomizer.name}({params})"

@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from dpacct_shuffle.cli.errors import EXIT_OK
 from dpacct_shuffle.cli.output import describe_randomizer, emit_json
 from dpacct_shuffle.cli.parser import randomizer_from_args
+
+if TYPE_CHECKING:
+    from dpacct_shuffle.core.bound import VariationRatio
 
 
 def cmd_params_or_list(args: argparse.Namespace, out: TextIO) -> int:
@@ -32,7 +35,7 @@ _VARIATION_RATIO_FIELDS = ("p", "epsilon0", "beta", "q0", "q1", "alpha", "p_alph
                            "r0", "r1", "neutral_share", "neutral_weight", "rest_share")
 
 
-def variation_ratio_parameters(variation_ratio: Any) -> dict[str, float]:
+def variation_ratio_parameters(variation_ratio: VariationRatio) -> dict[str, float]:
     """The attributes of a :class:`~dpacct_shuffle.VariationRatio` as a plain dict."""
     return {name: getattr(variation_ratio, name) for name in _VARIATION_RATIO_FIELDS}
 
