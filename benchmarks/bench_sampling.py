@@ -19,7 +19,7 @@ import numpy as np
 from dpacct_shuffle import randomizers
 from dpacct_shuffle.profiles import PrivacyProfile, shuffle_profile
 from dpacct_shuffle.sampling import NeighborRel, poisson_sampled_profile
-from dpacct_shuffle.without_replacement import without_replacement_profile
+from dpacct_shuffle.without_replacement import shuffled_cohort_profile, without_replacement_profile
 from tests.test_sampling_bruteforce import (
     _add_remove_pairs,
     _binary_rr_cohort_pairs,
@@ -74,8 +74,12 @@ def main() -> None:
     for eps0, population, m, delta in [(1.0, 40, 10, 1e-3), (2.0, 60, 20, 1e-3), (1.0, 60, 30, 1e-4)]:
         profile = without_replacement_profile(shuffle_profile(randomizers.binary_rr(eps0), m), m,
                                               population)
-        print(_row(f"binary RR ε0={eps0:g} cohort {m} of {population}", profile,
-                   _binary_rr_cohort_pairs(eps0, population, m), delta), flush=True)
+        pairs = _binary_rr_cohort_pairs(eps0, population, m)
+        print(_row(f"binary RR ε0={eps0:g} cohort {m} of {population}, subsampling theorem",
+                   profile, pairs, delta), flush=True)
+        print(_row(f"binary RR ε0={eps0:g} cohort {m} of {population}, shuffled_cohort_profile",
+                   shuffled_cohort_profile(randomizers.binary_rr(eps0), m, population), pairs,
+                   delta), flush=True)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ bounding both directions of every neighbouring pair:
   dataset and absent from the other (:func:`add_remove_variation_ratios`).
 
 Fixed-size cohorts (exactly m of the N users) are accounted by
-:func:`dpacct_shuffle.without_replacement.without_replacement_profile` on the m-user round.
+:func:`dpacct_shuffle.without_replacement.without_replacement_profile` on the m-user round, or
+more tightly by :func:`dpacct_shuffle.without_replacement.shuffled_cohort_profile` (Poisson rounds
+of the population, divided by the probability of at least m participants).
 
 The void view
 -------------

@@ -6,6 +6,9 @@ replaced, all others fixed) a mechanism with profile δ(ε) run on such a sample
 of :func:`without_replacement_profile` (Balle, Barthe & Gaboardi, "Privacy Amplification by
 Subsampling: Tight Analyses via Couplings and Divergences", NeurIPS 2018, Theorem 10; proof in
 the function's docstring and in ``docs/theory.md``, section "Sampling without replacement").
+For a shuffle round on the cohort, :func:`shuffled_cohort_profile` also bounds the cohort by
+Poisson-sampled rounds of the whole population (the void view of :mod:`dpacct_shuffle.sampling`)
+and keeps the smaller value (``docs/theory.md``, "Cohorts from Poisson rounds").
 
 :func:`gaussian_profile` is the exact profile of the Gaussian mechanism, written in the log domain
 so that it can be rounded up safely; under replace-one the sensitivity of a sum of updates clipped
@@ -19,11 +22,17 @@ from __future__ import annotations
 
 import math
 
-from scipy import special
+from scipy import special, stats
 
+from dpacct_shuffle.core.numerics import special_function_rtol
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.lemmas import _round_down, _round_up
-from dpacct_shuffle.profiles import PrivacyProfile
+from dpacct_shuffle.profiles import PrivacyProfile, shuffle_profile
+from dpacct_shuffle.sampling import poisson_sampled_profile
+
+# Poisson rates tried by shuffled_cohort_profile: γ = η + z·√(η(1 − η)/N) for these z (capped at
+# 1), and γ = 1; γ = η was the best of z ∈ [0, 3] on the brute-force cases (tail factor ≈ 1/2)
+_COHORT_RATE_SHIFTS = (0.0, 1.0)
 
 # Absolute error of scipy's log_ndtr, relative to the size of its arguments and result (it is
 # accurate to a few ulps; this is a wide margin that still costs nothing visible).
@@ -119,4 +128,72 @@ def without_replacement_profile(base: PrivacyProfile, sample_size: int,
                           f"without_replacement({size}/{population}, {base.description})")
 
 
-__all__ = ["gaussian_profile", "without_replacement_profile"]
+def _reaches_sample_size(population: int, sample_size: int, rate: float) -> float:
+    """P[Bin(N, γ) ≥ m] rounded down (scipy's sf with the special-function tolerance)."""
+    tail = float(stats.binom.sf(sample_size - 1, population, rate))
+    return max(0.0, _round_down(tail * (1.0 - float(special_function_rtol(population)))))
+
+
+def shuffled_cohort_profile(randomizer: object, sample_size: int,
+                            population_size: int) -> PrivacyProfile:
+    """Profile of a shuffle round on m of N users sampled uniformly without replacement.
+
+    Replace-one neighbours (the victim's input replaced; the cohort drawn by the shuffler or the
+    clients, not known to the analyst). δ(ε) is the minimum of
+
+    * the subsampling theorem on the m-user round (:func:`without_replacement_profile`), and
+    * for each Poisson rate γ in a small set (γ = η + z·√(η(1 − η)/N), z ∈ {0, 1}, capped at 1,
+      η = m/N; γ = 1 is the unsampled N-user round),
+
+          δ(ε) ≤ δ_γ(ε) / P[Bin(N, γ) ≥ m],
+
+      with δ_γ the Poisson-sampled round's profile (:func:`dpacct_shuffle.sampling.
+      poisson_sampled_profile`, population N).
+
+    Proof of the second bound. Fix the others' inputs and the victim's pair. In the Poisson round
+    the participant count C ~ Bin(N, γ) is independent of the data and visible (the number of
+    reports), and given C = c the participants are a uniform c-subset of the N users: the release
+    given C = c is the c-cohort round's. So the two output laws are Σ_c P[C = c]·P_c and
+    Σ_c P[C = c]·Q_c with (P_c, Q_c) the c-cohort laws on disjoint supports, and
+    D_{e^ε}(P‖Q) = Σ_c P[C = c]·D_{e^ε}(P_c‖Q_c). For c ≥ m the m-cohort release is a
+    post-processing of the c-cohort release (keep a uniform m-subset of the c reports: a uniform
+    c-subset followed by a uniform m-subset of it is a uniform m-subset), so
+    D_{e^ε}(P_m‖Q_m) ≤ D_{e^ε}(P_c‖Q_c), and D_{e^ε}(P‖Q) ≥ P[C ≥ m]·D_{e^ε}(P_m‖Q_m). The
+    Poisson profile bounds the left side for every configuration and both directions. □
+
+    Rounding: the tail P[C ≥ m] is rounded down (special-function tolerance), the quotient up.
+    The cap is ε0 = ln p (the victim's local guarantee), the Poisson profiles' cap.
+
+    Args:
+      randomizer: anything :func:`~dpacct_shuffle.profiles.as_shuffle_bound` accepts.
+      sample_size: m, 1 ≤ m ≤ N (the number of reports shuffled).
+      population_size: N.
+    """
+    population = check_num_users(population_size, "population_size")
+    size = check_num_users(sample_size, "sample_size")
+    if size > population:
+        raise ValueError(f"sample_size must be <= population_size ({population}), got {size}")
+    theorem = without_replacement_profile(shuffle_profile(randomizer, size), size, population)
+    if size == population:
+        return theorem
+    eta = size / population
+    spread = math.sqrt(eta * (1.0 - eta) / population)
+    rates = sorted({min(1.0, eta + z * spread) for z in _COHORT_RATE_SHIFTS} | {1.0})
+    candidates = []
+    for rate in rates:
+        reach = _reaches_sample_size(population, size, rate)
+        if reach > 0.0:
+            candidates.append((poisson_sampled_profile(randomizer, population, rate), reach))
+
+    def delta_upper(epsilon: float) -> float:
+        value = theorem.delta(epsilon)
+        for profile, reach in candidates:
+            value = min(value, _round_up(profile.delta(epsilon) / reach, zero_is_exact=True))
+        return min(1.0, value)
+
+    cap = min([theorem.epsilon_cap] + [profile.epsilon_cap for profile, _ in candidates])
+    return PrivacyProfile(delta_upper, cap,
+                          f"shuffled_cohort({size}/{population}, {theorem.description})")
+
+
+__all__ = ["gaussian_profile", "shuffled_cohort_profile", "without_replacement_profile"]

@@ -21,7 +21,7 @@ from scipy import stats
 from dpacct_shuffle import VariationRatio, randomizers
 from dpacct_shuffle.profiles import PrivacyProfile, poisson_sampled_shuffle_profile, shuffle_profile
 from dpacct_shuffle.sampling import add_remove_variation_ratios, poisson_sampled_profile
-from dpacct_shuffle.without_replacement import without_replacement_profile
+from dpacct_shuffle.without_replacement import shuffled_cohort_profile, without_replacement_profile
 
 NeighborRel = privacy_accountant.NeighboringRelation
 
@@ -313,9 +313,12 @@ def _binary_rr_cohort_pairs(eps0: float, population: int, m: int
     return pairs
 
 
-# The subsampling theorem bounds both D(B0‖A) and D(B0‖B1) by the m-user profile at one ε; with
-# a few dozen users that loses much more than the void view (measured ratios 1.41-3.03 below).
-COHORT_EPSILON_RATIO = 3.1
+# The subsampling theorem alone measures 1.41-3.03 on these cases: it bounds both D(B0‖A) and
+# D(B0‖B1) by the m-user profile at one ε. shuffled_cohort_profile also divides Poisson-sampled
+# rounds of the population by P[Bin(N, γ) ≥ m] (docs/theory.md, "Cohorts from Poisson rounds");
+# measured 1.35 and 1.52 on the first two cases, so the ratio asserted is the Poisson bound's own
+# gap times the price of the tail factor.
+COHORT_EPSILON_RATIO = 1.55
 
 
 @pytest.mark.parametrize("eps0, population, m, delta", [
@@ -323,6 +326,16 @@ COHORT_EPSILON_RATIO = 3.1
 ])
 def test_binary_rr_cohort_against_exact(eps0: float, population: int, m: int, delta: float) -> None:
     pairs = _binary_rr_cohort_pairs(eps0, population, m)
-    profile = without_replacement_profile(shuffle_profile(randomizers.binary_rr(eps0), m), m,
-                                          population)
+    profile = shuffled_cohort_profile(randomizers.binary_rr(eps0), m, population)
     _check_against_exact(profile, pairs, delta, eps0, ratio=COHORT_EPSILON_RATIO)
+
+
+def test_cohort_profile_never_looser_than_the_subsampling_theorem() -> None:
+    randomizer, population, m = randomizers.krr(1.0, 4), 100, 25
+    theorem = without_replacement_profile(shuffle_profile(randomizer, m), m, population)
+    cohort = shuffled_cohort_profile(randomizer, m, population)
+    for eps in (0.05, 0.5):
+        assert cohort.delta(eps) <= theorem.delta(eps)
+    assert cohort.delta(0.2) < theorem.delta(0.2)  # the Poisson route wins here
+    with pytest.raises(ValueError, match="sample_size"):
+        shuffled_cohort_profile(randomizer, 201, population)

@@ -45,6 +45,8 @@ Evaluation, per direction at a given ε, all on the safe side:
 * exact sum (at most ``EXACT_CELL_LIMIT`` count vectors of the multinomial): every cell's
   probability exp(ln pmf) is taken with a log margin of 64u times the sum of the absolute log terms,
   its value with 2(K + 1)u times Σ|v_t|·N_t; the total with a relative (cells + 8)·u.
+* windowed sum (at most ``WINDOW_CELL_LIMIT`` count vectors of the atoms but one in a window that
+  leaves out a certified mass): :func:`windowed_direction`, the bound itself without merging;
 * otherwise a *convex-order reduction* to the three-type problem the core certifies
   (:func:`dpacct_shuffle.core.numerics.directional_bracket`): a law on [lo, 0] (or [0, hi]) is
   dominated in convex order by the two-point law on {lo, 0} ({0, hi}) with the same mean
@@ -56,8 +58,9 @@ Evaluation, per direction at a given ε, all on the safe side:
   E[(ΣZ)⁺] ≤ E[(ΣZ')⁺] (the closure of the order under independent sums, Shaked and
   Shanthikumar, "Stochastic Orders", Springer 2007, Section 4.A). The clone mass is rounded up, the negative masses down (moving mass
   from c_A down to 0, or from 0 up from a negative value, would be unsafe; the reverse is not).
-  The two splits adding the least second moment are evaluated at the coarsest resolution and the
-  smaller one is refined (each is a certified bound; the choice only steers tightness).
+  The split adding the least second moment is refined; the next one is refined too when its
+  coarsest evaluation is already below that (each is a certified bound; the order only steers
+  tightness and time).
 """
 
 from __future__ import annotations
@@ -74,15 +77,22 @@ from dpacct_shuffle.core.bound import (
     _gaussian_epsilon,
     refined_bracket,
 )
+from dpacct_shuffle.core.numerics import (
+    Bracket,
+    DirectionalProblem,
+    _binomial_window,
+    directional_bracket,
+    inner_expectation,
+)
 from dpacct_shuffle.core.search import epsilon_search
-from dpacct_shuffle.core.numerics import Bracket, DirectionalProblem, directional_bracket
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users, check_range
 
 _ULP = 2.0**-52
 _U = 2.0**-53
 EXACT_CELL_LIMIT = 200_000
-# convex-order splits of the negative values evaluated per direction (the best by added variance)
-_SPLITS = 2
+# windowed sum: at most this many count vectors of the atoms other than the closed-form one
+WINDOW_CELL_LIMIT = 300_000
+_WINDOW_TAILS = (1e-12, 1e-18, 1e-30)
 _MERGE_RTOL = 1e-9
 _MASS_RTOL = 16.0 * _U
 _SEARCH_RTOL = 1e-3
@@ -261,11 +271,20 @@ def _direction_bracket(values: np.ndarray, masses: np.ndarray, n: int, total_var
     if math.comb(n + k, k) <= EXACT_CELL_LIMIT:
         value = exact_direction(values, masses, n)
         return Bracket(value, value)
-    problems = convex_order_problems(values, masses, n, _SPLITS)
-    if len(problems) > 1:  # refine only the split that is smallest at the coarsest resolution
-        coarse = [directional_bracket(problem, 4, 1e-18).upper for problem in problems]
-        problems = [problems[int(np.argmin(coarse))]]
-    return refined_bracket(problems, total_variation, rtol)
+    windowed = windowed_direction(values, masses, n, rtol)
+    if windowed is not None and windowed.upper - windowed.lower <= rtol * windowed.upper:
+        return windowed
+    problems = convex_order_problems(values, masses, n, 2)
+    reduced = refined_bracket(problems[:1], total_variation, rtol)
+    for problem in problems[1:]:  # the next split, refined only if already tighter when coarse
+        if directional_bracket(problem, 4, 1e-18).upper < reduced.upper:
+            other = refined_bracket([problem], total_variation, rtol)
+            if other.upper < reduced.upper:
+                reduced = Bracket(min(reduced.lower, other.upper), other.upper)
+    if windowed is None:
+        return reduced
+    # the reduction's lower end bounds the reduced problem, not this one: keep the window's
+    return Bracket(min(windowed.lower, reduced.upper), min(windowed.upper, reduced.upper))
 
 
 def _compositions(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -304,6 +323,103 @@ def exact_direction(values: np.ndarray, masses: np.ndarray, n: int) -> float:
     margin = 64.0 * _U * (np.sum(np.abs(log_terms), axis=0) + 1.0)
     total = float(np.sum(np.exp(log_pmf + margin) * lv))
     return min(1.0, total * (1.0 + (c.shape[0] + 8.0) * _U) / n)
+
+
+def _log_pmf_with_margin(terms: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """ln of multinomial cell probabilities from their log terms, and a certified margin on it.
+
+    Each term (lnΓ of a count, count × ln mass) is accurate to a few units of rounding of its
+    magnitude and a mass computed as one minus a sum is off by at most ~u absolutely (its log by
+    ~u per count): 64u × (Σ|terms| + n + 1) covers both and the summation of the terms.
+    """
+    log_pmf = np.sum(terms, axis=0)
+    margin = 64.0 * _U * (np.sum(np.abs(terms), axis=0) + n + 1.0)
+    return log_pmf, margin
+
+
+def _threshold_slack(trials: np.ndarray, y: np.ndarray, c_a: float) -> np.ndarray:
+    """Rounding allowance r = 8u·(c_A·M + |y|) where the closed form's threshold t (the smallest
+    integer with c_A·t + y > 0) may be off by one — the level at t or t − 1 is within r of 0 — and
+    0 elsewhere: an off-by-one t adds or drops one term of size ≤ r times a probability."""
+    rounding = 8.0 * _U * (c_a * trials + np.abs(y))
+    t = np.floor(-y / c_a) + 1.0
+    near = np.zeros(y.shape, dtype=bool)
+    for shift in (-2.0, -1.0, 0.0, 1.0):
+        near |= np.abs(c_a * (t + shift) + y) <= rounding
+    return np.where(near, rounding, 0.0)
+
+
+def windowed_direction(values: np.ndarray, masses: np.ndarray, n: int, rtol: float
+                       ) -> Bracket | None:
+    """Bracket of (1/n)·E[(Σ_{i ≤ n} Z_i)⁺] summing the count vectors of a window, or None when
+    the window needs more than ``WINDOW_CELL_LIMIT`` cells.
+
+    One positive atom A (value c_A, mass m_A; the one with the largest count variance) is summed in
+    closed form: given the counts N_j of the other non-zero atoms, the M = n − Σ N_j remaining users
+    are A with probability π = m_A/(m_A + m_0) (m_0 the zero atom), and
+    E[(c_A·Bin(M, π) + y)⁺], y = Σ v_j N_j, is :func:`~dpacct_shuffle.core.numerics.inner_expectation`
+    (certified against special-function error; y taken 2(K + 1)u·Σ|v_j|N_j up, π 4u up: the
+    value is non-decreasing in both), or c_A·M·π + y where y ≥ 0 (no positive part is cut). Each N_j is summed over [lo_j, hi_j + 1] where
+    P[Bin(n − 1, m_j) ∉ [lo_j, hi_j]] ≤ tail (certified by scipy's cdf/sf with their error margin).
+
+    Truncation: (ΣZ)⁺ ≤ Σ_i Z_i⁺ and exchangeability give
+    (1/n)·E[(ΣZ)⁺; N ∉ W] ≤ E[Z_1⁺; N ∉ W] = Σ_{v_t > 0} v_t m_t·P[N ∉ W | Z_1 = t]. Given Z_1,
+    the other n − 1 users are i.i.d. from the per-user law, so N_j is N'_j or N'_j + 1 with
+    N'_j ~ Bin(n − 1, m_j), and N ∉ W forces some N'_j ∉ [lo_j, hi_j]: the dropped part is at most
+    E[Z⁺]·Σ_j P[N'_j ∉ [lo_j, hi_j]]. Cells are weighted by their multinomial probability with the
+    log margin of :func:`_log_pmf_with_margin`; the threshold of the closed form may be off by one
+    where the level c_A·t + y is within rounding of 0 (:func:`_threshold_slack`, added). The lower end drops the truncated part and every margin.
+    """
+    positive = np.flatnonzero(values > 0.0)
+    a_index = int(positive[np.argmax((masses * (1.0 - masses))[positive])])
+    c_a, m_a = float(values[a_index]), float(masses[a_index])
+    others = np.delete(np.arange(values.size), a_index)
+    other_values, other_masses = values[others], masses[others]
+    zero_mass = max(0.0, 1.0 - math.fsum(masses.tolist()))
+    pi = min(1.0, m_a / (m_a + zero_mass) * (1.0 + 4.0 * _U))
+    positive_mean = math.fsum((masses[positive] * values[positive]).tolist()) * (1.0 + 4.0 * _U)
+    k = other_values.size
+    lower = upper = 0.0
+    for tail in _WINDOW_TAILS:
+        windows = [_binomial_window(n - 1, float(rate), tail) for rate in other_masses]
+        sizes = [hi + 2 - lo for lo, hi, _ in windows]
+        if math.prod(sizes) > WINDOW_CELL_LIMIT:
+            return None
+        outside = math.fsum(out for _, _, out in windows) * (1.0 + 4.0 * (k + 1) * _U)
+        grids = np.meshgrid(*[np.arange(lo, hi + 2, dtype=np.int64) for lo, hi, _ in windows],
+                            indexing="ij")
+        counts = np.stack([g.ravel() for g in grids], axis=1)
+        remaining = n - counts.sum(axis=1)
+        keep = remaining >= 0
+        counts, remaining = counts[keep], remaining[keep].astype(float)
+        level = counts @ other_values
+        scale = counts @ np.abs(other_values)
+        level_up = level + 2.0 * (k + 1) * _U * scale
+        # cells where no number of A reports makes the sum positive contribute 0
+        live = level_up + c_a * remaining > 0.0
+        counts, remaining, level_up, scale = (counts[live], remaining[live], level_up[live],
+                                              scale[live])
+        log_terms = [np.full(counts.shape[0], special.gammaln(n + 1.0)),
+                     -special.gammaln(counts + 1.0).sum(axis=1), -special.gammaln(remaining + 1.0),
+                     counts @ np.log(other_masses), remaining * math.log(m_a + zero_mass)]
+        log_pmf, margin = _log_pmf_with_margin(log_terms, n)
+        # y ≥ 0: every term is positive and the value is the mean c_A·M·π + y; y < 0: closed form
+        mean_value = c_a * remaining * pi + level_up
+        g_lower, g_upper = mean_value * (1.0 - 4.0 * _U), mean_value * (1.0 + 4.0 * _U)
+        negative = level_up < 0.0
+        if np.any(negative):
+            lo_neg, up_neg = inner_expectation(remaining[negative], level_up[negative], c_a, 0.0,
+                                               1.0, pi, c_a)
+            g_lower[negative], g_upper[negative] = lo_neg, up_neg
+            g_upper[negative] += _threshold_slack(remaining[negative], level_up[negative], c_a)
+        cells = counts.shape[0]
+        upper_cells = float(np.sum(np.exp(log_pmf + margin) * g_upper)) * (1.0 + (cells + 8.0) * _U)
+        lower = float(np.sum(np.exp(log_pmf - margin) * g_lower)) * (1.0 - (cells + 8.0) * _U) / n
+        dropped = positive_mean * outside
+        upper = min(1.0, (upper_cells / n) * (1.0 + 2.0 * _U) + dropped * (1.0 + 2.0 * _U))
+        if dropped <= 0.1 * rtol * upper:
+            break
+    return Bracket(max(0.0, min(lower, upper)), upper)
 
 
 def convex_order_problems(values: np.ndarray, masses: np.ndarray, n: int, splits: int
@@ -349,4 +465,4 @@ def convex_order_problems(values: np.ndarray, masses: np.ndarray, n: int, splits
 
 
 __all__ = ["PrivacyLossLevels", "EXACT_CELL_LIMIT", "convex_order_problems", "direction_atoms",
-           "exact_direction"]
+           "exact_direction", "windowed_direction", "WINDOW_CELL_LIMIT"]

@@ -14,6 +14,9 @@ never produces but another does gets no multi-level bound. It is evaluated only 
 more than three levels (ratios compared to 9 significant digits): with three levels (Q0, Q1, N) the
 expression is the clone pair the variation-ratio analysis already evaluates. The levels are derived
 on first use (:class:`MatrixMultiLevelBound`).
+
+Without the levels of each pair, a ratio bound and the blanket mass alone give a clone pair valid
+for every pair (:func:`blanket_variation_ratio`, used by continuous catalog entries).
 """
 
 from __future__ import annotations
@@ -22,9 +25,13 @@ import math
 
 import numpy as np
 
+from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.multilevel import PrivacyLossLevels
+from dpacct_shuffle.core.validation import check_range
 from dpacct_shuffle.randomizers.base import PairBound, Randomizer
 
+# the share of the blanket pair is taken this relative amount below w (float rounding of β and w)
+_SHARE_MARGIN = 1e-9
 # pairs × outputs examined when deriving the levels of a matrix (larger matrices get none)
 MAX_PAIR_CELLS = 4_000_000
 # distinct level sets evaluated (one per kind of victim pair)
@@ -52,16 +59,39 @@ def pair_levels(matrix: np.ndarray, blanket: np.ndarray, i: int, j: int) -> Priv
 
 def matrix_levels(matrix: np.ndarray) -> tuple[PrivacyLossLevels, ...] | None:
     """Distinct level sets over all victim pairs of a validated matrix, or None when the matrix is
-    too large, some pair leaves the blanket's support, or there are more than ``MAX_LEVEL_SETS``."""
+    too large, some pair leaves the blanket's support, or there are more than ``MAX_LEVEL_SETS``.
+
+    Pairs are grouped first by a signature: the triples (ratio to the blanket of row i, of row j,
+    blanket mass) of every output, sorted (all pairs (i, j > i) of a row at once). Equal
+    signatures give equal inputs to :func:`pair_levels` up to order, hence equal levels (exact
+    sums), which are derived once per signature. A column whose minimum is 0 but not its maximum
+    leaves the blanket's support for some pair: then None.
+    """
     d, outputs = matrix.shape
     if d * (d - 1) // 2 * outputs > MAX_PAIR_CELLS:
         return None
     blanket = matrix.min(axis=0)
+    if np.any((blanket <= 0.0) & (matrix.max(axis=0) > 0.0)):
+        return None
     found: dict[PrivacyLossLevels, None] = {}
-    for i in range(d):
-        for j in range(i + 1, d):
+    seen: set[bytes] = set()
+    ratios = np.divide(matrix, blanket, out=np.zeros_like(matrix), where=blanket > 0.0)
+    for i in range(d - 1):
+        first = np.broadcast_to(ratios[i], ratios[i + 1:].shape)
+        second = ratios[i + 1:]
+        order = np.lexsort((second, first), axis=-1)
+        first_sorted = np.take_along_axis(first, order, axis=-1)
+        second_sorted = np.take_along_axis(second, order, axis=-1)
+        mass_sorted = blanket[order]
+        for row in range(second.shape[0]):
+            j = i + 1 + row
             if np.array_equal(matrix[i], matrix[j]):
                 continue
+            signature = b"".join((first_sorted[row].tobytes(), second_sorted[row].tobytes(),
+                                  mass_sorted[row].tobytes()))
+            if signature in seen:
+                continue
+            seen.add(signature)
             levels = pair_levels(matrix, blanket, i, j)
             if levels is None:
                 return None
@@ -166,6 +196,40 @@ class MatrixMultiLevelBound(MultiLevelBound):
         return self._level_sets or ()
 
 
+def blanket_variation_ratio(p: float, blanket_mass: float) -> VariationRatio:
+    """Clone pair of any randomizer with ratio bound p and blanket mass γ, valid for every pair.
+
+    Setting: R(x)(y) ≤ p·R(x')(y) for all inputs and outputs (ε0-LDP: p = e^ε0), and a blanket
+    m(y) = inf_x R(x)(y) of total mass γ ≥ 2/(p + 1) (densities for continuous outputs: the
+    theorem of :mod:`dpacct_shuffle.core.multilevel` holds with μ/m as Radon–Nikodym
+    derivatives). Returns the VariationRatio (p, β = 1 − γ, q = p, s = w), whose three levels are
+    (p, 1; A), (1, p; A), (1, 1; γ − 2A) with A = (1 − γ)/(p − 1) (w = 1 − (p + 1)A = γ − 2A).
+
+    Proof. For any victim pair the ratios a = μ0/m, b = μ1/m lie in the square [1, p]² (m is the
+    infimum, and μ ≤ p·R(x') for the input x' attaining it), and ∫a dm = ∫b dm = 1. Split the
+    blanket mass of each output over the four corners with the product weights (a − 1)/(p − 1)
+    (a-coordinate p) and (b − 1)/(p − 1): the corner drawn given the output has mean (a, b), so
+    for every ε and direction the value Z = a − e^ε b (or b − e^ε a) is the conditional mean of
+    the corner's value Z' and Z ≤ Z' in convex order (Jensen); the order is closed under
+    independent sums, so E[(ΣZ)⁺] ≤ E[(ΣZ')⁺]. The corner masses are M_p1 = M_1p = A − t,
+    M_pp = t, M_11 = γ − 2A + t for some t ∈ [0, A] (marginals: M_p1 + M_pp = ∫(a − 1)dm/(p − 1)
+    = A). Replacing t·(δ_pp + δ_11) by t·(δ_p1 + δ_1p) keeps the mean (both sums of values are
+    (p + 1)(1 − e^ε)) and moves both values to the ends of an interval containing them
+    (1 − e^ε p ≤ p(1 − e^ε), 1 − e^ε ≤ p − e^ε), a convex-order increase: t = 0 is the worst case,
+    and its levels are the clone pair above (r0 = pα/q = α = A, neutral weight λ·s with λ = 1).
+    The share is taken a relative 1e-9 below w (float rounding of β and w can only lower it) with
+    neutral weight λ·s, λ = 1 (``neutral_parts``: the rest of w at rate 0);
+    β = 1 − γ ≤ (p − 1)/(p + 1) is the condition γ ≥ 2/(p + 1).
+    """
+    ratio = check_range("p", p, 1.0, math.inf, low_open=True, high_open=True)
+    gamma = check_range("blanket_mass", blanket_mass, 2.0 / (ratio + 1.0), 1.0)
+    beta = 1.0 - gamma
+    neutral = VariationRatio(ratio, beta, ratio).neutral_mass
+    share = neutral * (1.0 - _SHARE_MARGIN)
+    # neutral level (1, 1): weight λ·s with λ = 1 (the split's remainder is reproduced at rate 0)
+    return VariationRatio(ratio, beta, ratio, neutral_parts=((share, share), (neutral - share, 0.0)))
+
+
 def attach_multilevel(randomizer: Randomizer) -> Randomizer:
     """Add the multi-level fallback of ``randomizer.matrix`` (if it has one) to its fallbacks."""
     if randomizer.matrix is not None:
@@ -173,5 +237,5 @@ def attach_multilevel(randomizer: Randomizer) -> Randomizer:
     return randomizer
 
 
-__all__ = ["MultiLevelBound", "MatrixMultiLevelBound", "matrix_levels", "pair_levels",
+__all__ = ["MultiLevelBound", "blanket_variation_ratio", "MatrixMultiLevelBound", "matrix_levels", "pair_levels",
            "attach_multilevel", "MAX_LEVEL_SETS", "MAX_PAIR_CELLS"]
