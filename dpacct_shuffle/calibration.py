@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from dpacct_shuffle.core.bound import MAX_EVALUATED_USERS, VariationRatio
 from dpacct_shuffle.core.validation import check_delta, check_num_users, check_range
+from dpacct_shuffle.progress import ProgressOption, ProgressReporter
 from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.sampling import NeighborRel, check_sampling_probability, poisson_sampled_profile
 
@@ -123,6 +125,39 @@ def largest_epsilon0(family: Callable[..., Randomizer | VariationRatio], target_
     return low
 
 
+@dataclass(frozen=True)
+class Epsilon0Calibration:
+    """Result of :func:`calibrate_epsilon0`.
+
+    Attributes:
+      epsilon0: the largest ε0 found (it passes the certified test δ_upper(ε_target) ≤ δ).
+      epsilon_upper: the certified upper bound on ε(δ) of the shuffled round at that ε0
+        (≤ the target ε, up to the ε search's tolerance).
+    """
+
+    epsilon0: float
+    epsilon_upper: float
+
+
+def calibrate_epsilon0(family: Callable[[float], Randomizer], target_epsilon: float, delta: float,
+                       n: int, *, max_epsilon0: float = 20.0, rtol: float = 1e-3,
+                       progress: ProgressOption = None) -> Epsilon0Calibration:
+    """:func:`largest_epsilon0` of ``family`` (ε0 -> Randomizer, every user reports) together with
+    the certified ε(δ) of the shuffled round at the result.
+
+    ``progress``: ``True`` shows a tqdm bar counting the evaluations of ``family`` during the
+    search, a callback ``progress(done, done)`` is called after each (:mod:`dpacct_shuffle.progress`).
+    """
+    with ProgressReporter(None, "calibrate", progress, unit="evaluation") as reporter:
+        def counted(epsilon0: float) -> Randomizer:
+            reporter.tick()
+            return family(epsilon0)
+
+        epsilon0 = largest_epsilon0(counted, target_epsilon, delta, n, max_epsilon0=max_epsilon0,
+                                    rtol=rtol)
+    return Epsilon0Calibration(epsilon0, family(epsilon0).shuffled(n).epsilon(delta))
+
+
 def smallest_num_users(randomizer: Randomizer | VariationRatio, target_epsilon: float,
                        delta: float, *, max_users: int = MAX_EVALUATED_USERS,
                        sampling_probability: float | None = None,
@@ -161,4 +196,5 @@ def smallest_num_users(randomizer: Randomizer | VariationRatio, target_epsilon: 
     return high
 
 
-__all__ = ["largest_epsilon0", "shuffled_delta", "smallest_num_users"]
+__all__ = ["Epsilon0Calibration", "calibrate_epsilon0", "largest_epsilon0", "shuffled_delta",
+           "smallest_num_users"]

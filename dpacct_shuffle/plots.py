@@ -31,6 +31,7 @@ from dpacct_shuffle.core.validation import check_delta, check_num_users, check_r
 from dpacct_shuffle.lemmas import fmt_shuffle_bound
 from dpacct_shuffle.progress import ProgressOption, ProgressReporter
 from dpacct_shuffle.randomizers.base import Randomizer
+from dpacct_shuffle.shuffle_round import published_pair_epsilon
 
 KIND_LABELS = {
     "upper": "upper bound (ours, certified)",
@@ -236,19 +237,10 @@ def _sweep(
             counter.tick()
         if published:
             if randomizer.published is not None:
-                record("published", x, lambda: _published_epsilon(randomizer, delta, n))
+                record("published", x, lambda: published_pair_epsilon(randomizer, n, delta))
             counter.tick()
     return [Curve(label, kind, x_name, tuple(xs), tuple(ys), tuple(ts))
             for kind, (xs, ys, ts) in columns.items() if ys]
-
-
-def _published_epsilon(randomizer: Randomizer, delta: float, n: int) -> float:
-    """ε of the published pair (Wang et al., arXiv:2304.05007) — for reproduction only, not a
-    guarantee."""
-    from dpacct_shuffle.core.bound import published_pair
-
-    p, beta, q, q1 = randomizer.published
-    return published_pair(p, beta, q, q1).epsilon(delta, n)
 
 
 def draw_curves(

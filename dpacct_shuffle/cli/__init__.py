@@ -25,6 +25,14 @@ significant digits and lower bounds rounded *down* (:func:`format_upper`, :func:
 arXiv:2304.05007, Thm 4.1) and the FMT closed form are printed only with ``--compare`` and
 labelled; the published pair is not a valid bound in general (docs/theory.md, "Published pair") and
 is never called a guarantee.
+
+Layout: :mod:`~dpacct_shuffle.cli.parser` (options and their types),
+:mod:`~dpacct_shuffle.cli.app` (:func:`main`: dispatch and exit codes), one module per command
+(``epsilon``, ``delta``, ``calibrate``, ``params``, ``account``, ``plot``; each reads its arguments,
+makes one library call and prints the result), :mod:`~dpacct_shuffle.cli.output` (outward-rounded
+numbers, JSON). The numbers come from the library: :mod:`dpacct_shuffle.shuffle_round`,
+:mod:`dpacct_shuffle.calibration`, :mod:`dpacct_shuffle.pipeline`, :mod:`dpacct_shuffle.plots`,
+:mod:`dpacct_shuffle.randomizers.spec`.
 """
 
 from dpacct_shuffle.cli.app import main

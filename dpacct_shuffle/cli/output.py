@@ -11,9 +11,10 @@ import decimal
 import json
 import math
 from collections.abc import Mapping
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from dpacct_shuffle.randomizers.base import Randomizer
+if TYPE_CHECKING:  # the command line imports the library only when a command runs (lean --help)
+    from dpacct_shuffle.randomizers.base import Randomizer
 
 DISPLAY_DIGITS = 6
 

@@ -4,48 +4,47 @@
 from __future__ import annotations
 
 import argparse
-import inspect
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from dpacct_shuffle.cli.errors import EXIT_OK
 from dpacct_shuffle.cli.output import describe_randomizer, emit_json
 from dpacct_shuffle.cli.parser import randomizer_from_args
+
+if TYPE_CHECKING:
+    from dpacct_shuffle.core.bound import VariationRatio
 
 
 def cmd_params_or_list(args: argparse.Namespace, out: TextIO) -> int:
     """``params`` (or ``params --list``: the catalog entries with their parameters)."""
     if not args.list:
         return cmd_params(args, out)
-    from dpacct_shuffle.randomizers.spec import catalog_factory, catalog_names
+    from dpacct_shuffle.randomizers.spec import catalog_entries
 
-    entries = {}
-    for name in catalog_names():
-        factory = catalog_factory(name)
-        signature = inspect.signature(factory)
-        first_paragraph = (inspect.getdoc(factory) or "").split("\n\n")[0]
-        entries[name] = {"parameters": [str(p) for p in signature.parameters.values()],
-                         "summary": " ".join(first_paragraph.split())}
+    entries = catalog_entries()
     if args.json:
-        emit_json({"command": "params", "catalog": entries}, out)
+        catalog = {entry.name: {"parameters": list(entry.parameters), "summary": entry.summary}
+                   for entry in entries}
+        emit_json({"command": "params", "catalog": catalog}, out)
         return EXIT_OK
-    for name, entry in entries.items():
-        out.write(f"{name}({', '.join(entry['parameters'])})\n    {entry['summary']}\n")
+    for entry in entries:
+        out.write(f"{entry.name}({', '.join(entry.parameters)})\n    {entry.summary}\n")
     return EXIT_OK
 
 
-def variation_ratio_parameters(vr: Any) -> dict[str, float]:
+_VARIATION_RATIO_FIELDS = ("p", "epsilon0", "beta", "q0", "q1", "alpha", "p_alpha", "neutral_mass",
+                           "r0", "r1", "neutral_share", "neutral_weight", "rest_share")
+
+
+def variation_ratio_parameters(variation_ratio: VariationRatio) -> dict[str, float]:
     """The attributes of a :class:`~dpacct_shuffle.VariationRatio` as a plain dict."""
-    return {"p": vr.p, "epsilon0": vr.epsilon0, "beta": vr.beta, "q0": vr.q0, "q1": vr.q1,
-            "alpha": vr.alpha, "p_alpha": vr.p_alpha, "neutral_mass": vr.neutral_mass,
-            "r0": vr.r0, "r1": vr.r1, "neutral_share": vr.neutral_share,
-            "neutral_weight": vr.neutral_weight, "rest_share": vr.rest_share}
+    return {name: getattr(variation_ratio, name) for name in _VARIATION_RATIO_FIELDS}
 
 
 def cmd_params(args: argparse.Namespace, out: TextIO) -> int:
     """``params``: variation-ratio parameters of a catalog entry or a matrix file."""
     randomizer = randomizer_from_args(args)
     summary = randomizer.variation_ratio
-    cover = [variation_ratio_parameters(vr) for vr in randomizer.variation_ratios]
+    cover = [variation_ratio_parameters(part) for part in randomizer.variation_ratios]
     payload: dict[str, object] = {
         "command": "params", "randomizer": randomizer.name,
         "parameters": dict(randomizer.parameters),

@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from dpacct_shuffle.cli.errors import EXIT_BAD_INPUT, PROG, UsageError
+
+if TYPE_CHECKING:
+    from dpacct_shuffle.randomizers.base import Randomizer
 
 LOWER_BOUND_MAX_USERS = 10**7  # = randomizers.LOWER_BOUND_MAX_USERS (not imported: lean --help)
 MAX_RANGE_COUNT = 1000
@@ -103,15 +105,14 @@ def parse_param(text: str) -> tuple[str, object]:
         raise argparse.ArgumentTypeError(f"--param: {exc}") from None
 
 
-def randomizer_from_args(args: argparse.Namespace) -> Any:
+def randomizer_from_args(args: argparse.Namespace) -> Randomizer:
     """The randomizer selected by ``--randomizer NAME [params]`` or ``--matrix FILE``."""
-    from dpacct_shuffle.randomizers import from_matrix
-    from dpacct_shuffle.randomizers.spec import build_randomizer, read_matrix
+    from dpacct_shuffle.randomizers.spec import build_randomizer, matrix_file_randomizer
 
     if args.matrix is not None:
         if args.randomizer is not None:
             raise UsageError("give either --randomizer or --matrix, not both")
-        return from_matrix(read_matrix(args.matrix), name=Path(args.matrix).stem)
+        return matrix_file_randomizer(args.matrix)
     if args.randomizer is None:
         raise UsageError("one of --randomizer NAME or --matrix FILE is required")
     return build_randomizer(args.randomizer, randomizer_params(args))

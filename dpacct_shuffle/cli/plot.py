@@ -13,7 +13,8 @@ from dpacct_shuffle.cli.parser import randomizer_params, show_progress
 
 
 def cmd_plot(args: argparse.Namespace, out: TextIO) -> int:
-    """``plot``: ε vs n (``--users LIST``) or ε vs ε0 (``--epsilon0s LIST``) to PNG/SVG.
+    """``plot``: ε vs n (``--users-list``) or ε vs ε0 (``--x epsilon0 --epsilon0-list``) to
+    PNG/SVG/PDF (:mod:`dpacct_shuffle.plots`).
 
     Every argument is validated (exit 2) and the output directory checked (exit 1) before
     matplotlib is looked for (exit 1 with the install hint) and before the sweep starts.

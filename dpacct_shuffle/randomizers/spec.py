@@ -12,7 +12,9 @@ Used by the command line (``--randomizer``, ``--param``, ``--matrix``) and by pi
   probability δ0); ``approximate_ldp``, ``gaussian`` and ``gaussian_vector`` (not catalog entries:
   they are not pure ε0-LDP) are built the same way (:data:`APPROXIMATE_FACTORIES`).
 * :func:`read_matrix` — a row-stochastic matrix (rows = inputs, columns = outputs) from a CSV or
-  JSON file, for :func:`~dpacct_shuffle.randomizers.from_matrix`.
+  JSON file, for :func:`~dpacct_shuffle.randomizers.from_matrix`; :func:`matrix_file_randomizer`
+  analyses it.
+* :func:`catalog_entries` — each catalog entry's signature and one-line summary.
 
 Every bad input raises ``ValueError`` (or ``TypeError`` for a wrong type) naming the parameter and
 what is allowed there (for an unknown parameter: the keywords the entry takes).
@@ -25,12 +27,14 @@ import inspect
 import io
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from dpacct_shuffle.randomizers.approximate import approximate, approximate_ldp
 from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.randomizers.catalog import ALIASES, CATALOG
 from dpacct_shuffle.randomizers.gaussian import gaussian, gaussian_vector
+from dpacct_shuffle.randomizers.matrix import from_matrix
 
 #: Randomizers with a spec name that are not pure ε0-LDP catalog entries.
 APPROXIMATE_FACTORIES: dict[str, Callable[..., Randomizer]] = {
@@ -62,6 +66,33 @@ def catalog_factory(name: str) -> Callable[..., Randomizer]:
         raise ValueError(f"unknown randomizer {name!r}; available: {', '.join(catalog_names())} "
                          f"(aliases: {', '.join(sorted(ALIASES))}; or give a matrix)")
     return CATALOG[canonical]
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """A catalog factory as listed to users.
+
+    Attributes:
+      name: the factory's name in ``CATALOG``.
+      parameters: its parameters as written in its signature (``"epsilon0: float"``, …).
+      summary: the first paragraph of its docstring on one line.
+    """
+
+    name: str
+    parameters: tuple[str, ...]
+    summary: str
+
+
+def catalog_entries() -> list[CatalogEntry]:
+    """Every catalog entry (sorted by name) with its signature and summary."""
+    entries = []
+    for name in catalog_names():
+        factory = CATALOG[name]
+        first_paragraph = (inspect.getdoc(factory) or "").split("\n\n")[0]
+        entries.append(CatalogEntry(
+            name, tuple(str(p) for p in inspect.signature(factory).parameters.values()),
+            " ".join(first_paragraph.split())))
+    return entries
 
 
 def factory_keywords(factory: Callable[..., Randomizer]) -> list[str]:
@@ -208,6 +239,12 @@ def read_matrix(path: str | Path) -> list[list[float]]:
     return rows
 
 
+def matrix_file_randomizer(path: str | Path) -> Randomizer:
+    """:func:`~dpacct_shuffle.randomizers.from_matrix` of the matrix in file ``path``
+    (:func:`read_matrix`), named after the file's stem."""
+    return from_matrix(read_matrix(path), name=Path(path).stem)
+
+
 def _matrix_entry(value: object, file: Path) -> float:
     if isinstance(value, bool):
         raise ValueError(f"matrix file {str(file)!r}: entries must be numbers, got {value!r}")
@@ -221,12 +258,15 @@ __all__ = [
     "APPROXIMATE_FACTORIES",
     "LEAK_PARAMETER",
     "PARAMETER_ALIASES",
+    "CatalogEntry",
     "build_randomizer",
     "canonical_keyword",
+    "catalog_entries",
     "catalog_factory",
     "catalog_names",
     "factory_keywords",
     "parse_assignment",
+    "matrix_file_randomizer",
     "parse_scalar",
     "read_matrix",
     "randomizer_factory",

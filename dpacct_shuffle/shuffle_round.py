@@ -1,0 +1,201 @@
+"""Both bounds of one shuffle round, and the labelled references printed beside them.
+
+:func:`epsilon_bounds` and :func:`delta_bounds` evaluate one round of ``users`` users of a
+randomizer and return a :class:`RoundBounds`:
+
+* ``upper`` — the certified upper bound: ``randomizer.shuffled(n).epsilon(δ)`` (resp. ``.delta(ε)``),
+  the neutral-aware variation-ratio bound (docs/theory.md, "Neutral-aware bound"); for a
+  Poisson-sampled round (each of the ``users`` reports with probability γ, replace-one neighbours)
+  the value of :class:`~dpacct_shuffle.accountants.ShufflePLDAccountant` composed with
+  ``PoissonSampledDpEvent(γ, ShuffleEvent(randomizer, users))`` (the void view of
+  :mod:`dpacct_shuffle.sampling`);
+* ``lower`` — the certified lower bound of the entry's explicit instance
+  (:mod:`dpacct_shuffle.randomizers.lower_bounds`), with a :class:`LowerBoundStatus` saying why there is
+  none when it is absent (not requested, a sampled round, more than ``lower_max_users`` users — its
+  cost grows with n —, no instance for this entry, or an evaluation that failed).
+
+The true ε(δ) (resp. δ(ε)) of the round lies in ``[lower, upper]``.
+
+References, never guarantees for the entry at hand: :func:`fmt_closed_form` (Feldman, McMillan &
+Talwar, SODA 2023, arXiv:2208.04591, Thm 3.2: valid for any ε0-LDP randomizer inside its validity
+condition) and :func:`published_pair_epsilon` (Wang et al., arXiv:2304.05007, Thm 4.1, with the
+published parameters; not a valid bound in general, docs/theory.md, "Published pair").
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import time
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+from dp_accounting import dp_event
+
+from dpacct_shuffle.accountants import ShufflePLDAccountant
+from dpacct_shuffle.core.bound import published_pair
+from dpacct_shuffle.events import ShuffleEvent
+from dpacct_shuffle.lemmas import fmt_shuffle_bound
+from dpacct_shuffle.randomizers.base import LOWER_BOUND_MAX_USERS, Randomizer, ShuffledRandomizer
+from dpacct_shuffle.sampling import check_sampling_probability
+
+Quantity = Literal["epsilon", "delta"]
+
+
+class LowerBoundStatus(enum.Enum):
+    """Whether :attr:`RoundBounds.lower` holds a value, and why not."""
+
+    COMPUTED = "computed"
+    NOT_REQUESTED = "not requested"
+    SAMPLED_ROUND = "no instance for a client-sampled round"
+    ABOVE_MAX_USERS = "more users than lower_max_users"
+    NO_INSTANCE = "the entry has no lower-bound instance"
+    EVALUATION_FAILED = "the instance evaluated to NaN"
+
+
+@dataclass(frozen=True)
+class RoundBounds:
+    """Certified upper and lower bound of ε(δ) or δ(ε) of one shuffle round.
+
+    Attributes:
+      randomizer: the local randomizer.
+      users: the number of users (the population of a sampled round).
+      quantity: ``"epsilon"`` (ε at δ = ``level``) or ``"delta"`` (δ at ε = ``level``).
+      level: the given δ (resp. ε).
+      sampling_probability: γ of a Poisson-sampled round, None when every user reports.
+      upper: the certified upper bound.
+      upper_seconds: time spent computing ``upper``.
+      lower: the certified lower bound, None unless ``lower_status`` is ``COMPUTED``.
+      lower_status: why ``lower`` is (not) there.
+      lower_seconds: time spent evaluating the instance (None when it was not evaluated).
+      lower_max_users: the largest n for which the instance is evaluated (None: any n).
+    """
+
+    randomizer: Randomizer
+    users: int
+    quantity: Quantity
+    level: float
+    sampling_probability: Optional[float]
+    upper: float
+    upper_seconds: float
+    lower: Optional[float]
+    lower_status: LowerBoundStatus
+    lower_seconds: Optional[float]
+    lower_max_users: Optional[int]
+
+
+def _sampled_round(randomizer: Randomizer, users: int, sampling_probability: float,
+                   quantity: Quantity, level: float) -> float:
+    gamma = check_sampling_probability(sampling_probability)
+    accountant = ShufflePLDAccountant().compose(
+        dp_event.PoissonSampledDpEvent(gamma, ShuffleEvent(randomizer, users)))
+    if quantity == "epsilon":
+        return float(accountant.get_epsilon(level))
+    return float(accountant.get_delta(level))
+
+
+def _round_bounds(randomizer: Randomizer, users: int, quantity: Quantity, level: float,
+                  sampling_probability: Optional[float], lower: bool,
+                  lower_max_users: Optional[int]) -> RoundBounds:
+    # the lower bound's cost is limited by lower_max_users here, not by the library's default
+    shuffled: ShuffledRandomizer = randomizer.shuffled(users, lower_bound_max_users=None)
+    start = time.perf_counter()
+    if sampling_probability is None:
+        upper = shuffled.epsilon(level) if quantity == "epsilon" else shuffled.delta(level)
+    else:
+        upper = _sampled_round(randomizer, users, sampling_probability, quantity, level)
+    upper_seconds = time.perf_counter() - start
+    value: Optional[float] = None
+    seconds: Optional[float] = None
+    if not lower:
+        status = LowerBoundStatus.NOT_REQUESTED
+    elif sampling_probability is not None:
+        status = LowerBoundStatus.SAMPLED_ROUND
+    elif lower_max_users is not None and users > lower_max_users:
+        status = LowerBoundStatus.ABOVE_MAX_USERS
+    else:
+        lower_of = shuffled.epsilon_lower if quantity == "epsilon" else shuffled.delta_lower
+        start = time.perf_counter()
+        value = lower_of(level) if shuffled.lower_bound is not None else None
+        seconds = time.perf_counter() - start
+        if value is None:
+            status = LowerBoundStatus.NO_INSTANCE
+        elif math.isnan(value):  # no number is reported for a failed evaluation
+            value, status = None, LowerBoundStatus.EVALUATION_FAILED
+        else:
+            status = LowerBoundStatus.COMPUTED
+    return RoundBounds(randomizer, users, quantity, level, sampling_probability, upper,
+                       upper_seconds, value, status, seconds, lower_max_users)
+
+
+def epsilon_bounds(randomizer: Randomizer, users: int, delta: float, *,
+                   sampling_probability: Optional[float] = None, lower: bool = True,
+                   lower_max_users: Optional[int] = LOWER_BOUND_MAX_USERS) -> RoundBounds:
+    """Certified upper and lower bound on ε(δ) of one shuffle round of ``users`` users.
+
+    Args:
+      randomizer: the local randomizer (a catalog entry or a :func:`~dpacct_shuffle.randomizers.from_matrix` result).
+      users: number of users, ≥ 1 (the population when ``sampling_probability`` is given).
+      delta: δ in (0, 1).
+      sampling_probability: γ ∈ [0, 1] for a Poisson-sampled round, None if every user reports.
+      lower: evaluate the explicit lower-bound instance (if the entry has one).
+      lower_max_users: evaluate the instance only for ``users`` ≤ this (None: always).
+    """
+    return _round_bounds(randomizer, users, "epsilon", delta, sampling_probability, lower,
+                         lower_max_users)
+
+
+def delta_bounds(randomizer: Randomizer, users: int, epsilon: float, *,
+                 sampling_probability: Optional[float] = None, lower: bool = True,
+                 lower_max_users: Optional[int] = LOWER_BOUND_MAX_USERS) -> RoundBounds:
+    """Certified upper and lower bound on δ(ε) of one shuffle round (arguments as in
+    :func:`epsilon_bounds`, with ε ≥ 0 in place of δ)."""
+    return _round_bounds(randomizer, users, "delta", epsilon, sampling_probability, lower,
+                         lower_max_users)
+
+
+@dataclass(frozen=True)
+class ClosedFormReference:
+    """The FMT closed form for an entry's ε0, or the reason it does not apply.
+
+    Attributes:
+      value: ε of the closed form, None when it does not apply.
+      reason: why ``value`` is None (empty when there is a value).
+    """
+
+    value: Optional[float]
+    reason: str
+
+
+def fmt_closed_form(randomizer: Randomizer, users: int, delta: float) -> ClosedFormReference:
+    """ε(δ) of the Feldman–McMillan–Talwar closed form
+    (:func:`~dpacct_shuffle.lemmas.fmt_shuffle_bound`) at the entry's ``epsilon0`` parameter;
+    no value for an entry without ``epsilon0`` or outside the closed form's validity condition."""
+    epsilon0 = randomizer.parameters.get("epsilon0")
+    if epsilon0 is None:
+        return ClosedFormReference(None, "entry has no epsilon0")
+    try:
+        return ClosedFormReference(fmt_shuffle_bound(float(epsilon0), users, delta), "")
+    except ValueError as exc:
+        return ClosedFormReference(None, str(exc))
+
+
+def published_pair_epsilon(randomizer: Randomizer, users: int, delta: float) -> Optional[float]:
+    """ε(δ) of the published variation-ratio pair (Wang et al., arXiv:2304.05007, Thm 4.1) with the
+    entry's published (p, β, q, q1); None for an entry without published parameters. For
+    reproduction only: not a guarantee (docs/theory.md, "Published pair")."""
+    if randomizer.published is None:
+        return None
+    p, beta, q, q1 = randomizer.published
+    return published_pair(p, beta, q, q1).epsilon(delta, users)
+
+
+__all__ = [
+    "ClosedFormReference",
+    "LowerBoundStatus",
+    "RoundBounds",
+    "delta_bounds",
+    "epsilon_bounds",
+    "fmt_closed_form",
+    "published_pair_epsilon",
+]
