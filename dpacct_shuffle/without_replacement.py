@@ -21,8 +21,8 @@ import math
 
 from scipy import special
 
+from dpacct_shuffle.core.rounding import round_loss_down, round_loss_up
 from dpacct_shuffle.core.validation import check_num_users, check_range
-from dpacct_shuffle.lemmas import _round_down, _round_up
 from dpacct_shuffle.profiles import PrivacyProfile
 
 # Absolute error of scipy's log_ndtr, relative to the size of its arguments and result (it is
@@ -63,7 +63,7 @@ def gaussian_profile(noise_multiplier: float, sensitivity: float = 2.0) -> Priva
         exponent = epsilon + log_b - log_a
         value = math.exp(log_a) * (-math.expm1(min(exponent, 0.0)))
         margin = math.exp(log_a) * _LOG_NDTR_ERROR * (1.0 + abs(log_a) + abs(log_b) + epsilon)
-        return min(1.0, _round_up(value + margin, zero_is_exact=False))
+        return min(1.0, round_loss_up(value + margin, zero_is_exact=False))
 
     return PrivacyProfile(delta_upper, math.inf,
                           f"gaussian(noise_multiplier={sigma!r}, sensitivity={delta_sens!r})")
@@ -107,13 +107,13 @@ def without_replacement_profile(base: PrivacyProfile, sample_size: int,
         raise ValueError(f"sample_size must be <= population_size ({population}), got {size}")
     if size == population:
         return base
-    eta = min(1.0, _round_up(size / population))  # the profile is non-decreasing in η
+    eta = min(1.0, round_loss_up(size / population))  # the profile is non-decreasing in η
     cap = base.epsilon_cap
-    new_cap = cap if math.isinf(cap) else _round_up(math.log1p(eta * math.expm1(cap)))
+    new_cap = cap if math.isinf(cap) else round_loss_up(math.log1p(eta * math.expm1(cap)))
 
     def delta_upper(epsilon: float) -> float:
-        inner = _round_down(math.log1p(math.expm1(epsilon) / eta))
-        return min(1.0, _round_up(eta * base.delta(inner)))
+        inner = round_loss_down(math.log1p(math.expm1(epsilon) / eta))
+        return min(1.0, round_loss_up(eta * base.delta(inner)))
 
     return PrivacyProfile(delta_upper, new_cap,
                           f"without_replacement({size}/{population}, {base.description})")

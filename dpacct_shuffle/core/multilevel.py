@@ -75,7 +75,8 @@ from dpacct_shuffle.core.bound import (
     refined_bracket,
 )
 from dpacct_shuffle.core.search import epsilon_search
-from dpacct_shuffle.core.numerics import Bracket, DirectionalProblem, directional_bracket
+from dpacct_shuffle.core.numerics import directional_bracket
+from dpacct_shuffle.core.problem import Bracket, DirectionalProblem
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users, check_range
 
 _ULP = 2.0**-52
