@@ -30,6 +30,7 @@ from dpacct_shuffle import randomizers as rz
 from dpacct_shuffle.accountants import ShufflePLDAccountant, event_on_users_grid
 from dpacct_shuffle.core.closed_forms import chernoff_delta
 from dpacct_shuffle.events import ShuffleEvent
+from dpacct_shuffle.profiles import RandomizerDescription
 
 
 class ChernoffShuffleBound:
@@ -53,7 +54,7 @@ def cohort_sizes(rounds: int, low: float, high: float, seed: int) -> list[int]:
     return sorted(sizes, key=lambda _: rng.random())
 
 
-def account(randomizer: object, sizes: list[int], delta: float,
+def account(randomizer: RandomizerDescription, sizes: list[int], delta: float,
             ratio: float | None) -> tuple[float, float]:
     """(ε at δ, CPU seconds) of the rounds composed one by one, queried once at the end."""
     start = time.process_time()

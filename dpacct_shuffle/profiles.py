@@ -74,9 +74,11 @@ Lemma 3.4: the pair is a post-processing of it).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
+from typing import Union
 
 import attr
 import numpy as np
@@ -90,6 +92,7 @@ from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.lemmas import chained_ldp
 from dpacct_shuffle.progress import ProgressOption, ProgressReporter
+from dpacct_shuffle.randomizers.base import SupportsShuffleBound
 from dpacct_shuffle.randomizers.composite import (
     branch_levels,
     parallel_levels_bound,
@@ -138,11 +141,9 @@ class ShuffleBound:
     source: object
 
 
-def _variation_ratio_delta(vr: VariationRatio) -> Callable[[float, int], float]:
-    def delta_upper(epsilon: float, n: int) -> float:
-        return vr.delta_interval(epsilon, n, rtol=_CORE_RTOL).upper
-
-    return delta_upper
+#: What :func:`as_shuffle_bound` adapts (its docstring lists the forms; objects carrying a
+#: ``variation_ratio`` and bare ``delta(ε, n)``/``epsilon0`` profiles are accepted too).
+RandomizerDescription = Union[SupportsShuffleBound, ShuffleBound, Sequence[SupportsShuffleBound]]
 
 
 def _max_delta(bounds: Sequence[ShuffleBound]) -> Callable[[float, int], float]:
@@ -152,74 +153,29 @@ def _max_delta(bounds: Sequence[ShuffleBound]) -> Callable[[float, int], float]:
     return delta_upper
 
 
-def _pair_bound_delta(bound: object) -> Callable[[float, int], float]:
-    """δ(ε, n) of one entry of a catalog Randomizer's cover/fallbacks.
-
-    A ``VariationRatioBound`` (an entry with ``candidates``) is the minimum over its candidate
-    VariationRatios; it is evaluated here with the core's certified bracket at ``_CORE_RTOL``
-    (the same bound as the entry's own ``delta``, which asks for a tighter, costlier bracket).
-    Any other entry is asked directly.
-    """
-    candidates = getattr(bound, "candidates", None)
-    if candidates and all(isinstance(vr, VariationRatio) for vr in candidates):
-        evaluators = tuple(_variation_ratio_delta(vr) for vr in candidates)
-
-        def delta_upper(epsilon: float, n: int) -> float:
-            return min(evaluate(epsilon, n) for evaluate in evaluators)
-
-        return delta_upper
-    return bound.delta  # type: ignore[attr-defined, no-any-return]
-
-
-def _randomizer_delta(randomizer: object) -> Callable[[float, int], float]:
-    """δ(ε, n) of a catalog Randomizer: min(max over its cover, min over its fallbacks).
-
-    This is the definition of ``Randomizer.shuffled(n).delta`` (dpacct_shuffle.randomizers.base);
-    without a ``cover`` the randomizer's own ``shuffled(n).delta`` is used.
-    """
-    cover = getattr(randomizer, "cover", None)
-    if not cover:
-        def shuffled_delta(epsilon: float, n: int) -> float:
-            return float(randomizer.shuffled(n).delta(epsilon))  # type: ignore[attr-defined]
-
-        return shuffled_delta
-    cover_deltas = tuple(_pair_bound_delta(b) for b in cover)
-    fallback_deltas = tuple(_pair_bound_delta(b) for b in getattr(randomizer, "fallbacks", ()))
-
-    def delta_upper(epsilon: float, n: int) -> float:
-        value = max(delta(epsilon, n) for delta in cover_deltas)
-        for delta in fallback_deltas:
-            value = min(value, delta(epsilon, n))
-        return value
-
-    return delta_upper
-
-
-def as_shuffle_bound(randomizer: object, name: str = "randomizer") -> ShuffleBound:
+def as_shuffle_bound(randomizer: RandomizerDescription, name: str = "randomizer") -> ShuffleBound:
     """Adapt a randomizer description to a :class:`ShuffleBound`.
 
     Accepted, in this order:
 
     * a :class:`ShuffleBound` (returned as is);
-    * a :class:`~dpacct_shuffle.VariationRatio` (its certified ``delta_interval(ε, n).upper``);
-    * a catalog ``Randomizer`` (anything with ``shuffled(n).delta(ε)``): its certified shuffled
-      bound, min(max over its cover of victim-pair classes, min over its fallbacks)
-      (:func:`_randomizer_delta`); ε0 = ln p of its ``variation_ratio`` (a summary valid for
-      every pair), ``inf`` if it has none;
+    * a :class:`~dpacct_shuffle.randomizers.SupportsShuffleBound` — a catalog or ``from_matrix``
+      ``Randomizer`` (min(max over its cover of victim-pair classes, min over its fallbacks),
+      :meth:`~dpacct_shuffle.randomizers.Randomizer.delta`) or a
+      :class:`~dpacct_shuffle.VariationRatio`: its ``delta(ε, n, rtol=1e-2)`` (a certified upper
+      end; the bracket width only sets the cost) and its ``epsilon0``;
     * an object with a ``variation_ratio`` attribute holding one VariationRatio or a sequence;
     * a non-empty sequence of the above (pointwise max: each entry covers some victim pairs);
-    * any object with ``delta(epsilon, n)`` and ``epsilon0`` (a "delta(ε, n)-style profile").
+    * any object with ``delta(epsilon, n)`` and ``epsilon0`` (a "delta(ε, n)-style profile",
+      called without ``rtol``).
 
     Raises TypeError for anything else.
     """
     if isinstance(randomizer, ShuffleBound):
         return randomizer
-    if isinstance(randomizer, VariationRatio):
-        return ShuffleBound(_variation_ratio_delta(randomizer), randomizer.epsilon0, randomizer)
-    if callable(getattr(randomizer, "shuffled", None)):
-        summary = getattr(randomizer, "variation_ratio", None)
-        epsilon0 = summary.epsilon0 if isinstance(summary, VariationRatio) else math.inf
-        return ShuffleBound(_randomizer_delta(randomizer), epsilon0, randomizer)
+    if isinstance(randomizer, SupportsShuffleBound):
+        return ShuffleBound(functools.partial(randomizer.delta, rtol=_CORE_RTOL),
+                            randomizer.epsilon0, randomizer)
     if hasattr(randomizer, "variation_ratio"):
         inner = as_shuffle_bound(randomizer.variation_ratio, f"{name}.variation_ratio")
         return ShuffleBound(inner.delta_upper, inner.epsilon0, randomizer)
@@ -243,7 +199,7 @@ def as_shuffle_bound(randomizer: object, name: str = "randomizer") -> ShuffleBou
     )
 
 
-def variation_ratios_of(randomizer: object, name: str = "randomizer") -> tuple[VariationRatio, ...]:
+def variation_ratios_of(randomizer: RandomizerDescription, name: str = "randomizer") -> tuple[VariationRatio, ...]:
     """VariationRatio parameters valid for *every* victim pair of a randomizer description.
 
     For a catalog ``Randomizer`` this is its summary ``variation_ratio`` (its cover entries are
@@ -331,7 +287,7 @@ class PrivacyProfile:
         return self.delta_upper(epsilon)
 
 
-def shuffle_profile(randomizer: object, num_users: int, honest_fraction: float = 1.0) -> PrivacyProfile:
+def shuffle_profile(randomizer: RandomizerDescription, num_users: int, honest_fraction: float = 1.0) -> PrivacyProfile:
     """Profile of one shuffle round: the victim sends one report, ⌊γ·n⌋ users are honest.
 
     ``δ(ε) = bound.delta(ε, ⌊γ·n⌋)``; δ = 0 for ε ≥ ε0 (post-processing of the victim's ε0-LDP
@@ -392,7 +348,7 @@ def sampled_users_lower_bound(population: int, sampling_probability: float,
     return 1 + k, min(mass, 1.0)
 
 
-def poisson_sampled_shuffle_profile(randomizer: object, num_users: int, sampling_probability: float,
+def poisson_sampled_shuffle_profile(randomizer: RandomizerDescription, num_users: int, sampling_probability: float,
                                     honest_fraction: float = 1.0,
                                     tail: float = DEFAULT_SAMPLING_TAIL) -> PrivacyProfile:
     """Profile of a shuffle round on a Poisson sample (client sampling), replace-one neighbours.
@@ -431,7 +387,7 @@ def poisson_sampled_shuffle_profile(randomizer: object, num_users: int, sampling
                           f"poisson({gamma!r}, shuffle({bound.source!r}, n>={users}))")
 
 
-def parallel_composite(branches: Sequence[object],
+def parallel_composite(branches: Sequence[RandomizerDescription],
                        probabilities: Sequence[float]) -> VariationRatio:
     """Variation ratio of the randomizer "pick query j w.p. π_j, answer it with R_j, report (j, y)".
 
@@ -478,7 +434,7 @@ def parallel_composite(branches: Sequence[object],
     return VariationRatio(p, min(beta, beta_max), q)
 
 
-def parallel_composite_bound(branches: Sequence[object],
+def parallel_composite_bound(branches: Sequence[RandomizerDescription],
                              probabilities: Sequence[float]) -> ShuffleBound:
     """Certified bound of one random-mode parallel round: the minimum of every valid bound.
 
@@ -894,6 +850,7 @@ __all__ = [
     "DEFAULT_VALUE_DISCRETIZATION",
     "PrivacyProfile",
     "ProfileGrid",
+    "RandomizerDescription",
     "ShuffleBound",
     "as_shuffle_bound",
     "LOSS_RESOLUTION",

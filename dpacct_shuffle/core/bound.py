@@ -74,9 +74,11 @@ MAX_EVALUATED_USERS = 10**10
 _BETA_SLACK = 1e-12
 _NEUTRAL_ROUNDING = 1e-14
 _MAX_BANDS = 256
+#: Default relative width of the certified δ bracket (``delta_interval``, ``delta``, ``deltas``).
+DELTA_RTOL = 1e-3
 # ε search: the δ bracket it evaluates is exactly the public delta_interval's (default rtol), so
 # the returned ε satisfies VariationRatio.delta(ε, n) ≤ δ literally
-_SEARCH_RTOL = 1e-3
+_SEARCH_RTOL = DELTA_RTOL
 # larger ε are evaluated here (δ is non-increasing in ε; e^300·n stays far from overflow)
 _MAX_EVALUATED_EPSILON = 300.0
 # clone rates below this are treated as underflow (bound by β instead)
@@ -249,7 +251,7 @@ class VariationRatio:
                 f"neutral_share={self.neutral_share!r}{weight})")
 
     # -- the bound ------------------------------------------------------------------------
-    def delta_interval(self, epsilon: float, n: int, rtol: float = 1e-3,
+    def delta_interval(self, epsilon: float, n: int, rtol: float = DELTA_RTOL,
                        direction: int | None = None) -> Bracket:
         """(lower estimate, upper bound) of max(D_{e^ε}(P‖Q), D_{e^ε}(Q‖P)) for n users.
 
@@ -269,11 +271,12 @@ class VariationRatio:
         return _delta_bracket(self, eps, min(users, MAX_EVALUATED_USERS), tolerance,
                               direction=direction)
 
-    def delta(self, epsilon: float, n: int) -> float:
-        """Certified upper bound on the shuffled δ(ε) with n users (both directions)."""
-        return self.delta_interval(epsilon, n).upper
+    def delta(self, epsilon: float, n: int, *, rtol: float = DELTA_RTOL) -> float:
+        """Certified upper bound on the shuffled δ(ε) with n users (both directions): the upper end
+        of :meth:`delta_interval` at relative width ``rtol``."""
+        return self.delta_interval(epsilon, n, rtol).upper
 
-    def deltas(self, epsilons: Sequence[float], n: int, rtol: float = 1e-3) -> list[float]:
+    def deltas(self, epsilons: Sequence[float], n: int, rtol: float = DELTA_RTOL) -> list[float]:
         """Certified upper bounds ``[delta(ε, n) for ε in epsilons]`` for a whole curve (e.g. a PLD).
 
         Same certification as :meth:`delta_interval` (each entry is its ``upper``); the parts that
@@ -490,4 +493,4 @@ def published_pair(p: float, beta: float, q: float, q1: float | None = None) -> 
     return VariationRatio(p, beta, q, q1=q1, neutral_share=share)
 
 
-__all__ = ["VariationRatio", "published_pair", "MAX_EVALUATED_USERS"]
+__all__ = ["VariationRatio", "published_pair", "DELTA_RTOL", "MAX_EVALUATED_USERS"]

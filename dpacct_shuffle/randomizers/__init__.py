@@ -20,6 +20,7 @@ from dpacct_shuffle.randomizers.base import (
     PairBound,
     Randomizer,
     ShuffledRandomizer,
+    SupportsShuffleBound,
     VariationRatioBound,
 )
 from dpacct_shuffle.randomizers.catalog import (
@@ -57,6 +58,7 @@ __all__ = [
     "LowerBoundSkippedWarning",
     "Randomizer",
     "ShuffledRandomizer",
+    "SupportsShuffleBound",
     "PairBound",
     "VariationRatioBound",
     "LocalPairBound",

@@ -290,15 +290,14 @@ class BinaryRRProfile(InstanceLowerBound):
     ``is_exact`` is True unless a query stopped at the ``max_blocks`` evaluation budget (or at
     rounding level) before its interval reached ``rtol``; the interval is certified either way.
     ``full_search=True`` evaluates every configuration exactly instead of bounding blocks
-    (n ≤ ``FULL_SEARCH_MAX_USERS``; a cross-check). ``blocks_evaluated`` counts block bounds
-    computed so far and ``configurations`` lists the configurations evaluated exactly (diagnostics).
+    (n ≤ ``FULL_SEARCH_MAX_USERS``; a cross-check). ``configurations`` lists the configurations
+    evaluated exactly (diagnostics).
 
-    Measured (2-core shared machine under load, n = 10⁶, rtol = 1e-3): one
-    :meth:`epsilon_interval` at δ ∈ {1e-6, 1e-9} takes 1.0 s (ε0 = 0.5, 1), 0.6–0.7 s (ε0 = 2),
-    0.2 s (ε0 = 4), 76–180 block bounds; one :meth:`delta_interval` at δ(ε) ≈ 1e-6..1e-9 takes
-    0.3–4.5 s (tighter: rtol applies to δ, which moves ~40× faster than ε). Slow corner: ε so far
-    in the tail that δ(ε) < 1e-200 at tiny ε0 (e.g. ε0 = 1e-3, ε = ε0/2): ~6 s, the interval is
-    (0, ≤ 1e-279).
+    Cost: one :meth:`epsilon_interval` at n = 10⁶ takes some 10² block bounds; a
+    :meth:`delta_interval` costs more at the same rtol (rtol applies to δ, which moves ~40× faster
+    than ε). Slow corner: ε so far in the tail that δ(ε) < 1e-200 at tiny ε0 (e.g. ε0 = 1e-3,
+    ε = ε0/2), where the interval is (0, ≤ 1e-279). ``benchmarks/bench_catalog.py`` prints the
+    time per query.
     """
 
     def __init__(self, epsilon0: float, n: int, *, rtol: float = BINARY_RR_RTOL,
@@ -332,7 +331,6 @@ class BinaryRRProfile(InstanceLowerBound):
         self._delta_cache: dict[float, tuple[float, float, int]] = {}
         self._epsilon_cache: dict[float, tuple[float, float]] = {}
         self._all_certified = True
-        self.blocks_evaluated = 0
 
     # -- public API --------------------------------------------------------------------------
     @property
@@ -408,7 +406,6 @@ class BinaryRRProfile(InstanceLowerBound):
         increasing in J (adding an independent fair coin is post-processing), so each band of J
         values is charged the D of its lowest J; the mass of J below the window is charged 1.
         """
-        self.blocks_evaluated += 1
         free = last - first
         base = self._base_law(first, last, budget)
         if free == 0:
@@ -607,16 +604,15 @@ class BinaryRRExactUpper(PairBound):
 
     * δ(ε) queries use a profile with ``delta_rtol`` = 0.05 (δ moves much faster than ε: a PLD
       of ``binary_rr(1)`` at n = 10⁶ from a profile grid gives ε(1e-8) = 0.004189 with 0.05,
-      0.004182 with 1e-2, in 17 s vs 41 s; 0.00511 from the clone bound alone, 0.7 s; at
-      rtol 1e-3 one δ query takes up to ~4 s at n = 10⁶);
+      0.004182 with 1e-2 at less than half the cost; 0.00511 from the clone bound alone);
     * where the clone bound (``VariationRatio.worst_case(ε0)``) is already ≤ ``NEGLIGIBLE_DELTA``
-      (1e-30), that value is returned without the profile: certifying the deep tail costs ~1 s
-      per query at n = 10⁶ and cannot matter at that level;
+      (1e-30), that value is returned without the profile: certifying the deep tail is the
+      costliest query and cannot matter at that level;
     * n = 1: the shuffled output is the local message: its local hockey-stick divergence
       (:class:`LocalPairBound` of the two rows);
     * n > ``EXACT_MAX_USERS`` (4·10⁶): the trivial bounds δ ≤ clone bound, ε ≤ ∞ (the entry then
-      reports the clone bound alone). Measured one ε(δ) query of the profile (ε0 = 1, δ = 1e-9,
-      shared 2-core machine): 1 s at n = 10⁶, 2 s at 2·10⁶, 4 s at 4·10⁶, 12–62 s at 10⁷.
+      reports the clone bound alone): the cost of one ε(δ) query grows about linearly in n up
+      to there and faster beyond.
 
     Profiles (with their caches) are kept for the ``CACHED_USER_COUNTS`` most recent n.
     """

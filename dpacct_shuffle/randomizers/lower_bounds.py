@@ -463,7 +463,6 @@ def trinomial_projection(
     return TrinomialInstance(n, victim0, victim1, other, description)
 
 
-
 __all__ = [
     "CountPair",
     "InstanceLowerBound",

@@ -119,7 +119,6 @@ def _unary_matrix(d: int, one_prob_true: float, one_prob_false: float,
     return np.array(rows)
 
 
-
 def _unary_two_types(p: float, beta: float, one_true: float, one_false: float) -> VariationRatio:
     """Unary encoding (own bit 1 w.p. t = ``one_true``, every other bit w.p. f = ``one_false``) with
     the neutral part split into the two patterns of the victim bits (x⁰, x¹) (core
@@ -158,6 +157,7 @@ def _unary_levels(d: int, t: float, t_zero: float, f: float, f_zero: float) -> M
         rows.append((rho, rho, f * f * t_zero * -math.expm1((d - 2) * math.log(f)) / f_zero))
     a, b, m = zip(*rows)
     return MultiLevelBound((PrivacyLossLevels(a, b, m),))
+
 
 @catalog_entry
 def rappor(epsilon0: float, domain_size: int) -> Randomizer:
