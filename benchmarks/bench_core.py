@@ -20,7 +20,7 @@ import tracemalloc
 
 from dpacct_shuffle import VariationRatio
 from dpacct_shuffle.cli import format_upper
-from dpacct_shuffle.core import bound, numerics
+from dpacct_shuffle.core import blocked, bound
 from machine import describe_machine
 
 DELTA = 1e-8
@@ -36,9 +36,8 @@ def k_rr(epsilon0: float, domain: int = DOMAIN) -> VariationRatio:
 
 def _clear_caches() -> None:
     bound._delta_bracket.cache_clear()
-    bound._from_key.cache_clear()
-    numerics._block_weights.cache_clear()
-    numerics._cached_block_bands.cache_clear()
+    blocked._block_weights.cache_clear()
+    blocked._cached_block_bands.cache_clear()
 
 
 def measure(vr: VariationRatio, n: int, repeat: int) -> tuple[float, float, float, int]:

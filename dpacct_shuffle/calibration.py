@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from dpacct_shuffle.core.bound import MAX_EVALUATED_USERS, VariationRatio
+from dpacct_shuffle.core.search import bisect, expand_bracket, smallest_true_integer
 from dpacct_shuffle.core.validation import check_delta, check_num_users, check_range
 from dpacct_shuffle.progress import ProgressOption, ProgressReporter
 from dpacct_shuffle.randomizers.base import Randomizer
@@ -110,19 +111,11 @@ def largest_epsilon0(family: Callable[..., Randomizer | VariationRatio], target_
         raise ValueError(f"epsilon0 = target_epsilon = {eps!r} already fails: the round's bound "
                          "does not vanish at epsilon >= epsilon0 (for this family, or because an "
                          "add/remove-one sampled round has no such cap)")
-    low = eps
-    high = min(2.0 * eps, ceiling)
-    while passes(high):
-        if high >= ceiling:
-            return ceiling
-        low, high = high, min(2.0 * high, ceiling)
-    while high - low > tolerance * low:
-        middle = 0.5 * (low + high)
-        if passes(middle):
-            low = middle
-        else:
-            high = middle
-    return low
+    bracket = expand_bracket(passes, eps, min(2.0 * eps, ceiling), ceiling=ceiling)
+    if bracket is None:
+        return ceiling
+    low, high = bracket
+    return bisect(passes, low, high, rtol=tolerance)
 
 
 @dataclass(frozen=True)
@@ -181,19 +174,16 @@ def smallest_num_users(randomizer: Randomizer | VariationRatio, target_epsilon: 
     shuffled_delta(randomizer, eps, 1, *sampling)  # type and relation checks before the search
     if _meets(randomizer, eps, target, 1, sampling):
         return 1
-    low, high = 1, 2
-    while not _meets(randomizer, eps, target, high, sampling):
-        if high >= ceiling:
-            raise ValueError(f"no number of users up to max_users={ceiling} makes {randomizer!r} "
-                             f"({eps!r}, {target!r})-DP")
-        low, high = high, min(2 * high, ceiling)
-    while high - low > 1:
-        middle = (low + high) // 2
-        if _meets(randomizer, eps, target, middle, sampling):
-            high = middle
-        else:
-            low = middle
-    return high
+
+    def meets(users: int) -> bool:
+        return _meets(randomizer, eps, target, users, sampling)
+
+    bracket = expand_bracket(lambda users: not meets(users), 1, 2, ceiling=ceiling)
+    if bracket is None:
+        raise ValueError(f"no number of users up to max_users={ceiling} makes {randomizer!r} "
+                         f"({eps!r}, {target!r})-DP")
+    low, high = bracket
+    return smallest_true_integer(meets, low + 1, high)
 
 
 __all__ = ["Epsilon0Calibration", "calibrate_epsilon0", "largest_epsilon0", "shuffled_delta",

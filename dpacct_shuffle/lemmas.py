@@ -21,8 +21,9 @@ and the list of lemmas in docs/theory.md, "Lemmas"):
 
 Soundness conventions:
 
-* every ε or δ returned as a *guarantee* is rounded **up** by a few ulps (``_round_up``), and
-  quantities that are inverted to feed a non-increasing profile are rounded **down**;
+* every ε or δ returned as a *guarantee* is rounded **up** by a few ulps
+  (:func:`~dpacct_shuffle.core.rounding.round_loss_up`), and quantities that are inverted to
+  feed a non-increasing profile are rounded **down**;
 * exact zeros and infinities are returned as such;
 * every input is validated: bad input raises ``ValueError``/``TypeError`` naming the parameter
   and its allowed range, and no function returns a bound outside its lemma's validity condition.
@@ -47,6 +48,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpacct_shuffle.core.closed_forms import fmt_epsilon, fmt_validity_limit
+from dpacct_shuffle.core.rounding import round_loss_down, round_loss_up
 from dpacct_shuffle.core.validation import (
     check_distribution,
     check_epsilon,
@@ -57,41 +59,9 @@ from dpacct_shuffle.core.validation import (
 
 Profile = Callable[[float], float]
 
-# Tolerance on Σp = 1 when validating an explicit distribution.
-# Number of ulps by which closed-form guarantees are moved outward.
-_ULPS = 4
-# Below this, results are reported as _TINY (see _round_up).
-_TINY = 1e-290
-
-
 # ---------------------------------------------------------------------------------------------
-# rounding and validation helpers
+# validation helpers
 # ---------------------------------------------------------------------------------------------
-
-
-def _round_up(value: float, ulps: int = _ULPS, *, zero_is_exact: bool = True) -> float:
-    """Move ``value`` up by ``ulps`` floating-point steps (+inf is left unchanged).
-
-    Values at or below ``_TINY`` are replaced by ``_TINY``: there, absolute (subnormal) rounding
-    errors dominate, and ``_TINY`` is a safe upper bound. A computed 0 is kept only when the
-    caller knows the exact value is 0 (``zero_is_exact``); otherwise it may be an underflow.
-    """
-    if math.isinf(value):
-        return value
-    if value <= _TINY:
-        return 0.0 if (value == 0.0 and zero_is_exact) else _TINY
-    for _ in range(ulps):
-        value = math.nextafter(value, math.inf)
-    return value
-
-
-def _round_down(value: float, ulps: int = _ULPS) -> float:
-    """Move ``value`` down by ``ulps`` floating-point steps (0 and ±inf are left unchanged)."""
-    if value == 0.0 or math.isinf(value):
-        return value
-    for _ in range(ulps):
-        value = math.nextafter(value, -math.inf)
-    return value
 
 
 def _check_delta_closed(value: object, name: str = "delta") -> float:
@@ -157,7 +127,7 @@ def max_divergence(p: ArrayLike, q: ArrayLike) -> float:
     support = first > 0.0
     if np.any(second[support] == 0.0):
         return math.inf
-    return _round_up(float(np.max(_log_ratio(first[support], second[support]))))
+    return round_loss_up(float(np.max(_log_ratio(first[support], second[support]))))
 
 
 def _log_ratio(p: NDArray[np.float64], q: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -226,7 +196,7 @@ def kl_divergence(p: ArrayLike, q: ArrayLike) -> float:
 def kl_divergence_bound(eps: float) -> float:
     """[DR14] Lemma 3.18: ``D_∞(P‖Q) ≤ ε`` and ``D_∞(Q‖P) ≤ ε`` imply ``D(P‖Q) ≤ ε(e^ε − 1)``."""
     epsilon = check_epsilon(eps, "eps")
-    return _round_up(epsilon * math.expm1(epsilon), zero_is_exact=epsilon == 0.0)
+    return round_loss_up(epsilon * math.expm1(epsilon), zero_is_exact=epsilon == 0.0)
 
 
 def randomizer_delta(matrix: ArrayLike, eps: float) -> float:
@@ -300,7 +270,7 @@ def pure_to_approx(eps: float, delta: float) -> float:
     delta_value = _check_delta_closed(delta)
     if delta_value >= pure_epsilon:
         return 0.0
-    return _round_up(pure_epsilon - delta_value)
+    return round_loss_up(pure_epsilon - delta_value)
 
 
 def approx_to_pure(eps: float, delta: float, k: int, eta: float) -> float:
@@ -318,7 +288,7 @@ def approx_to_pure(eps: float, delta: float, k: int, eta: float) -> float:
     outputs = check_num_users(k, "k")
     mixing = check_range("eta", eta, 0.0, 1.0, low_open=True)
     value = epsilon + math.log1p(outputs * delta_value * math.exp(-epsilon) / mixing)
-    return _round_up(value, zero_is_exact=epsilon == 0.0 and delta_value == 0.0)
+    return round_loss_up(value, zero_is_exact=epsilon == 0.0 and delta_value == 0.0)
 
 
 def mix_with_uniform(distributions: ArrayLike, eta: float) -> NDArray[np.float64]:
@@ -354,7 +324,7 @@ def basic_composition(pairs: Iterable[tuple[float, float]]) -> tuple[float, floa
         deltas.append(_check_delta_closed(delta_i, f"pairs[{index}].delta"))
     if not epsilons:
         raise ValueError("pairs must contain at least one (eps, delta) pair")
-    return _round_up(math.fsum(epsilons)), min(1.0, _round_up(math.fsum(deltas)))
+    return round_loss_up(math.fsum(epsilons)), min(1.0, round_loss_up(math.fsum(deltas)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -376,7 +346,7 @@ def deletion_to_replacement(eps: float, delta: float) -> tuple[float, float]:
     """
     epsilon = check_epsilon(eps, "eps")
     delta_value = _check_delta_closed(delta)
-    return _round_up(2.0 * epsilon), min(1.0, _round_up((math.exp(epsilon) + 1.0) * delta_value))
+    return round_loss_up(2.0 * epsilon), min(1.0, round_loss_up((math.exp(epsilon) + 1.0) * delta_value))
 
 
 def deletion_to_replacement_profile(profile: Profile) -> Profile:
@@ -392,7 +362,7 @@ def deletion_to_replacement_profile(profile: Profile) -> Profile:
         half = epsilon / 2.0  # exact
         base_delta = _check_delta_closed(profile(half), "profile(eps)")
         value = (math.exp(half) + 1.0) * base_delta
-        return min(1.0, _round_up(value, zero_is_exact=base_delta == 0.0))
+        return min(1.0, round_loss_up(value, zero_is_exact=base_delta == 0.0))
 
     return delta_of_eps
 
@@ -419,7 +389,7 @@ def chained_ldp(eps1: float, eps2: float) -> float:
     else:
         # divide numerator and denominator by e^{large}: no overflow, no cancellation
         value = small + math.log1p(math.exp(-large - small)) - math.log1p(math.exp(small - large))
-    return min(_round_up(value, zero_is_exact=small == 0.0), small)
+    return min(round_loss_up(value, zero_is_exact=small == 0.0), small)
 
 
 def chained_ldp_product_bound(eps1: float, eps2: float) -> float:
@@ -429,7 +399,7 @@ def chained_ldp_product_bound(eps1: float, eps2: float) -> float:
     """
     first = check_epsilon(eps1, "eps1")
     second = check_epsilon(eps2, "eps2")
-    return _round_up(first * second / 2.0, zero_is_exact=first == 0.0 or second == 0.0)
+    return round_loss_up(first * second / 2.0, zero_is_exact=first == 0.0 or second == 0.0)
 
 
 def pure_ldp_profile(eps0: float) -> Profile:
@@ -447,7 +417,7 @@ def pure_ldp_profile(eps0: float) -> Profile:
             return 0.0
         # (e^{ε0} − e^{ε})/(e^{ε0} + 1) = −expm1(ε − ε0)/(1 + e^{−ε0})
         value = -math.expm1(epsilon - epsilon0) / (1.0 + math.exp(-epsilon0))
-        return min(1.0, _round_up(value, zero_is_exact=False))
+        return min(1.0, round_loss_up(value, zero_is_exact=False))
 
     return delta_of_eps
 
@@ -466,7 +436,7 @@ def advanced_grouposition(eps: float, k: int, delta: float) -> float:
     group = check_num_users(k, "k")
     delta_value = check_range("delta", delta, 0.0, 1.0, low_open=True)
     value = group * epsilon * epsilon / 2.0 + epsilon * math.sqrt(2.0 * group * -math.log(delta_value))
-    return _round_up(value, zero_is_exact=epsilon == 0.0)
+    return round_loss_up(value, zero_is_exact=epsilon == 0.0)
 
 
 def advanced_grouposition_approx(
@@ -495,7 +465,7 @@ def advanced_grouposition_approx(
     group = check_num_users(k, "k")
     tail = check_range("delta_prime", delta_prime, 0.0, 1.0, low_open=True)
     epsilon_prime = advanced_grouposition(epsilon, group, tail)
-    return epsilon_prime, min(1.0, _round_up(tail + group * delta_value))
+    return epsilon_prime, min(1.0, round_loss_up(tail + group * delta_value))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -514,7 +484,7 @@ def shuffle_to_ldp(eps: float, delta: float, n: int) -> tuple[float, float]:
     users = check_num_users(n, "n")
     if users == 1:
         return epsilon, delta_value
-    return _round_up(epsilon + math.log(users)), delta_value
+    return round_loss_up(epsilon + math.log(users)), delta_value
 
 
 def shuffle_to_ldp_profile(profile: Profile, n: int) -> Profile:
@@ -532,7 +502,7 @@ def shuffle_to_ldp_profile(profile: Profile, n: int) -> Profile:
         epsilon = check_epsilon(eps, "eps")
         if users == 1:
             return _check_delta_closed(profile(epsilon), "profile(eps)")
-        shifted = _round_down(epsilon - _round_up(log_n))
+        shifted = round_loss_down(epsilon - round_loss_up(log_n))
         if shifted < 0.0:
             return 1.0
         return _check_delta_closed(profile(shifted), "profile(eps)")
@@ -600,7 +570,7 @@ def subsampling(eps: float, delta: float, rate: float) -> tuple[float, float]:
     epsilon = check_epsilon(eps, "eps")
     delta_value = _check_delta_closed(delta)
     gamma = check_range("rate", rate, 0.0, 1.0)
-    delta_prime = _round_up(gamma * delta_value, zero_is_exact=gamma == 0.0 or delta_value == 0.0)
+    delta_prime = round_loss_up(gamma * delta_value, zero_is_exact=gamma == 0.0 or delta_value == 0.0)
     return _subsampled_epsilon(epsilon, gamma), min(1.0, delta_prime)
 
 
@@ -608,11 +578,11 @@ def _subsampled_epsilon(epsilon: float, gamma: float) -> float:
     """ln(1 + γ(e^ε − 1)) rounded up, overflow-safe for large ε."""
     if epsilon <= 700.0:
         value = math.log1p(gamma * math.expm1(epsilon))
-        return _round_up(value, zero_is_exact=gamma == 0.0 or epsilon == 0.0)
+        return round_loss_up(value, zero_is_exact=gamma == 0.0 or epsilon == 0.0)
     if gamma == 0.0:
         return 0.0
     # ln(γ e^ε + 1 − γ) = ε + ln γ + ln(1 + (1 − γ) e^{−ε}/γ)
-    return _round_up(epsilon + math.log(gamma) + math.log1p((1.0 - gamma) * math.exp(-epsilon) / gamma))
+    return round_loss_up(epsilon + math.log(gamma) + math.log1p((1.0 - gamma) * math.exp(-epsilon) / gamma))
 
 
 def subsampled_profile(profile: Profile, rate: float) -> Profile:
@@ -637,9 +607,9 @@ def subsampled_profile(profile: Profile, rate: float) -> Profile:
             base_eps = math.log1p(math.expm1(epsilon_prime) / gamma)
         else:
             base_eps = epsilon_prime - math.log(gamma) + math.log1p((gamma - 1.0) * math.exp(-epsilon_prime))
-        base_eps = max(0.0, _round_down(base_eps))
+        base_eps = max(0.0, round_loss_down(base_eps))
         base_delta = _check_delta_closed(profile(base_eps), "profile(eps)")
-        return min(1.0, _round_up(gamma * base_delta, zero_is_exact=base_delta == 0.0))
+        return min(1.0, round_loss_up(gamma * base_delta, zero_is_exact=base_delta == 0.0))
 
     return delta_of_eps
 

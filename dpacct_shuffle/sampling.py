@@ -76,6 +76,7 @@ import numpy as np
 from dp_accounting import privacy_accountant
 
 from dpacct_shuffle.core.bound import VariationRatio
+from dpacct_shuffle.core.rounding import ratio_up
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.profiles import (
     PrivacyProfile,
@@ -92,7 +93,6 @@ from dpacct_shuffle.randomizers.base import LocalPairBound, PairBound, Randomize
 from dpacct_shuffle.randomizers.matrix import from_matrix
 
 NeighborRel = privacy_accountant.NeighboringRelation
-_ULP = 2.0**-52
 _SHARE_SHRINK = 1.0 - 1e-12
 # core evaluations use this relative bracket width (the upper end is certified whatever the width)
 _CORE_RTOL = 1e-2
@@ -110,7 +110,7 @@ DeltaFunction = Callable[[float, int], float]
 
 def _gamma_up(sampling_probability: float) -> float:
     """γ rounded up by 4 ulps, at most 1 (module docstring, "Floating point")."""
-    return min(1.0, sampling_probability * (1.0 + 4.0 * _ULP))
+    return min(1.0, ratio_up(sampling_probability))
 
 
 def check_sampling_probability(value: object, name: str = "sampling_probability") -> float:
@@ -196,7 +196,7 @@ def add_remove_variation_ratios(randomizer: RandomizerDescription,
     """
     gamma = check_sampling_probability(sampling_probability)
     vrs = variation_ratios_of(randomizer)
-    q = max(max(vr.q0, vr.q1) for vr in vrs) * (1.0 + 4.0 * _ULP)
+    q = ratio_up(max(max(vr.q0, vr.q1) for vr in vrs))
     if not math.isfinite(q):
         raise ValueError("add/remove-one needs a finite q (R(x) <= q·R(x') for all inputs); "
                          f"the randomizer's parameters give q = {q!r}")
@@ -209,7 +209,7 @@ def add_remove_variation_ratios(randomizer: RandomizerDescription,
     candidates: dict[VariationRatio, None] = {}
     for t in _PRESENCE_SPLITS:
         r1 = min(g_up, t * silent)
-        q1 = g_up / r1 * (1.0 + 4.0 * _ULP)
+        q1 = ratio_up(g_up / r1)
         share = (silent - r1) * _SHARE_SHRINK
         candidates.setdefault(VariationRatio(math.inf, g_up, q, q1=q1, neutral_share=share), None)
     return tuple(candidates)
@@ -222,7 +222,7 @@ def _presence_delta(randomizer: RandomizerDescription, gamma: float, users: int)
     victim does not report with probability 1 − γ)."""
     vrs = add_remove_variation_ratios(randomizer, gamma)
     g_up = _gamma_up(gamma)
-    absent_cap = -math.log1p(-g_up) * (1.0 + 4.0 * _ULP) if g_up < 1.0 else math.inf
+    absent_cap = ratio_up(-math.log1p(-g_up)) if g_up < 1.0 else math.inf
 
     def direction_delta(epsilon: float, direction: int) -> float:
         return min(vr.delta_interval(epsilon, users, rtol=_CORE_RTOL, direction=direction).upper
@@ -255,7 +255,7 @@ def _void_entry(entry: object, gamma: float) -> DeltaFunction | None:
             isinstance(vr, VariationRatio) for vr in entry.candidates):
         return _min_over([v for vr in entry.candidates for v in void_variation_ratios(vr, gamma)])
     if isinstance(entry, LocalPairBound):
-        factor = _gamma_up(gamma) * (1.0 + 4.0 * _ULP)
+        factor = ratio_up(_gamma_up(gamma))
 
         def local_delta(epsilon: float, n: int) -> float:
             return min(1.0, factor * entry.delta(epsilon, n))

@@ -25,9 +25,9 @@ import math
 from scipy import stats
 
 from dpacct_shuffle.core.gaussian import gaussian_delta_and_margin
-from dpacct_shuffle.core.numerics import special_function_rtol
+from dpacct_shuffle.core.problem import special_function_rtol
+from dpacct_shuffle.core.rounding import round_loss_down, round_loss_up
 from dpacct_shuffle.core.validation import check_num_users, check_range
-from dpacct_shuffle.lemmas import _round_down, _round_up
 from dpacct_shuffle.profiles import PrivacyProfile, shuffle_profile
 from dpacct_shuffle.sampling import poisson_sampled_profile
 
@@ -64,7 +64,7 @@ def gaussian_profile(noise_multiplier: float, sensitivity: float = 2.0) -> Priva
             return 0.0
         value, margin = gaussian_delta_and_margin(delta_sens / (2.0 * sigma),
                                                   epsilon * sigma / delta_sens, epsilon)
-        return min(1.0, _round_up(value + margin, zero_is_exact=False))
+        return min(1.0, round_loss_up(value + margin, zero_is_exact=False))
 
     return PrivacyProfile(delta_upper, math.inf,
                           f"gaussian(noise_multiplier={sigma!r}, sensitivity={delta_sens!r})")
@@ -108,13 +108,13 @@ def without_replacement_profile(base: PrivacyProfile, sample_size: int,
         raise ValueError(f"sample_size must be <= population_size ({population}), got {size}")
     if size == population:
         return base
-    eta = min(1.0, _round_up(size / population))  # the profile is non-decreasing in η
+    eta = min(1.0, round_loss_up(size / population))  # the profile is non-decreasing in η
     cap = base.epsilon_cap
-    new_cap = cap if math.isinf(cap) else _round_up(math.log1p(eta * math.expm1(cap)))
+    new_cap = cap if math.isinf(cap) else round_loss_up(math.log1p(eta * math.expm1(cap)))
 
     def delta_upper(epsilon: float) -> float:
-        inner = _round_down(math.log1p(math.expm1(epsilon) / eta))
-        return min(1.0, _round_up(eta * base.delta(inner)))
+        inner = round_loss_down(math.log1p(math.expm1(epsilon) / eta))
+        return min(1.0, round_loss_up(eta * base.delta(inner)))
 
     return PrivacyProfile(delta_upper, new_cap,
                           f"without_replacement({size}/{population}, {base.description})")
@@ -123,7 +123,7 @@ def without_replacement_profile(base: PrivacyProfile, sample_size: int,
 def _reaches_sample_size(population: int, sample_size: int, rate: float) -> float:
     """P[Bin(N, γ) ≥ m] rounded down (scipy's sf with the special-function tolerance)."""
     tail = float(stats.binom.sf(sample_size - 1, population, rate))
-    return max(0.0, _round_down(tail * (1.0 - float(special_function_rtol(population)))))
+    return max(0.0, round_loss_down(tail * (1.0 - float(special_function_rtol(population)))))
 
 
 def shuffled_cohort_profile(randomizer: object, sample_size: int,
@@ -180,7 +180,7 @@ def shuffled_cohort_profile(randomizer: object, sample_size: int,
     def delta_upper(epsilon: float) -> float:
         value = theorem.delta(epsilon)
         for profile, reach in candidates:
-            value = min(value, _round_up(profile.delta(epsilon) / reach, zero_is_exact=True))
+            value = min(value, round_loss_up(profile.delta(epsilon) / reach, zero_is_exact=True))
         return min(1.0, value)
 
     cap = min([theorem.epsilon_cap] + [profile.epsilon_cap for profile, _ in candidates])

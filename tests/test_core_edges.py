@@ -24,7 +24,7 @@ import math
 import pytest
 
 from dpacct_shuffle import VariationRatio
-from dpacct_shuffle.core import bound, numerics
+from dpacct_shuffle.core import tails
 from tests.oracle import pair_delta_bruteforce, pair_delta_max, pair_delta_truncated, pair_params
 
 REL_EXACT, ABS_EXACT = 1e-9, 1e-15
@@ -138,9 +138,9 @@ def test_tilted_window_path_equals_pair_bruteforce(case):
     width is √tail·(Chernoff bound/δ) plus rounding margins, far below 1e-6 here."""
     p, beta, q0, q1, s, n, eps = case
     vr = _make(p, beta, q0, q1, s)
-    problems = bound._directional_problems(vr._key(), eps, n)
+    problems = vr.directional_problems(eps, n)
     for direction, problem in enumerate(problems):
-        result = numerics.tilted_window_bracket(problem, 1e-18, max_delta=1.0)
+        result = tails.tilted_window_bracket(problem, 1e-18, max_delta=1.0)
         assert result is not None
         want = pair_delta_bruteforce(p, beta, q0, q1, s, n, eps, direction)
         context = f"{case}, direction {direction}: oracle={want!r}, got={result!r}"
@@ -164,8 +164,8 @@ def test_tiny_delta_against_slow_sum(case):
     """The slow oracle sum with tail 1e-280 is a rigorous bracket [lo, lo + 1e-280] here."""
     p, beta, q0, q1, s, n, eps = case
     vr = _make(p, beta, q0, q1, s)
-    problems = bound._directional_problems(vr._key(), eps, n)
-    assert all(numerics.tilted_window_bracket(problem, 1e-18) is not None for problem in problems)
+    problems = vr.directional_problems(eps, n)
+    assert all(tails.tilted_window_bracket(problem, 1e-18) is not None for problem in problems)
     brackets = [pair_delta_truncated(p, beta, q0, q1, s, n, eps, direction, tail=1e-280)
                 for direction in range(len(problems))]
     low = max(b[0] for b in brackets)

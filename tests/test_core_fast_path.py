@@ -22,7 +22,8 @@ import pytest
 from scipy import special, stats
 
 from dpacct_shuffle import VariationRatio
-from dpacct_shuffle.core import bound, numerics
+from dpacct_shuffle.core import bound, cellwise, chains, inner_expectation, tails
+from dpacct_shuffle.core.problem import special_function_rtol
 
 REFERENCE_CSV = pathlib.Path(__file__).resolve().parent / "data" / "published_pair_delta_1e-8.csv"
 RTOL = 1e-3
@@ -42,16 +43,16 @@ def test_carried_tails_within_reported_error(c0, pi, fraction):
     offsets = np.array([-40.0, -5.0, 0.0, 3.0, 17.0])
     c = np.full(offsets.shape, float(c0))
     t = np.clip(np.floor(fraction * c) + 1.0 + offsets, 1.0, c)
-    state = numerics.anchor_chains(c, t, pi)
+    state = chains.anchor_chains(c, t, pi)
     widest = 0.0
     for step in range(1, 257):
         c_next = c0 + step
         t_next = np.minimum(state.t + (np.floor(fraction * c_next) - np.floor(fraction * (c_next - 1))),
                             c_next)
-        state = numerics.advance_chains(state, np.full(offsets.shape, c_next - 1.0), t_next, pi)
+        state = chains.advance_chains(state, np.full(offsets.shape, c_next - 1.0), t_next, pi)
         exact_tail = special.betainc(state.t, c_next - state.t + 1.0, pi)
         exact_pmf = stats.binom.pmf(state.t, c_next, pi)
-        own_error = numerics.special_function_rtol(c_next)  # of the values compared against
+        own_error = special_function_rtol(c_next)  # of the values compared against
         tail_gap = np.abs(state.tail - exact_tail)
         allowed = state.tail_error + own_error * exact_tail
         assert np.all(tail_gap <= allowed), (step, tail_gap, allowed)
@@ -73,12 +74,12 @@ def test_inner_expectation_identity_against_direct_sum():
         t = float(math.floor(-y / x) + 1)
         a = np.arange(c + 1)
         want = float(np.sum(np.maximum(x * a + y, 0.0) * stats.binom.pmf(a, c, pi)))
-        state = numerics.anchor_chains(np.array([float(c)]), np.array([t]), pi)
+        state = chains.anchor_chains(np.array([float(c)]), np.array([t]), pi)
         if t > c:
             assert want == 0.0
             continue
-        lo, up = numerics.chain_inner_expectation(state, np.array([float(c)]), np.array([y]), x, pi)
-        ref_lo, ref_up = numerics.inner_expectation(np.array([float(c)]), np.array([0.0]), x, y / c,
+        lo, up = chains.chain_inner_expectation(state, np.array([float(c)]), np.array([y]), x, pi)
+        ref_lo, ref_up = inner_expectation.inner_expectation(np.array([float(c)]), np.array([0.0]), x, y / c,
                                                     0.0, pi)
         assert lo[0] <= want * (1 + 1e-12) + 1e-300 and up[0] >= want * (1 - 1e-12)
         assert up[0] - lo[0] <= 1e-6 * want + 1e-300  # cancellation-limited, still informative
@@ -117,10 +118,9 @@ def _eps_grid(vr: VariationRatio, n: int) -> list[float]:
 def test_fast_bracket_consistent_with_reference(seed):
     rng = np.random.default_rng(1000 + seed)
     vr, n = _random_case(rng)
-    key = vr._key()
     for eps in _eps_grid(vr, n):
-        ref = bound._delta_bracket(key, eps, n, RTOL, reference=True)
-        fast = bound._delta_bracket(key, eps, n, RTOL)
+        ref = bound._delta_bracket(vr, eps, n, RTOL, reference=True)
+        fast = bound._delta_bracket(vr, eps, n, RTOL)
         context = f"{vr!r}, n={n}, eps={eps!r}: reference={ref}, fast={fast}"
         assert fast.upper >= ref.lower * (1 - 1e-12), context
         assert fast.lower <= ref.upper * (1 + 1e-12), context
@@ -135,8 +135,8 @@ def test_fast_bracket_krr_and_worst_case_against_reference(n):
         krr = VariationRatio(p, (p - 1) / (p + 99), p, neutral_share=98 / (p + 99))
         for vr in (krr, VariationRatio.worst_case(eps0)):
             for eps in _eps_grid(vr, n):
-                ref = bound._delta_bracket(vr._key(), eps, n, RTOL, reference=True)
-                fast = bound._delta_bracket(vr._key(), eps, n, RTOL)
+                ref = bound._delta_bracket(vr, eps, n, RTOL, reference=True)
+                fast = bound._delta_bracket(vr, eps, n, RTOL)
                 assert ref.lower * (1 - 1e-12) <= fast.upper <= ref.upper / (1 - RTOL)
                 assert fast.lower <= ref.upper * (1 + 1e-12)
 
@@ -146,9 +146,9 @@ def test_chernoff_bound_is_above_the_certified_value():
     for _ in range(20):
         vr, n = _random_case(rng)
         for eps in _eps_grid(vr, min(n, 3_000)):
-            for problem in bound._directional_problems(vr._key(), eps, min(n, 3_000)):
-                exact = numerics.reference_directional_bracket(problem, 16, 1e-30)
-                assert math.exp(numerics.chernoff_log_upper(problem)) >= exact.lower
+            for problem in vr.directional_problems(eps, min(n, 3_000)):
+                exact = cellwise.cellwise_directional_bracket(problem, 16, 1e-30)
+                assert math.exp(tails.chernoff_log_upper(problem)) >= exact.lower
 
 
 def test_deltas_equal_pointwise_delta():
@@ -175,8 +175,8 @@ def test_epsilon_is_certified_and_tight(eps0, n):
                VariationRatio(p, (p - 1) / (p + 99), p, neutral_share=98 / (p + 99))):
         eps = vr.epsilon(delta, n, rtol=rtol)
         tail = 1e-6 * delta
-        at = bound._delta_bracket(vr._key(), eps, n, bound._SEARCH_RTOL, tail)
-        below = bound._delta_bracket(vr._key(), eps * (1 - rtol), n, bound._SEARCH_RTOL, tail)
+        at = bound._delta_bracket(vr, eps, n, bound._SEARCH_RTOL, tail)
+        below = bound._delta_bracket(vr, eps * (1 - rtol), n, bound._SEARCH_RTOL, tail)
         assert at.upper <= delta < below.upper
         # and the public delta (its own rtol) agrees that eps is feasible
         assert vr.delta(eps, n) <= delta * (1 + bound._SEARCH_RTOL)
@@ -226,6 +226,6 @@ def test_published_pair_reference_values():
         if row["randomizer"] == "grr" or n == 1_000_000:
             assert eps <= 1.01 * high, context
         if n == 10_000:
-            below = bound._delta_bracket(vr._key(), eps * (1 - 2e-3), n, RTOL, 1e-6 * delta,
+            below = bound._delta_bracket(vr, eps * (1 - 2e-3), n, RTOL, 1e-6 * delta,
                                          reference=True)
             assert below.lower > delta, context

@@ -56,15 +56,12 @@ import functools
 import math
 from collections.abc import Sequence
 
-from dpacct_shuffle.core.numerics import (
-    Bracket,
-    DirectionalProblem,
-    chernoff_log_upper,
-    directional_bracket,
-    reference_directional_bracket,
-)
+from dpacct_shuffle.core.cellwise import cellwise_directional_bracket
+from dpacct_shuffle.core.numerics import directional_bracket
+from dpacct_shuffle.core.problem import Bracket, DirectionalProblem
 from dpacct_shuffle.core.rounding import ratio_down, ratio_up
 from dpacct_shuffle.core.search import bisect, epsilon_search
+from dpacct_shuffle.core.tails import chernoff_log_upper
 from dpacct_shuffle.core.validation import (
     check_delta,
     check_epsilon,
@@ -88,7 +85,7 @@ _MAX_EVALUATED_EPSILON = 300.0
 _TINY_RATE = 1e-290
 # δ bounds this small are reported without relative refinement (see _delta_bracket)
 _NEGLIGIBLE_DELTA = 1e-300
-# (p, β, q0, q1, neutral share, neutral weight): the hashable identity of a VariationRatio
+# (p, β, q0, q1, neutral share, neutral weight): the identity of a VariationRatio (equality, hash)
 BoundKey = tuple[float, float, float, float, float, float]
 
 
@@ -271,7 +268,7 @@ class VariationRatio:
         tolerance = check_range("rtol", rtol, 0.0, 1.0, low_open=True)
         if direction not in (None, 0, 1):
             raise ValueError(f"direction must be None, 0 or 1, got {direction!r}")
-        return _delta_bracket(self._key(), eps, min(users, MAX_EVALUATED_USERS), tolerance,
+        return _delta_bracket(self, eps, min(users, MAX_EVALUATED_USERS), tolerance,
                               direction=direction)
 
     def delta(self, epsilon: float, n: int, *, rtol: float = DELTA_RTOL) -> float:
@@ -289,9 +286,21 @@ class VariationRatio:
         users = check_num_users(n)
         tolerance = check_range("rtol", rtol, 0.0, 1.0, low_open=True)
         values = [check_epsilon(eps, "epsilons[i]") for eps in epsilons]
-        key = self._key()
         n_eval = min(users, MAX_EVALUATED_USERS)
-        return [_delta_bracket(key, eps, n_eval, tolerance).upper for eps in values]
+        return [_delta_bracket(self, eps, n_eval, tolerance).upper for eps in values]
+
+    def directional_problems(self, epsilon: float, n: int, direction: int | None = None
+                             ) -> list[DirectionalProblem]:
+        """The directional problems (1/n)·E[(c_A·A + c_B·B + c_K·K)⁺] whose maximum is the bound at
+        ε for n users: both directions (one if r0 = r1, the pair is then symmetric), or
+        ``direction`` 0 or 1 only (see :meth:`delta_interval`). Coefficients as in the module
+        docstring, c_A = (pα − e^ε·α)/r_A, c_B = (α − e^ε·pα)/r_B, c_K = λ_w(1 − e^ε)/s.
+        """
+        eps = check_epsilon(epsilon)
+        users = check_num_users(n)
+        if direction not in (None, 0, 1):
+            raise ValueError(f"direction must be None, 0 or 1, got {direction!r}")
+        return _directional_problems(self, eps, users, direction)
 
     def epsilon(self, delta: float, n: int, rtol: float = 1e-4) -> float:
         """Smallest ε (to relative tolerance ``rtol``, rounded up) with ``delta(ε, n) ≤ delta``.
@@ -308,11 +317,11 @@ class VariationRatio:
         return _epsilon_search(self, target, users, tolerance)
 
 
-def _directional_problems(key: BoundKey, eps: float, n: int, direction: int | None = None
+def _directional_problems(vr: VariationRatio, eps: float, n: int, direction: int | None = None
                           ) -> list[DirectionalProblem]:
-    """The problems of both directions (one if the pair is symmetric), or of ``direction`` only."""
-    vr = _from_key(key)
+    """:meth:`VariationRatio.directional_problems` for validated arguments."""
     e = math.exp(eps)
+    weight = _credited_weight(vr)
     problems = []
     orders = ((vr.r0, vr.r1), (vr.r1, vr.r0))
     if direction is not None and vr.r0 != vr.r1:
@@ -320,22 +329,24 @@ def _directional_problems(key: BoundKey, eps: float, n: int, direction: int | No
     for r_a, r_b in orders:
         c_a = (vr.p_alpha - e * vr.alpha) / r_a
         c_b = (vr.alpha - e * vr.p_alpha) / r_b
-        c_k = 0.0 if vr.neutral_share == 0.0 else vr.neutral_weight * (1.0 - e) / vr.neutral_share
+        c_k = 0.0 if vr.neutral_share == 0.0 else weight * (1.0 - e) / vr.neutral_share
         problems.append(DirectionalProblem(n, r_a, r_b, vr.neutral_share, c_a, c_b, c_k))
         if vr.r0 == vr.r1:  # symmetric pair: both directions coincide
             break
     return problems
 
 
-@functools.lru_cache(maxsize=512)
-def _from_key(key: BoundKey) -> VariationRatio:
-    p, beta, q0, q1, s, weight = key
-    probe = VariationRatio(p, beta, q0, q1=q1, neutral_share=s)
-    if weight == probe.neutral_weight:
-        return probe
-    # the weight as a two-part split: (weight, s) and the remaining victim mass at share 0
-    return VariationRatio(p, beta, q0, q1=q1,
-                          neutral_parts=((weight, s), (probe.neutral_mass - weight, 0.0)))
+def _credited_weight(vr: VariationRatio) -> float:
+    """The victim's neutral mass credited in c_K = weight·(1 − e^ε)/s.
+
+    For one neutral type it is w. A smaller ``neutral_weight`` (several types, λ·s) enters as the
+    two-part split (neutral_weight, s), (w − neutral_weight, 0) of :func:`_merge_neutral_parts`:
+    λ = neutral_weight/s rounded down (:func:`~dpacct_shuffle.core.rounding.ratio_down`) times s,
+    capped at w — a smaller weight only loosens the bound.
+    """
+    if vr.neutral_weight == vr.neutral_mass or vr.neutral_share == 0.0:
+        return vr.neutral_weight
+    return min(vr.neutral_mass, ratio_down(vr.neutral_weight / vr.neutral_share) * vr.neutral_share)
 
 
 def _merge_neutral_parts(parts: Sequence[tuple[float, float]], neutral_mass: float
@@ -364,7 +375,7 @@ def _merge_neutral_parts(parts: Sequence[tuple[float, float]], neutral_mass: flo
 
 
 @functools.lru_cache(maxsize=4096)
-def _delta_bracket(key: BoundKey, eps: float, n: int,
+def _delta_bracket(vr: VariationRatio, eps: float, n: int,
                    rtol: float, tail: float = 1e-18, bands: int = 4,
                    reference: bool = False, stop_below: float = _NEGLIGIBLE_DELTA,
                    direction: int | None = None) -> Bracket:
@@ -373,14 +384,15 @@ def _delta_bracket(key: BoundKey, eps: float, n: int,
     Truncated tail mass and band resolution are refined separately: the tail is shrunk when the
     dropped mass is a visible part of the upper bound, the bands are doubled (and, on the fast
     path, the C blocks shortened) when the remaining gap is. ``reference=True`` evaluates every
-    (C, band) term with special functions (:func:`reference_directional_bracket`) instead of the
+    (C, band) term with special functions (:func:`cellwise_directional_bracket`) instead of the
     fast recurrences — same certification, used to test the fast path.
+
+    Cached on the VariationRatio itself (hashable by its fields: equal pairs share entries).
 
     Refinement also stops once the certified upper bound is ≤ ``stop_below`` (default
     ``_NEGLIGIBLE_DELTA`` = 1e-300: resolving smaller values relatively
     needs truncation far in the tails).
     """
-    vr = _from_key(key)
     if vr.beta == 0.0 or eps >= vr.epsilon0:
         return Bracket(0.0, 0.0)
     if min(vr.r0, vr.r1) < _TINY_RATE:
@@ -388,7 +400,7 @@ def _delta_bracket(key: BoundKey, eps: float, n: int,
         # the pair is a post-processing of the victim's type, whose total variation is (p − 1)α = β
         return Bracket(0.0, min(1.0, vr.beta))
     # δ is non-increasing in ε, so evaluating at min(ε, 300) is an upper bound (e^ε overflows)
-    problems = _directional_problems(key, min(eps, _MAX_EVALUATED_EPSILON), n, direction)
+    problems = _directional_problems(vr, min(eps, _MAX_EVALUATED_EPSILON), n, direction)
     return refined_bracket(problems, vr.beta, rtol, tail, bands, reference, stop_below)
 
 
@@ -411,7 +423,7 @@ def refined_bracket(problems: Sequence[DirectionalProblem], total_variation: flo
     lower = upper = 0.0
     for _ in range(12):
         if reference:
-            results = [reference_directional_bracket(problem, bands, tail) for problem in problems]
+            results = [cellwise_directional_bracket(problem, bands, tail) for problem in problems]
         else:
             results = [directional_bracket(problem, bands, tail, shift_tol) for problem in problems]
         lower = max(r.lower for r in results)
@@ -459,9 +471,8 @@ def _initial_guess(vr: VariationRatio, delta: float, n: int) -> float:
 def _epsilon_search(vr: VariationRatio, delta: float, n: int, rtol: float) -> float:
     """Smallest ε (relative tolerance rtol) with the certified δ_upper(ε) ≤ delta (see
     :func:`~dpacct_shuffle.core.search.epsilon_search`; the bound is evaluated at the public ``delta_interval``'s bracket)."""
-    key = vr._key()
     n_eval = min(n, MAX_EVALUATED_USERS)
-    return epsilon_search(lambda eps: _delta_bracket(key, eps, n_eval, _SEARCH_RTOL).upper,
+    return epsilon_search(lambda eps: _delta_bracket(vr, eps, n_eval, _SEARCH_RTOL).upper,
                           delta, vr.beta, vr.epsilon0, _initial_guess(vr, delta, n), rtol)
 
 

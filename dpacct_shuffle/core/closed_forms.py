@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import math
 
-from dpacct_shuffle.core.bound import MAX_EVALUATED_USERS, VariationRatio, _directional_problems
-from dpacct_shuffle.core.numerics import chernoff_log_upper
+from dpacct_shuffle.core.bound import MAX_EVALUATED_USERS, VariationRatio
 from dpacct_shuffle.core.search import bisect, expand_bracket
+from dpacct_shuffle.core.tails import chernoff_log_upper
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users, check_range
 
 _ROUNDING_MARGIN = 1e-12
@@ -80,7 +80,7 @@ def chernoff_delta(variation_ratio: VariationRatio, epsilon: float, n: int) -> f
     if variation_ratio.beta == 0.0 or eps >= variation_ratio.epsilon0:
         return 0.0
     log_bound = max(chernoff_log_upper(problem)
-                    for problem in _directional_problems(variation_ratio._key(), eps, users))
+                    for problem in variation_ratio.directional_problems(eps, users))
     return min(1.0, math.exp(min(log_bound, 0.0)))
 
 

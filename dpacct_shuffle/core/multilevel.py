@@ -77,13 +77,10 @@ from dpacct_shuffle.core.bound import (
     _gaussian_epsilon,
     refined_bracket,
 )
-from dpacct_shuffle.core.numerics import (
-    Bracket,
-    DirectionalProblem,
-    _binomial_window,
-    directional_bracket,
-    inner_expectation,
-)
+from dpacct_shuffle.core.inner_expectation import inner_expectation
+from dpacct_shuffle.core.numerics import directional_bracket
+from dpacct_shuffle.core.problem import Bracket, DirectionalProblem
+from dpacct_shuffle.core.tails import _binomial_window
 from dpacct_shuffle.core.search import epsilon_search
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users, check_range
 

@@ -48,7 +48,7 @@ import numpy as np
 from scipy import stats
 
 from dpacct_shuffle.core.bound import refined_bracket
-from dpacct_shuffle.core.numerics import DirectionalProblem
+from dpacct_shuffle.core.problem import DirectionalProblem
 from dpacct_shuffle.core.rounding import ratio_up
 from dpacct_shuffle.core.search import epsilon_search
 

@@ -68,7 +68,10 @@ def ratio_up(ratio: float, ulps: int = GUARANTEE_ULPS) -> float:
     scaled above the true ratio.
 
     Each correctly rounded operation has relative error ≤ 2⁻⁵³, so a value from at most ``ulps``
-    such operations (libm's exp is within 1 ulp) lies below the returned one.
+    such operations (libm's exp is within 1 ulp) lies below the returned one. A ratio bound p must
+    not be rounded down: the bound's coefficient α(p − e^ε) cancels near ε = ln p, where a p below
+    the true ratio under-reports δ (k-RR, ε0 = 1, n = 2, ε = 1 − 1e-13: 3.31962e-14 vs the exact
+    3.32014e-14); a larger p keeps every decomposition valid.
     """
     return ratio * (1.0 + ulps * ULP)
 

@@ -35,15 +35,15 @@ def bisect(holds: Callable[[float], bool], feasible: float, infeasible: float, *
     """
     if (rtol is None) == (steps is None):
         raise TypeError("bisect needs exactly one of rtol or steps")
-    if steps is not None:
-        for _ in range(steps):
-            middle = 0.5 * (feasible + infeasible)
-            if holds(middle):
-                feasible = middle
-            else:
-                infeasible = middle
-        return feasible
-    while abs(feasible - infeasible) > rtol * abs(feasible):
+    done = 0
+
+    def go_on() -> bool:
+        if steps is not None:
+            return done < steps
+        return abs(feasible - infeasible) > rtol * abs(feasible)
+
+    while go_on():
+        done += 1
         middle = 0.5 * (feasible + infeasible)
         if holds(middle):
             feasible = middle

@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpacct_shuffle.core.bound import DELTA_RTOL, VariationRatio
+from dpacct_shuffle.core.search import bisect, expand_bracket
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users, check_range
 from dpacct_shuffle.randomizers.lower_bounds import InstanceLowerBound
 from dpacct_shuffle.randomizers.frequency import FrequencyOracle, Report
@@ -173,16 +174,8 @@ class LocalPairBound(PairBound):
             ratios = np.concatenate([(self.mu0 / self.mu1).ravel(), (self.mu1 / self.mu0).ravel()])
         finite = ratios[np.isfinite(ratios)]
         hi = math.log(float(finite.max())) * (1.0 + 1e-12) + 1e-300 if finite.size else 1.0
-        while self._delta(hi) > target:
-            hi *= 2.0
-        lo = 0.0
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            if self._delta(mid) > target:
-                lo = mid
-            else:
-                hi = mid
-        return hi
+        _, hi = expand_bracket(lambda eps: self._delta(eps) > target, 0.0, hi)
+        return bisect(lambda eps: not self._delta(eps) > target, hi, 0.0, steps=60)
 
 
 class Randomizer:

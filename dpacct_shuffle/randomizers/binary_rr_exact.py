@@ -53,7 +53,7 @@ from typing import Sequence
 import numpy as np
 
 from dpacct_shuffle.core.bound import VariationRatio
-from dpacct_shuffle.core.numerics import UNIT_ROUNDOFF
+from dpacct_shuffle.core.problem import UNIT_ROUNDOFF
 from dpacct_shuffle.core.validation import (check_delta, check_epsilon, check_epsilon0, check_num_users,
                                             check_range)
 from dpacct_shuffle.randomizers.base import LocalPairBound, PairBound

@@ -27,7 +27,7 @@ Numerics of the trinomial instances (every reported value stays below the exact 
 instance). Binomial log-pmfs use ``scipy.special.gammaln``, whose absolute error is a few ulp of
 ln((n − 1)!), i.e. a relative error η of each probability; binomial tails come from
 ``scipy.special.betainc``/``betaincc`` (relative error covered by ``TrinomialInstance.TAIL_REL_ERROR``
-and the core's :func:`~dpacct_shuffle.core.numerics.special_function_rtol` of the row's trials).
+and the core's :func:`~dpacct_shuffle.core.problem.special_function_rtol` of the row's trials).
 Every summed set S contributes Σ_S(P − e^ε·Q) − η·Σ_S(P + e^ε·Q). The hockey-stick divergence is a
 supremum over sets, so a set that is not exactly the positive part (a rounding-level error in a
 threshold) still gives a lower bound. Cells beyond ±``WINDOW_SIGMAS`` standard deviations are
@@ -44,7 +44,7 @@ from typing import Callable, Sequence
 import numpy as np
 from scipy.special import betainc, betaincc, gammaln, xlog1py, xlogy
 
-from dpacct_shuffle.core.numerics import UNIT_ROUNDOFF, special_function_rtol
+from dpacct_shuffle.core.problem import UNIT_ROUNDOFF, special_function_rtol
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users, check_range
 
 WINDOW_SIGMAS = 12.0
@@ -239,7 +239,7 @@ def _binomial_tail(t: np.ndarray, n: np.ndarray, p: float, upper: bool) -> np.nd
 
     Regularized incomplete beta functions: P[Bin(n, p) ≥ t] = I_p(t, n − t + 1) and
     P[Bin(n, p) ≤ t] = 1 − I_p(t + 1, n − t), the latter from ``betaincc`` (no cancellation).
-    Relative error: :func:`~dpacct_shuffle.core.numerics.special_function_rtol`. (scipy's
+    Relative error: :func:`~dpacct_shuffle.core.problem.special_function_rtol`. (scipy's
     ``bdtr``/``bdtrc`` are not used: in scipy 1.17 their relative error exceeds 1e-9 from
     n ≈ 10⁶ — P[Bin(10⁸, ½) > 5·10⁷] comes out 0.3896 instead of 0.49996 — and they return NaN
     for n ≥ 2³¹.)"""

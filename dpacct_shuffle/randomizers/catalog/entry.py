@@ -44,15 +44,6 @@ def catalog_entry(constructor: Callable[_Args, Randomizer]) -> Callable[_Args, R
     return entry
 
 
-def ratio_up(ratio: float) -> float:
-    """A ratio bound computed in floats (exp(ε0), a quotient), taken 4 ulps up: p ≥ the true ratio.
-
-    The bound's coefficient α(p − e^ε) cancels near ε = ln p, where a p rounded down under-reports
-    δ (k-RR, ε0 = 1, n = 2, ε = 1 − 1e-13: 3.31962e-14 vs the exact 3.32014e-14); a larger p keeps
-    every decomposition valid."""
-    return ratio * (1.0 + 4.0 * 2.0**-52)
-
-
 def integer_parameter(name: str, value: object, low: int, high: float = math.inf) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         if not (isinstance(value, float) and value.is_integer()):
@@ -151,6 +142,5 @@ __all__ = [
     "integer_parameter",
     "matrix_lower",
     "projection_lower",
-    "ratio_up",
     "single_entry",
 ]

@@ -13,13 +13,15 @@ from scipy.linalg import hadamard
 
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.multilevel import PrivacyLossLevels
+from dpacct_shuffle.core.rounding import ratio_up
 from dpacct_shuffle.core.validation import check_epsilon0, check_range
 from dpacct_shuffle.randomizers.base import Randomizer, VariationRatioBound
 from dpacct_shuffle.randomizers.binary_rr_exact import BinaryRRExactUpper
-from dpacct_shuffle.randomizers.catalog.entry import (MAX_MATRIX_CELLS, Projection, binary_rr_lower,
-                                                      boost_projection, boost_sets_projection,
-                                                      catalog_entry, integer_parameter, matrix_lower,
-                                                      projection_lower, ratio_up, single_entry)
+from dpacct_shuffle.randomizers.catalog.entry import (MAX_MATRIX_CELLS, Projection,
+                                                      binary_rr_lower, boost_projection,
+                                                      boost_sets_projection, catalog_entry,
+                                                      integer_parameter, matrix_lower,
+                                                      projection_lower, single_entry)
 from dpacct_shuffle.randomizers.frequency import (DirectEncodingOracle, LocalHashingOracle,
                                                   UnaryEncodingOracle)
 from dpacct_shuffle.randomizers.multilevel import MultiLevelBound

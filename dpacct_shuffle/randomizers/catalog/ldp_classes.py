@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 
 from dpacct_shuffle.core.bound import VariationRatio
+from dpacct_shuffle.core.rounding import ratio_up
 from dpacct_shuffle.core.validation import check_epsilon0
 from dpacct_shuffle.randomizers.base import Randomizer
-from dpacct_shuffle.randomizers.catalog.entry import (binary_rr_lower, catalog_entry, ratio_up,
-                                                      single_entry)
+from dpacct_shuffle.randomizers.catalog.entry import binary_rr_lower, catalog_entry, single_entry
 
 
 @catalog_entry

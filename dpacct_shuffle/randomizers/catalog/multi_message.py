@@ -6,9 +6,10 @@ from __future__ import annotations
 import math
 
 from dpacct_shuffle.core.bound import VariationRatio
+from dpacct_shuffle.core.rounding import ratio_up
 from dpacct_shuffle.core.validation import check_range
 from dpacct_shuffle.randomizers.base import Randomizer
-from dpacct_shuffle.randomizers.catalog.entry import (catalog_entry, integer_parameter, ratio_up,
+from dpacct_shuffle.randomizers.catalog.entry import (catalog_entry, integer_parameter,
                                                       single_entry)
 
 

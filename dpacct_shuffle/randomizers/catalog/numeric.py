@@ -6,11 +6,12 @@ from __future__ import annotations
 import math
 
 from dpacct_shuffle.core.bound import VariationRatio
+from dpacct_shuffle.core.rounding import ratio_up
 from dpacct_shuffle.core.validation import check_epsilon0
 from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.randomizers.catalog.entry import (Projection, binary_rr_lower, boost_projection,
                                                       catalog_entry, integer_parameter,
-                                                      projection_lower, ratio_up, single_entry)
+                                                      projection_lower, single_entry)
 from dpacct_shuffle.randomizers.multilevel import blanket_variation_ratio
 
 

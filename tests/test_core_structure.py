@@ -1,0 +1,75 @@
+"""The core's public structure: ``VariationRatio.directional_problems`` (the problems its bound
+maximises, checked against the coefficients of docs/theory.md, "Neutral-aware bound"), the δ cache
+keyed by the hashable VariationRatio, and the dispatcher of ``core.numerics`` routing each regime to
+its evaluator (each route checked against an independent evaluation)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from dpacct_shuffle import VariationRatio
+from dpacct_shuffle.core import bound, cellwise, numerics
+from dpacct_shuffle.core.isolated_clone import isolated_clone_bracket
+from tests.oracle import pair_delta_max
+
+
+def test_directional_problems_have_the_documented_coefficients() -> None:
+    vr = VariationRatio(math.exp(1.0), 0.3, 3.5, q1=4.0)
+    eps, n = 0.4, 25
+    forward, backward = vr.directional_problems(eps, n)
+    e = math.exp(eps)
+    alpha, p_alpha = vr.alpha, vr.p_alpha
+    assert forward.r_a == vr.r0 == p_alpha / 3.5 and backward.r_a == vr.r1 == p_alpha / 4.0
+    assert forward.c_a == pytest.approx((p_alpha - e * alpha) / vr.r0, rel=1e-15)
+    assert forward.c_b == pytest.approx((alpha - e * p_alpha) / vr.r1, rel=1e-15)
+    assert forward.c_k == pytest.approx(vr.neutral_weight * (1.0 - e) / vr.neutral_share, rel=1e-15)
+    assert vr.directional_problems(eps, n, direction=1) == [backward]
+    # a symmetric pair has one direction
+    assert len(VariationRatio(math.e, 0.3, math.e).directional_problems(eps, n)) == 1
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"epsilon": -0.1, "n": 5}, ValueError, "epsilon"),
+    ({"epsilon": 0.1, "n": 0}, ValueError, "n must be"),
+    ({"epsilon": 0.1, "n": 5, "direction": 2}, ValueError, "direction"),
+])
+def test_directional_problems_rejects_bad_input(kwargs, error, match) -> None:
+    with pytest.raises(error, match=match):
+        VariationRatio(math.e, 0.3, math.e).directional_problems(**kwargs)
+
+
+def test_equal_variation_ratios_share_cached_brackets() -> None:
+    first = VariationRatio(math.exp(0.7), 0.2, math.exp(0.7), neutral_share=0.3)
+    second = VariationRatio(math.exp(0.7), 0.2, math.exp(0.7), neutral_share=0.3)
+    assert first is not second and first == second and hash(first) == hash(second)
+    assert {first: 1}[second] == 1
+    value = first.delta(0.123456, 40)
+    hits = bound._delta_bracket.cache_info().hits
+    assert second.delta(0.123456, 40) == value
+    assert bound._delta_bracket.cache_info().hits == hits + 1
+
+
+def test_dispatcher_routes_small_problems_to_the_exact_cell_sum() -> None:
+    """Below EXACT_CELL_LIMIT cells the dispatcher returns the cell-wise sum, which matches the
+    brute-force pair (tests/oracle.py) to rounding."""
+    vr = VariationRatio(math.exp(1.0), 0.3, math.exp(1.0), neutral_share=0.2)
+    eps, n = 0.3, 12
+    results = [numerics.directional_bracket(problem, 4, 1e-18)
+               for problem in vr.directional_problems(eps, n)]
+    assert results == [cellwise.cellwise_directional_bracket(problem, 4, 1e-18)
+                       for problem in vr.directional_problems(eps, n)]
+    exact = pair_delta_max(vr.p, vr.beta, vr.q0, None, vr.neutral_share, n, eps)
+    upper = max(result.upper for result in results)
+    assert exact <= upper <= exact * (1.0 + 1e-9) + 1e-15
+
+
+def test_dispatcher_uses_the_isolated_clone_closed_form_at_huge_e_eps() -> None:
+    vr = VariationRatio(math.inf, 0.4, 3.0)
+    (problem,) = vr.directional_problems(200.0, 50_000)
+    isolated = isolated_clone_bracket(problem)
+    assert isolated is not None and numerics.directional_bracket(problem, 4, 1e-18) == isolated
+    # δ → β·(1 − r_B − s)^(n − 1) (tests/test_core_edges.py)
+    limit = vr.beta * (1.0 - vr.r1 - vr.neutral_share) ** (problem.n - 1)
+    assert isolated.lower <= limit * (1.0 + 1e-9) and limit <= isolated.upper * (1.0 + 1e-9)
