@@ -29,6 +29,7 @@ from dp_accounting import dp_event
 
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_num_users, check_range
+from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 from dpacct_shuffle.profiles import (
     PrivacyProfile,
     RandomizerDescription,
@@ -138,6 +139,10 @@ class ShuffleEvent(dp_event.DpEvent):
     (docs/theory.md, "Neutral-aware bound") for ⌊γ·n⌋ users, and δ(ε) = 0 for ε ≥ ε0 = ln p
     (post-processing of the victim's ε0-LDP report).
 
+    Users with different randomizers: ``randomizer`` a
+    :class:`~dpacct_shuffle.randomizers.PersonalizedShuffle` of groups (randomizer, count) and
+    ``num_users`` their total (docs/theory.md, "Users with different randomizers").
+
     Under ``PoissonSampledDpEvent(γ_s, ShuffleEvent(R, n))`` ``num_users`` is the population the
     sample is drawn from (client sampling; replace-one and add/remove-one); see
     :func:`dpacct_shuffle.sampling.poisson_sampled_profile`.
@@ -146,6 +151,12 @@ class ShuffleEvent(dp_event.DpEvent):
     randomizer: RandomizerDescription = attr.ib(converter=_randomizer)
     num_users: int = attr.ib(converter=_num_users)
     honest_fraction: float = attr.ib(default=1.0, converter=_honest_fraction)
+
+    def __attrs_post_init__(self) -> None:
+        if isinstance(self.randomizer, PersonalizedShuffle) and (
+                self.num_users != self.randomizer.num_users):
+            raise ValueError(f"num_users must equal the {self.randomizer.num_users} users of the "
+                             f"PersonalizedShuffle's groups, got {self.num_users}")
 
     def profile(self) -> PrivacyProfile:
         """The privacy profile δ(ε) of this round."""

@@ -49,11 +49,14 @@ from pydantic_core import PydanticCustomError
 
 from dpacct_shuffle.events import LDPCompositionEvent, ParallelCompositionEvent, ShuffleEvent
 from dpacct_shuffle.progress import ProgressOption, ProgressReporter
+from dpacct_shuffle.randomizers.approximate import approximate
 from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.randomizers.catalog import ALIASES, CATALOG
 from dpacct_shuffle.randomizers.matrix import from_matrix
-from dpacct_shuffle.randomizers.spec import (PARAMETER_ALIASES, canonical_keyword, read_matrix,
-                                            split_spec)
+from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
+from dpacct_shuffle.randomizers.spec import (APPROXIMATE_FACTORIES, LEAK_PARAMETER,
+                                            PARAMETER_ALIASES, canonical_keyword, catalog_factory,
+                                            factory_keywords, read_matrix, split_spec)
 
 #: Largest number of users of a step (and of a parallel group).
 MAX_USERS = 10**15
@@ -65,7 +68,7 @@ MAX_COUNT = 10**6
 MAX_INTEGER_PARAMETER = 10**15
 #: Range of ``value_discretization_interval`` (the PLD grid; finer grids need more memory).
 MIN_DISCRETIZATION, MAX_DISCRETIZATION = 1e-6, 1.0
-STEP_TYPES = ("shuffle", "parallel", "ldp", "dpsgd", "gaussian")
+STEP_TYPES = ("shuffle", "personalized_shuffle", "parallel", "ldp", "dpsgd", "gaussian")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -243,7 +246,12 @@ class _CatalogRandomizer(_Strict):
     def _build(self) -> "_CatalogRandomizer":
         keywords = {key: getattr(self, key) for key in self.model_fields_set if key != "name"}
         try:
-            self._randomizer = CATALOG[ALIASES.get(self.name, self.name)](**keywords)
+            factory = catalog_factory(self.name)
+            leak = None
+            if LEAK_PARAMETER not in factory_keywords(factory):
+                leak = keywords.pop(LEAK_PARAMETER, None)
+            randomizer = factory(**keywords)
+            self._randomizer = randomizer if leak is None else approximate(randomizer, leak)
         except (ValueError, TypeError, OverflowError, ZeroDivisionError) as exc:
             raise _invalid(exc) from None
         return self
@@ -264,17 +272,22 @@ _PARAMETER_TYPES: dict[Any, Any] = {
 
 
 def _catalog_model(name: str, factory: Callable[..., Randomizer]) -> type[_CatalogRandomizer]:
-    """The strict model of catalog entry ``name``: one field per keyword of ``factory``."""
+    """The strict model of catalog entry ``name``: one field per keyword of ``factory``, plus an
+    optional ``delta0`` (the entry leaking with that probability, ``randomizers.approximate``)
+    for the pure entries of the catalog."""
     hints = get_type_hints(factory)
     fields: dict[str, Any] = {"name": (Literal[(name, *[a for a, c in ALIASES.items() if c == name])], ...)}
     for parameter in inspect.signature(factory).parameters.values():
         annotation = _PARAMETER_TYPES[hints[parameter.name]]
         default = ... if parameter.default is parameter.empty else parameter.default
         fields[parameter.name] = (annotation, default)
+    if name in CATALOG:
+        fields[LEAK_PARAMETER] = (Optional[Real()], None)
     return create_model(f"Catalog_{name}", __base__=_CatalogRandomizer, **fields)
 
 
-_CATALOG_MODELS = {name: _catalog_model(name, factory) for name, factory in CATALOG.items()}
+_CATALOG_MODELS = {name: _catalog_model(name, factory)
+                   for name, factory in {**CATALOG, **APPROXIMATE_FACTORIES}.items()}
 _MATRIX_TAG = "randomizer:matrix"
 
 
@@ -305,7 +318,8 @@ RandomizerSpec = Annotated[
            *[Annotated[model, Tag("randomizer:" + name)] for name, model in _CATALOG_MODELS.items()])],
     Discriminator(_randomizer_tag, custom_error_type="randomizer",
                   custom_error_message="a randomizer is a table with 'name' (one of "
-                  + ", ".join(sorted([*CATALOG, *ALIASES])) + ") and its parameters, or with "
+                  + ", ".join(sorted([*CATALOG, *ALIASES, *APPROXIMATE_FACTORIES]))
+                  + ") and its parameters, or with "
                   "'matrix' or 'matrix_file'"),
     BeforeValidator(_spec_text),
 ]
@@ -358,6 +372,28 @@ class ShuffleStep(_Step):
         if self.sampling_probability is not None:
             event = dp_event.PoissonSampledDpEvent(self.sampling_probability, event)
         return event
+
+
+class PersonalizedGroup(_Strict):
+    """One group of a ``personalized_shuffle`` step: ``users`` users applying ``randomizer``."""
+
+    randomizer: RandomizerSpec
+    users: Users
+
+
+class PersonalizedShuffleStep(_Step):
+    """One shuffle round of several groups of users, each with its own randomizer
+    (:class:`~dpacct_shuffle.randomizers.PersonalizedShuffle` in a
+    :class:`~dpacct_shuffle.events.ShuffleEvent` of all their users)."""
+
+    type: Literal["personalized_shuffle"]
+    groups: list[PersonalizedGroup]
+    honest_fraction: Real(0.0, 1.0, low_open=True) = 1.0
+
+    def single_event(self) -> dp_event.DpEvent:
+        round_ = PersonalizedShuffle([(group.randomizer.randomizer, group.users)
+                                      for group in self.groups])
+        return ShuffleEvent(round_, round_.num_users, self.honest_fraction)
 
 
 class ParallelStep(_Step):
@@ -440,7 +476,9 @@ class GaussianStep(_Step):
         return dp_event.GaussianDpEvent(self.noise_multiplier)
 
 
-_STEP_MODELS: dict[str, type[_Step]] = {"shuffle": ShuffleStep, "parallel": ParallelStep,
+_STEP_MODELS: dict[str, type[_Step]] = {"shuffle": ShuffleStep,
+                                        "personalized_shuffle": PersonalizedShuffleStep,
+                                        "parallel": ParallelStep,
                                         "ldp": LDPStep, "dpsgd": DPSGDStep,
                                         "gaussian": GaussianStep}
 
@@ -656,6 +694,11 @@ def describe_step(step: _Step) -> str:
         sampled = ("" if step.sampling_probability is None
                    else f", sampling_probability={step.sampling_probability:g}")
         return f"{kind} {randomizer.name}({params}), n = {step.users}{sampled}"
+    if isinstance(step, PersonalizedShuffleStep):
+        groups = ", ".join(f"{group.randomizer.randomizer.name}("
+                           + ", ".join(f"{k}={v}" for k, v in group.randomizer.randomizer.parameters.items())
+                           + f") x{group.users}" for group in step.groups)
+        return f"{kind} [{groups}]"
     if isinstance(step, ParallelStep):
         names = ", ".join(branch.randomizer.name for branch in step.branches)
         return f"{kind} {step.mode} [{names}], n = {step.users}"

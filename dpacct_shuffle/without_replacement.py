@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import math
 
-from scipy import special, stats
+from scipy import stats
 
+from dpacct_shuffle.core.gaussian import gaussian_delta_and_margin
 from dpacct_shuffle.core.numerics import special_function_rtol
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.lemmas import _round_down, _round_up
@@ -33,10 +34,6 @@ from dpacct_shuffle.sampling import poisson_sampled_profile
 # Poisson rates tried by shuffled_cohort_profile: γ = η + z·√(η(1 − η)/N) for these z (capped at
 # 1), and γ = 1; γ = η was the best of z ∈ [0, 3] on the brute-force cases (tail factor ≈ 1/2)
 _COHORT_RATE_SHIFTS = (0.0, 1.0)
-
-# Absolute error of scipy's log_ndtr, relative to the size of its arguments and result (it is
-# accurate to a few ulps; this is a wide margin that still costs nothing visible).
-_LOG_NDTR_ERROR = 1e-12
 
 
 def gaussian_profile(noise_multiplier: float, sensitivity: float = 2.0) -> PrivacyProfile:
@@ -48,9 +45,9 @@ def gaussian_profile(noise_multiplier: float, sensitivity: float = 2.0) -> Priva
         δ(ε) = Φ(Δ/(2σ) − εσ/Δ) − e^ε · Φ(−Δ/(2σ) − εσ/Δ)
 
     (Balle & Wang, "Improving the Gaussian Mechanism for Differential Privacy", ICML 2018,
-    Theorem 8). It is evaluated as e^A·(−expm1(ε + B − A)) with A, B the ``log_ndtr`` of the two
-    arguments; the absolute error of A and B (a few ulps of their size) is covered by adding
-    e^A·m with m = 1e-12·(1 + |A| + |B| + ε), and the result is moved up by a few ulps.
+    Theorem 8), evaluated by :func:`~dpacct_shuffle.core.gaussian.gaussian_delta_and_margin` (log
+    domain, with a margin covering scipy's ``log_ndtr``); value plus margin is moved up by a few
+    ulps.
 
     Args:
       noise_multiplier: σ > 0, the noise standard deviation in units of the clipping norm.
@@ -65,13 +62,8 @@ def gaussian_profile(noise_multiplier: float, sensitivity: float = 2.0) -> Priva
     def delta_upper(epsilon: float) -> float:
         if math.isinf(epsilon):  # no mass at infinite loss
             return 0.0
-        shift = delta_sens / (2.0 * sigma)
-        scaled = epsilon * sigma / delta_sens
-        log_a = float(special.log_ndtr(shift - scaled))
-        log_b = float(special.log_ndtr(-shift - scaled))
-        exponent = epsilon + log_b - log_a
-        value = math.exp(log_a) * (-math.expm1(min(exponent, 0.0)))
-        margin = math.exp(log_a) * _LOG_NDTR_ERROR * (1.0 + abs(log_a) + abs(log_b) + epsilon)
+        value, margin = gaussian_delta_and_margin(delta_sens / (2.0 * sigma),
+                                                  epsilon * sigma / delta_sens, epsilon)
         return min(1.0, _round_up(value + margin, zero_is_exact=False))
 
     return PrivacyProfile(delta_upper, math.inf,

@@ -10,7 +10,11 @@
 * :mod:`~dpacct_shuffle.randomizers.lower_bounds` — exact profiles of explicit instances (lower
   bounds);
 * :mod:`~dpacct_shuffle.randomizers.binary_rr_exact` — the exact shuffled binary randomized
-  response, certified to a relative tolerance (a lower and an upper bound).
+  response, certified to a relative tolerance (a lower and an upper bound);
+* :mod:`~dpacct_shuffle.randomizers.approximate` — (ε0, δ0)-LDP randomizers: :func:`approximate`
+  (a pure randomizer that leaks with probability δ0) and :func:`approximate_ldp` (the whole class);
+* :mod:`~dpacct_shuffle.randomizers.gaussian` — Gaussian local noise (:func:`gaussian`,
+  :func:`gaussian_vector`), (ε0, δ(ε0))-LDP for every ε0.
 """
 
 from dpacct_shuffle.randomizers.base import (
@@ -23,6 +27,7 @@ from dpacct_shuffle.randomizers.base import (
     SupportsShuffleBound,
     VariationRatioBound,
 )
+from dpacct_shuffle.randomizers.approximate import approximate, approximate_ldp
 from dpacct_shuffle.randomizers.catalog import (
     ALIASES,
     CATALOG,
@@ -50,8 +55,10 @@ from dpacct_shuffle.randomizers.catalog import (
     worst_case_ldp,
 )
 from dpacct_shuffle.randomizers.binary_rr_exact import BinaryRRProfile, binary_rr_exact_delta
+from dpacct_shuffle.randomizers.gaussian import gaussian, gaussian_vector
 from dpacct_shuffle.randomizers.lower_bounds import CountPair, InstanceLowerBound, trinomial_projection
 from dpacct_shuffle.randomizers.matrix import from_matrix
+from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle, personalized_krr
 
 __all__ = [
     "LOWER_BOUND_MAX_USERS",
@@ -63,6 +70,12 @@ __all__ = [
     "VariationRatioBound",
     "LocalPairBound",
     "from_matrix",
+    "approximate",
+    "approximate_ldp",
+    "gaussian",
+    "gaussian_vector",
+    "PersonalizedShuffle",
+    "personalized_krr",
     "CATALOG",
     "ALIASES",
     "worst_case_ldp",

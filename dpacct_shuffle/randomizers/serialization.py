@@ -5,6 +5,10 @@ Three forms, told apart by ``"kind"`` (``docs/serialization.md``):
 * ``{"kind": "catalog", "name": "krr", "arguments": {"epsilon0": 2.0, "domain_size": 100}}`` — a
   catalog entry and the arguments it was called with (by parameter name); decoding calls the entry
   again, so every check of the constructor applies.
+  ``approximate_ldp``, ``gaussian`` and ``gaussian_vector``
+  (:data:`~dpacct_shuffle.randomizers.spec.APPROXIMATE_FACTORIES`) take the same form.
+* ``{"kind": "approximate", "randomizer": {...}, "delta0": 1e-9}`` — :func:`approximate` of the
+  randomizer given by its own JSON form.
 * ``{"kind": "matrix", "name": "matrix", "matrix": [[...], ...]}`` — a :func:`from_matrix`
   randomizer: its analyzed (row-renormalised) matrix, analyzed again as it is on decoding.
 * ``{"kind": "variation_ratio", "p": ..., "beta": ..., "q": ..., "q1": ..., "neutral_share": ...,
@@ -29,8 +33,12 @@ import numpy as np
 
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.randomizers import matrix as matrix_module
+from dpacct_shuffle.randomizers.approximate import approximate
 from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.randomizers.catalog import CATALOG
+from dpacct_shuffle.randomizers.spec import APPROXIMATE_FACTORIES
+
+_FACTORIES = {**CATALOG, **APPROXIMATE_FACTORIES}  # entries written as {"kind": "catalog", ...}
 
 JSONValue = Union[None, bool, int, float, str, list["JSONValue"], dict[str, "JSONValue"]]
 SerializableRandomizer = Union[Randomizer, VariationRatio]
@@ -86,8 +94,12 @@ def randomizer_to_dict(randomizer: SerializableRandomizer) -> dict[str, JSONValu
         matrix, name = rebuild.args
         return {"kind": "matrix", "name": name,
                 "matrix": [[float(x) for x in row] for row in np.asarray(matrix).tolist()]}
+    if rebuild.func is approximate:
+        inner, delta0 = rebuild.args
+        return {"kind": "approximate", "randomizer": randomizer_to_dict(inner),
+                "delta0": plain_value("approximate(delta0)", delta0)}
     name = getattr(rebuild.func, "__name__", "")
-    if CATALOG.get(name) is not rebuild.func:
+    if _FACTORIES.get(name) is not rebuild.func:
         raise TypeError(f"{randomizer!r} has no JSON form: it is not a catalog entry")
     bound = inspect.signature(rebuild.func).bind(*rebuild.args, **rebuild.keywords)
     return {"kind": "catalog", "name": name,
@@ -121,14 +133,20 @@ def randomizer_from_dict(data: Mapping[str, Any]) -> SerializableRandomizer:
         if not isinstance(data["name"], str):
             raise TypeError(f"name must be a string, got {data['name']!r}")
         return matrix_module._reanalyze(data["matrix"], data["name"])  # checks it is stochastic
+    if kind == "approximate":
+        _check_keys(data, ("kind", "randomizer", "delta0"))
+        inner = randomizer_from_dict(data["randomizer"])
+        if not isinstance(inner, Randomizer):
+            raise TypeError(f"randomizer of approximate must be a Randomizer's form, got {inner!r}")
+        return approximate(inner, decode_float("delta0", data["delta0"]))
     if kind == "catalog":
         _check_keys(data, ("kind", "name", "arguments"))
         name, arguments = data["name"], data["arguments"]
-        if name not in CATALOG:
-            raise ValueError(f"name must be a catalog entry ({', '.join(CATALOG)}), got {name!r}")
+        if name not in _FACTORIES:
+            raise ValueError(f"name must be a catalog entry ({', '.join(_FACTORIES)}), got {name!r}")
         if not isinstance(arguments, Mapping):
             raise TypeError(f"arguments must be an object, got {type(arguments).__name__}")
-        constructor = CATALOG[name]
+        constructor = _FACTORIES[name]
         parameters = inspect.signature(constructor).parameters
         unknown = sorted(set(arguments) - set(parameters))
         if unknown:
@@ -136,7 +154,8 @@ def randomizer_from_dict(data: Mapping[str, Any]) -> SerializableRandomizer:
         values = {key: decode_float(f"{name}({key})", value)
                   if value in ("inf", "-inf") else value for key, value in arguments.items()}
         return constructor(**values)
-    raise ValueError(f"kind must be one of 'catalog', 'matrix', 'variation_ratio', got {kind!r}")
+    raise ValueError("kind must be one of 'catalog', 'approximate', 'matrix', 'variation_ratio', "
+                     f"got {kind!r}")
 
 
 def randomizer_to_json(randomizer: SerializableRandomizer) -> str:

@@ -7,6 +7,10 @@ Used by the command line (``--randomizer``, ``--param``, ``--matrix``) and by pi
   ``oue``) called with keyword parameters; ``NAME`` may carry its own as
   ``"krr:domain_size=10,epsilon0=1"``. The names ``epsilon0`` and ``domain`` also reach the
   usual spellings of the entry (:data:`PARAMETER_ALIASES`).
+* ``delta0=…`` among the parameters of a pure entry gives
+  :func:`~dpacct_shuffle.randomizers.approximate.approximate` of it (the entry leaking with
+  probability δ0); ``approximate_ldp``, ``gaussian`` and ``gaussian_vector`` (not catalog entries:
+  they are not pure ε0-LDP) are built the same way (:data:`APPROXIMATE_FACTORIES`).
 * :func:`read_matrix` — a row-stochastic matrix (rows = inputs, columns = outputs) from a CSV or
   JSON file, for :func:`~dpacct_shuffle.randomizers.from_matrix`.
 
@@ -23,8 +27,19 @@ import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from dpacct_shuffle.randomizers.approximate import approximate, approximate_ldp
 from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.randomizers.catalog import ALIASES, CATALOG
+from dpacct_shuffle.randomizers.gaussian import gaussian, gaussian_vector
+
+#: Randomizers with a spec name that are not pure ε0-LDP catalog entries.
+APPROXIMATE_FACTORIES: dict[str, Callable[..., Randomizer]] = {
+    "approximate_ldp": approximate_ldp,
+    "gaussian": gaussian,
+    "gaussian_vector": gaussian_vector,
+}
+#: The parameter that turns a pure entry into one leaking with that probability.
+LEAK_PARAMETER = "delta0"
 
 #: Short parameter names and the factory keywords they stand for, tried in this order.
 PARAMETER_ALIASES: dict[str, tuple[str, ...]] = {
@@ -41,6 +56,8 @@ def catalog_names() -> list[str]:
 def catalog_factory(name: str) -> Callable[..., Randomizer]:
     """The catalog factory called ``name`` or one of its :data:`ALIASES` (e.g. ``oue``)."""
     canonical = ALIASES.get(name, name)
+    if canonical in APPROXIMATE_FACTORIES:
+        return APPROXIMATE_FACTORIES[canonical]
     if canonical not in CATALOG:
         raise ValueError(f"unknown randomizer {name!r}; available: {', '.join(catalog_names())} "
                          f"(aliases: {', '.join(sorted(ALIASES))}; or give a matrix)")
@@ -132,9 +149,15 @@ def build_randomizer(spec: str, params: Mapping[str, object] | None = None, *,
     entry even when ``lenient`` (which only skips unknown names in ``params``).
     """
     base, own = split_spec(spec)
+    merged = {**(params or {}), **own}
+    leak = None
+    if LEAK_PARAMETER not in factory_keywords(catalog_factory(base)):
+        own.pop(LEAK_PARAMETER, None)
+        leak = merged.pop(LEAK_PARAMETER, None)
     resolve_keywords(base, own, complete=False)
-    keywords = resolve_keywords(base, {**(params or {}), **own}, lenient=lenient)
-    return catalog_factory(base)(**keywords)
+    keywords = resolve_keywords(base, merged, lenient=lenient)
+    randomizer = catalog_factory(base)(**keywords)
+    return randomizer if leak is None else approximate(randomizer, leak)  # type: ignore[arg-type]
 
 
 def randomizer_factory(spec: str, params: Mapping[str, object] | None = None, *,
@@ -195,6 +218,8 @@ def _matrix_entry(value: object, file: Path) -> float:
 
 
 __all__ = [
+    "APPROXIMATE_FACTORIES",
+    "LEAK_PARAMETER",
     "PARAMETER_ALIASES",
     "build_randomizer",
     "canonical_keyword",

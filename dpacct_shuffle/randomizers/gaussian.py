@@ -1,0 +1,207 @@
+"""Gaussian local noise in the shuffle model (docs/theory.md, "Gaussian local noise").
+
+A client adds N(0, σ²·I) to a value of bounded sensitivity and sends it through the shuffler:
+
+* :func:`gaussian` — a scalar in [lower, upper]: sensitivity Δ = upper − lower;
+* :func:`gaussian_vector` — a vector clipped to ℓ2 norm C, the way Flower's ``LocalDpMod`` clips a
+  model update before adding noise: under replace-one two clipped vectors are at most 2C apart,
+  so Δ = 2C.
+
+Such a report is (ε0, δ_μ(ε0))-LDP for **every** ε0 > 0, with μ = Δ/σ and δ_μ the exact Gaussian
+profile (Balle & Wang, ICML 2018, Theorem 8; :func:`~dpacct_shuffle.core.gaussian.gaussian_delta`).
+Each ε0 gives a valid shuffled bound through Theorem 3.8 of Feldman, McMillan and Talwar
+(:class:`~dpacct_shuffle.randomizers.approximate.CloneTVBound`); :class:`GaussianShuffleBound`
+reports the smallest over the ε0 it tries. The ε0 trades the clone pair (smaller for small ε0)
+against the total-variation term (e^ε + 1)(1 + e^{−ε0}/2)·n·δ_μ(ε0) (smaller for large ε0); the
+tried values are those with n·δ_μ(ε0) = t for t on a geometric grid, refined by golden-section
+search in ln t. Any ε0 gives a certified bound, so the search only steers tightness.
+
+Lower bound: the sum of the n reports is Σx_i + N(0, n·σ²·I), a post-processing of the shuffled
+multiset; for inputs at distance Δ it is the Gaussian mechanism with μ/√n, whose exact profile
+(rounded down) is a certified lower bound (:class:`GaussianSumInstance`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Callable
+
+from dpacct_shuffle.core.gaussian import check_gaussian_mu, gaussian_delta
+from dpacct_shuffle.core.search import bisect, expand_bracket
+from dpacct_shuffle.core.validation import (MAX_EPSILON0, MIN_EPSILON0, check_delta, check_epsilon,
+                                            check_num_users, check_range)
+from dpacct_shuffle.randomizers.approximate import CloneTVBound
+from dpacct_shuffle.randomizers.base import PairBound, Randomizer
+from dpacct_shuffle.randomizers.lower_bounds import InstanceLowerBound
+
+#: ln t (t = n·δ_μ(ε0)) searched in [LOG_TV_LOW, LOG_TV_HIGH].
+LOG_TV_LOW, LOG_TV_HIGH = -22.0 * math.log(10.0), -1.0 * math.log(10.0)
+#: Shares of δ given to the TV term of Theorem 3.8 by :meth:`GaussianShuffleBound.epsilon`.
+TV_SHARES = (0.5, 0.2, 0.05, 0.01)
+#: Golden-section steps of the ε0 search.
+EPSILON0_SEARCH_STEPS = 10
+_GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+
+
+def epsilon0_for_local_delta(mu: float, target: float) -> float:
+    """The ε0 (within [MIN_EPSILON0, MAX_EPSILON0]) at which the certified δ_μ(ε0) ≈ ``target``
+    (bisection; the result is only a choice of ε0 — its δ_μ is evaluated again where used)."""
+    if gaussian_delta(MIN_EPSILON0, mu) <= target:
+        return MIN_EPSILON0
+    if gaussian_delta(MAX_EPSILON0, mu) > target:
+        return MAX_EPSILON0
+    return bisect(lambda eps0: gaussian_delta(eps0, mu) <= target, MAX_EPSILON0, MIN_EPSILON0,
+                  rtol=1e-9)
+
+
+def gaussian_epsilon(mu: float, delta: float) -> float:
+    """Smallest ε (to a relative 1e-9, rounded up) with the certified δ_μ(ε) ≤ delta."""
+    target = check_delta(delta)
+
+    def holds(eps: float) -> bool:
+        return gaussian_delta(eps, mu) <= target
+
+    if holds(0.0):
+        return 0.0
+    bracket = expand_bracket(lambda eps: not holds(eps), 0.0, 1.0)
+    assert bracket is not None  # δ_μ(ε) → 0 as ε → ∞: the bracket closes
+    infeasible, feasible = bracket
+    return bisect(holds, feasible, infeasible, rtol=1e-9)
+
+
+class GaussianShuffleBound(PairBound):
+    """min(δ_μ(ε), min over tried ε0 of Theorem 3.8 applied to the (ε0, δ_μ(ε0))-LDP report).
+
+    δ_μ(ε) itself bounds the round: the shuffled multiset is a post-processing of the victim's
+    report together with the others', which do not depend on the victim's input."""
+
+    def __init__(self, mu: float) -> None:
+        self.mu = check_gaussian_mu(mu)
+
+    @functools.lru_cache(maxsize=256)
+    def _bound(self, log_tv: float, n: int) -> CloneTVBound:
+        eps0 = epsilon0_for_local_delta(self.mu, math.exp(log_tv) / n)
+        return CloneTVBound(eps0, gaussian_delta(eps0, self.mu))
+
+    def _minimise(self, value: Callable[[CloneTVBound], float], n: int) -> float:
+        """Golden-section search of ``value`` over ln t; returns the smallest value evaluated."""
+        lo, hi = LOG_TV_LOW, LOG_TV_HIGH
+        x1, x2 = hi - _GOLDEN * (hi - lo), lo + _GOLDEN * (hi - lo)
+        f1, f2 = value(self._bound(x1, n)), value(self._bound(x2, n))
+        best = min(f1, f2)
+        for _ in range(EPSILON0_SEARCH_STEPS):
+            if f1 <= f2:
+                hi, x2, f2 = x2, x1, f1
+                x1 = hi - _GOLDEN * (hi - lo)
+                f1 = value(self._bound(x1, n))
+            else:
+                lo, x1, f1 = x1, x2, f2
+                x2 = lo + _GOLDEN * (hi - lo)
+                f2 = value(self._bound(x2, n))
+            best = min(best, f1, f2)
+        return best
+
+    def delta(self, epsilon: float, n: int) -> float:
+        eps = check_epsilon(epsilon)
+        users = check_num_users(n)
+        local = gaussian_delta(eps, self.mu)
+        return min(local, self._minimise(lambda bound: bound.delta(eps, users), users))
+
+    def epsilon(self, delta: float, n: int) -> float:
+        """min(the report's own ε, Theorem 3.8 at the ε0 whose TV term takes each share of
+        :data:`TV_SHARES` of δ): any certified point is valid, the shares only steer tightness."""
+        target = check_delta(delta)
+        users = check_num_users(n)
+        best = gaussian_epsilon(self.mu, target)
+        for share in TV_SHARES:
+            # (e^ε + 1)(1 + e^{−ε0}/2) ≤ 4 for ε ≤ 0.6: aim the TV term at the share
+            eps0 = epsilon0_for_local_delta(self.mu, share * target / (4.0 * users))
+            bound = CloneTVBound(eps0, gaussian_delta(eps0, self.mu))
+            best = min(best, bound.epsilon_with_budget(target, users, share))
+        return best
+
+    def __hash__(self) -> int:
+        return hash(("GaussianShuffleBound", self.mu))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GaussianShuffleBound) and other.mu == self.mu
+
+    def __repr__(self) -> str:
+        return f"GaussianShuffleBound(mu={self.mu!r})"
+
+
+class GaussianSumInstance:
+    """Exact δ(ε) of the sum of n Gaussian reports (inputs at distance Δ), rounded down."""
+
+    def __init__(self, mu: float, n: int) -> None:
+        self.mu_sum = check_gaussian_mu(mu) / math.sqrt(check_num_users(n))
+
+    def delta(self, epsilon: float) -> float:
+        return gaussian_delta(epsilon, self.mu_sum, upper=False)
+
+    def max_loss(self) -> float:
+        return math.inf
+
+
+def _sum_lower(mu: float, n: int) -> InstanceLowerBound:
+    return InstanceLowerBound([GaussianSumInstance(mu, n)],  # type: ignore[list-item]
+                              "sum of the reports: Gaussian mechanism with noise sigma*sqrt(n)")
+
+
+def _gaussian_randomizer(name: str, parameters: dict[str, object], sensitivity: float,
+                         noise_std: float) -> Randomizer:
+    mu = check_gaussian_mu(sensitivity / noise_std, "sensitivity / noise_std")
+    return Randomizer(name, {**parameters, "mu": mu}, [GaussianShuffleBound(mu)],
+                      variation_ratio=None, lower_bound=functools.partial(_sum_lower, mu),
+                      notes=f"Gaussian noise, sensitivity/std = {mu!r}; (eps0, delta0(eps0))-LDP")
+
+
+def _positive(name: str, value: object) -> float:
+    return check_range(name, value, 0.0, math.inf, low_open=True, high_open=True)
+
+
+def gaussian(noise_std: float, lower: float = 0.0, upper: float = 1.0) -> Randomizer:
+    """A scalar in [lower, upper] plus N(0, noise_std²): sensitivity upper − lower."""
+    sigma = _positive("noise_std", noise_std)
+    low = check_range("lower", lower, -math.inf, math.inf, low_open=True, high_open=True)
+    high = check_range("upper", upper, -math.inf, math.inf, low_open=True, high_open=True)
+    if not high > low:
+        raise ValueError(f"upper must be > lower, got lower={low!r}, upper={high!r}")
+    result = _gaussian_randomizer("gaussian", {"noise_std": sigma, "lower": low, "upper": high},
+                                  high - low, sigma)
+    result._record_origin(functools.partial(gaussian, sigma, low, high),
+                          ("gaussian", sigma, low, high))
+    return result
+
+
+def gaussian_vector(noise_std: float, clipping_norm: float = 1.0) -> Randomizer:
+    """A vector clipped to ℓ2 norm C plus N(0, noise_std²·I): sensitivity 2C (replace-one)."""
+    sigma = _positive("noise_std", noise_std)
+    clip = _positive("clipping_norm", clipping_norm)
+    result = _gaussian_randomizer("gaussian_vector", {"noise_std": sigma, "clipping_norm": clip},
+                                  2.0 * clip, sigma)
+    result._record_origin(functools.partial(gaussian_vector, sigma, clip),
+                          ("gaussian_vector", sigma, clip))
+    return result
+
+
+def local_dp_mod_noise_std(sensitivity: float, epsilon: float, delta: float) -> float:
+    """The noise standard deviation Flower's ``LocalDpMod`` adds: sensitivity·√(2 ln(1.25/δ))/ε."""
+    sens = _positive("sensitivity", sensitivity)
+    eps = _positive("epsilon", epsilon)
+    target = check_range("delta", delta, 0.0, 1.0, low_open=True, high_open=True)
+    return sens * math.sqrt(2.0 * math.log(1.25 / target)) / eps
+
+
+__all__ = [
+    "EPSILON0_SEARCH_STEPS",
+    "TV_SHARES",
+    "GaussianShuffleBound",
+    "GaussianSumInstance",
+    "epsilon0_for_local_delta",
+    "gaussian_epsilon",
+    "gaussian",
+    "gaussian_vector",
+    "local_dp_mod_noise_std",
+]
