@@ -4,15 +4,17 @@ Setup (all real: torch + Opacus on CPU, the accountant is dp-accounting's PLD un
 
 * ``--clients`` clients (default 40), each holding ``--records`` labelled records (synthetic
   Gaussian blobs, label skew per client). The server holds a test set.
-* Each round the server Poisson-samples clients (each independently with rate ``--client-rate``).
-  Every sampled client
-    1. trains the global model locally for ``--local-epochs`` epochs of DP-SGD with its own
-       ``PrivacyEngine(accountant="shuffle")`` (Poisson sampling of its records, clipping norm C,
-       noise multiplier σ), and returns the weights (the server averages them, FedAvg);
-    2. sends one k-ary randomized-response report (``randomizers.krr(ε0, classes)``, sampled from
-       the randomizer's own matrix) per record of its label to a shuffler. The shuffler pools the
-       reports of all sampled clients and releases only the multiset, i.e. the label histogram; the
-       server debiases it into a label-distribution estimate.
+* Each round the server Poisson-samples clients (each independently with rate ``--client-rate``),
+  so the training cohort changes every round. Every sampled client trains the global model
+  locally for ``--local-epochs`` epochs of DP-SGD with its own ``PrivacyEngine(accountant="shuffle")``
+  (Poisson sampling of its records, clipping norm C, noise multiplier σ) and returns the weights
+  (the server averages them, FedAvg).
+* Label reports, an anonymous channel beside training: in every round each record independently
+  sends one k-ary randomized-response report of its label (``randomizers.krr(ε0, classes)``,
+  sampled from the randomizer's own matrix) with probability ``--report-rate`` γ, whether or not its
+  client trains. The shuffler pools the reports and releases only their multiset, i.e. the label
+  histogram; the number of reports changes every round. The server debiases the histogram into a
+  label-distribution estimate.
 * One :class:`~dpacct_shuffle.opacus.ShuffleAccountant` tracks both. A round's cost is charged
   before anything of it is released; if ε would then exceed the target (ε, δ) the charge is rolled
   back (``load_state_dict`` of the state saved before) and the loop stops.
@@ -29,15 +31,18 @@ replaced; every ε printed is an upper bound for that relation):
   the largest record sampling rate and the smallest σ (a Poisson-subsampled Gaussian with a smaller
   rate is a post-processing of one with a larger rate). Each step is
   ``PoissonSampledDpEvent(q, GaussianDpEvent(σ))`` at sensitivity 2 (replace-one).
-* A record sends one k-RR report per round in which its client is sampled; the shuffler mixes it
-  with the reports of the other n_t − 1 records: ``ShuffleEvent(krr, n)`` with
-  n = min(n_t, ``--accounted-reports``). Using fewer users than were shuffled is valid (the bound is
-  non-increasing in n) and keeps one cached PLD for most rounds.
-* Charging every round as if the record's client took part is an upper bound for every record.
-* Client sampling itself is not credited: the server sees which clients return weights. When the
-  server learns nothing beyond the shuffled reports and each user sends one report, a sampled
-  round is ``PoissonSampledDpEvent(γ, ShuffleEvent(R, population))`` and is amplified by the
-  sampling; ``docs/cohorts.md`` prints that ε next to the ε conditional on the cohort.
+* Label reports are accounted as ``PoissonSampledDpEvent(γ, ShuffleEvent(krr, N))`` with the
+  population N = clients × records: every one of the N records takes part independently with
+  probability γ and only the shuffled reports are released, which is the void-randomizer view of
+  ``dpacct_shuffle.sampling`` (docs/sampling.md). This assumes what the channel provides: the
+  server learns nothing about *who* reported beyond the shuffled multiset (in particular, the
+  reporting records are drawn independently of the training cohort, which the server does see).
+  Each record is sampled on its own: the void view needs every other user to report
+  independently, which sampling whole clients (all their records at once) would not give.
+  For comparison the table also prints the unsampled ε, ``ShuffleEvent(krr, N)`` every round (every
+  record reports every round).
+* Client sampling of the training cohort is not credited: the server sees which clients return
+  weights, so their rounds are charged as if the record's client took part in every round.
 
 Run ``python integration/federated_training.py [--rounds T] [--epsilon E] ...``; prints one table
 row per round. ``main(argv)`` returns a :class:`FederatedResult` (used by the pytest wrapper).
@@ -81,18 +86,18 @@ class Config:
     max_grad_norm: float = 1.0
     learning_rate: float = 0.5
     epsilon0: float = 2.0
-    accounted_reports: int = 800
+    report_rate: float = 0.5
     target_epsilon: float = 6.0
     delta: float = 1e-5
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("clients", "records", "rounds", "local_epochs", "batch_size",
-                     "accounted_reports"):
+        for name in ("clients", "records", "rounds", "local_epochs", "batch_size"):
             check_num_users(getattr(self, name), name)
         if check_num_users(self.classes, "classes") < 2:
             raise ValueError(f"classes must be >= 2, got {self.classes}")
         check_range("client_rate", self.client_rate, 0.0, 1.0, low_open=True)
+        check_range("report_rate", self.report_rate, 0.0, 1.0, low_open=True)
         check_range("noise_multiplier", self.noise_multiplier, 0.0, math.inf, low_open=True)
         for name in ("max_grad_norm", "learning_rate", "epsilon0", "target_epsilon"):
             check_range(name, getattr(self, name), 0.0, math.inf, low_open=True, high_open=True)
@@ -104,11 +109,11 @@ class RoundRow:
     round: int
     clients: int
     reports: int
-    accounted_reports: int
     local_steps: int
     sample_rate: float
     epsilon_dp_sgd: float
     epsilon_reports: float
+    epsilon_reports_unsampled: float
     epsilon: float
     accuracy: float
     histogram_l1: float
@@ -184,11 +189,13 @@ class Client:
         state = {key: value.detach().clone() for key, value in self.model.state_dict().items()}
         return state, len(self.engine.accountant) - before
 
-    def reports(self, randomizer: Randomizer, rng: np.random.Generator) -> np.ndarray:
-        """One k-RR report per record, drawn from the randomizer's matrix row of its label."""
-        cumulative = np.cumsum(randomizer.matrix[self.labels], axis=1)
-        uniforms = rng.random((self.labels.size, 1))
-        return np.minimum((uniforms > cumulative).sum(axis=1), randomizer.matrix.shape[1] - 1)
+
+def randomized_reports(randomizer: Randomizer, labels: np.ndarray,
+                       rng: np.random.Generator) -> np.ndarray:
+    """One report per label, drawn from the randomizer's matrix row of the label."""
+    cumulative = np.cumsum(randomizer.matrix[labels], axis=1)
+    uniforms = rng.random((labels.size, 1))
+    return np.minimum((uniforms > cumulative).sum(axis=1), randomizer.matrix.shape[1] - 1)
 
 
 def debiased_frequencies(histogram: np.ndarray, epsilon0: float) -> np.ndarray:
@@ -199,11 +206,15 @@ def debiased_frequencies(histogram: np.ndarray, epsilon0: float) -> np.ndarray:
 
 
 def round_cost(accountant: ShuffleAccountant, randomizer: Randomizer, steps: int,
-               sample_rate: float, sigma: float, reports: int) -> None:
-    """Charge one round: ``steps`` DP-SGD steps and one shuffle round of ``reports`` users."""
+               sample_rate: float, sigma: float, population: int, report_rate: float) -> None:
+    """Charge one round: ``steps`` DP-SGD steps and one Poisson-sampled shuffle round.
+
+    The report round is ``PoissonSampledDpEvent(report_rate, ShuffleEvent(randomizer,
+    population))``: each of the ``population`` records reports with probability ``report_rate``.
+    """
     for _ in range(steps):
         accountant.step(noise_multiplier=sigma, sample_rate=sample_rate)
-    accountant.step_shuffle(randomizer, reports)
+    accountant.step_shuffle(randomizer, population, sampling_probability=report_rate)
 
 
 def run(config: Config, out: TextIO | None = None) -> FederatedResult:
@@ -219,13 +230,17 @@ def run(config: Config, out: TextIO | None = None) -> FederatedResult:
     global_model = make_model(config.classes)
     accountant = ShuffleAccountant()            # DP-SGD steps and shuffle rounds, replace-one
     dp_sgd_only = ShuffleAccountant()           # the same steps alone, for comparison
-    reports_only = ShuffleAccountant()          # the shuffled label reports alone
+    reports_only = ShuffleAccountant()          # the sampled, shuffled label reports alone
+    reports_unsampled = ShuffleAccountant()     # every record reporting every round, for comparison
+    population = config.clients * config.records
     result = FederatedResult(config, accountant=accountant, randomizer=randomizer)
 
-    header = (f"{'round':>5} {'clients':>7} {'reports':>7} {'acct n':>6} {'steps':>5} "
-              f"{'eps DP-SGD':>10} {'eps reports':>11} {'eps total':>9} {'test acc':>8} {'hist L1':>7}")
+    header = (f"{'round':>5} {'clients':>7} {'reports':>7} {'steps':>5} {'eps DP-SGD':>10} "
+              f"{'eps reports':>11} {'(unsampled)':>11} {'eps total':>9} {'test acc':>8} "
+              f"{'hist L1':>7}")
     print(f"target (epsilon, delta) = ({config.target_epsilon}, {config.delta}), replace-one, "
           f"{config.clients} clients x {config.records} records, client rate {config.client_rate}, "
+          f"report rate {config.report_rate}, "
           f"sigma {config.noise_multiplier}, k-RR eps0 {config.epsilon0} on {config.classes} labels",
           file=out)
     print(header, file=out)
@@ -235,14 +250,13 @@ def run(config: Config, out: TextIO | None = None) -> FederatedResult:
             print(f"{round_index:>5} {0:>7}  (no client sampled: nothing released, no cost)",
                   file=out)
             continue
-        reports = sum(c.labels.size for c in sampled)
-        accounted = min(reports, config.accounted_reports)
         steps = max(c.steps_per_round for c in sampled)
         rate = max(c.sample_rate for c in sampled)
 
         # reserve the round's budget before anything is released; roll back if it does not fit
         before_round = accountant.state_dict()
-        round_cost(accountant, randomizer, steps, rate, config.noise_multiplier, accounted)
+        round_cost(accountant, randomizer, steps, rate, config.noise_multiplier, population,
+                   config.report_rate)
         epsilon = accountant.get_epsilon(config.delta)
         if epsilon > config.target_epsilon:
             accountant.load_state_dict(before_round)
@@ -263,24 +277,28 @@ def run(config: Config, out: TextIO | None = None) -> FederatedResult:
             total += size
         global_model.load_state_dict({k: v / total for k, v in weights.items()})
 
-        shuffled = rng.permutation(np.concatenate([c.reports(randomizer, rng) for c in sampled]))
+        # every record of every client reports with probability report_rate, independently
+        reporting = np.concatenate([c.labels[rng.random(c.labels.size) < config.report_rate]
+                                    for c in clients])
+        reports = reporting.size
+        shuffled = rng.permutation(randomized_reports(randomizer, reporting, rng))
         histogram = np.bincount(shuffled, minlength=config.classes)
-        truth = np.bincount(np.concatenate([c.labels for c in sampled]),
-                            minlength=config.classes) / reports
+        truth = np.bincount(reporting, minlength=config.classes) / reports
         histogram_l1 = float(np.abs(debiased_frequencies(histogram, config.epsilon0) - truth).sum())
 
         for _ in range(steps):
             dp_sgd_only.step(noise_multiplier=config.noise_multiplier, sample_rate=rate)
-        reports_only.step_shuffle(randomizer, accounted)
+        reports_only.step_shuffle(randomizer, population, sampling_probability=config.report_rate)
+        reports_unsampled.step_shuffle(randomizer, population)
         with torch.no_grad():
             accuracy = (global_model(test_features).argmax(dim=1) == test_labels).float().mean().item()
-        row = RoundRow(round_index, len(sampled), reports, accounted, steps, rate,
+        row = RoundRow(round_index, len(sampled), reports, steps, rate,
                        dp_sgd_only.get_epsilon(config.delta), reports_only.get_epsilon(config.delta),
-                       epsilon, accuracy, histogram_l1)
+                       reports_unsampled.get_epsilon(config.delta), epsilon, accuracy, histogram_l1)
         result.rows.append(row)
-        print(f"{row.round:>5} {row.clients:>7} {row.reports:>7} {row.accounted_reports:>6} "
-              f"{row.local_steps:>5} {row.epsilon_dp_sgd:>10.4f} {row.epsilon_reports:>11.4f} "
-              f"{row.epsilon:>9.4f} "
+        print(f"{row.round:>5} {row.clients:>7} {row.reports:>7} {row.local_steps:>5} "
+              f"{row.epsilon_dp_sgd:>10.4f} {row.epsilon_reports:>11.4f} "
+              f"{row.epsilon_reports_unsampled:>11.4f} {row.epsilon:>9.4f} "
               f"{row.accuracy:>8.3f} {row.histogram_l1:>7.3f}", file=out)
     else:
         result.stop_reason = f"all {config.rounds} rounds run within the budget"

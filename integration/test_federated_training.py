@@ -41,21 +41,30 @@ def test_federated_loop_tracks_dp_sgd_and_shuffle_rounds_and_stops_at_budget(cap
     dp_sgd.compose(dp_event.PoissonSampledDpEvent(rate, dp_event.GaussianDpEvent(sigma)), total_steps)
     assert rows[-1].epsilon_dp_sgd == dp_sgd.get_epsilon(config.delta)
     # everything: the same events composed one by one in a fresh ShufflePLDAccountant
+    population, gamma = config.clients * config.records, config.report_rate
+    sampled_round = dp_event.PoissonSampledDpEvent(gamma, ShuffleEvent(result.randomizer, population))
     reference = ShufflePLDAccountant()
     reference.compose(dp_event.PoissonSampledDpEvent(rate, dp_event.GaussianDpEvent(sigma)),
                       total_steps)
-    for row in rows:
-        assert row.accounted_reports == min(row.reports, config.accounted_reports)
-        reference.compose(ShuffleEvent(result.randomizer, row.accounted_reports))
+    for _ in rows:
+        reference.compose(sampled_round)
     # equal up to float rounding (self_compose(count) vs. composing one by one: ~1e-11 relative)
     assert final == pytest.approx(reference.get_epsilon(config.delta), rel=1e-9)
 
     epsilons = [row.epsilon for row in rows]
     assert epsilons == sorted(epsilons)
     assert all(row.epsilon > max(row.epsilon_dp_sgd, row.epsilon_reports) for row in rows)
-    # one shuffled round of reports alone: the core's certified epsilon, within the PLD grid's 1 %
-    core = result.randomizer.shuffled(rows[0].accounted_reports).epsilon(config.delta)
-    assert core * 0.99 <= rows[0].epsilon_reports <= core * 1.01
+    # the cohort of reports changes every round (each record reports with probability gamma)
+    assert len({row.reports for row in rows}) > 1
+    assert all(0.4 * population < row.reports < 0.6 * population for row in rows)
+    # the label reports alone: sampled rounds equal ShufflePLDAccountant on the same events and
+    # cost less than the same rounds with every record reporting every round
+    sampled = ShufflePLDAccountant().compose(sampled_round, len(rows)).get_epsilon(config.delta)
+    unsampled = ShufflePLDAccountant().compose(
+        ShuffleEvent(result.randomizer, population), len(rows)).get_epsilon(config.delta)
+    assert rows[-1].epsilon_reports == pytest.approx(sampled, rel=1e-9)
+    assert rows[-1].epsilon_reports_unsampled == pytest.approx(unsampled, rel=1e-9)
+    assert all(row.epsilon_reports < row.epsilon_reports_unsampled for row in rows)
     # the model learned (4 classes: chance is 0.25) and the shuffled histogram is informative
     assert rows[-1].accuracy > 0.7
     assert all(row.histogram_l1 < 0.3 for row in rows)
