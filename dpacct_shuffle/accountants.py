@@ -78,7 +78,6 @@ from dpacct_shuffle.events import (
     ParallelMode,
     ShuffleEvent,
 )
-from dpacct_shuffle.core.validation import check_range
 from dpacct_shuffle.profiles import (
     DEFAULT_VALUE_DISCRETIZATION,
     PrivacyProfile,
