@@ -2,7 +2,7 @@
 
 A bound computed in floating point can land a few units in the last place (ulps) below the real
 number it stands for. Every guarantee of the package is therefore moved outward by one of these
-helpers (docs/theory.md, "Floating point"):
+helpers (docs/theory.md, "Numerics on the safe side"):
 
 * :func:`step_up` / :func:`step_down` move a value by whole float steps (``math.nextafter``);
 * :func:`round_loss_up` / :func:`round_loss_down` do the same for a privacy loss ε or δ ≥ 0,
