@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import math
 
-from scipy import stats
 
+from dpacct_shuffle.core.binomial import binomial_sf
 from dpacct_shuffle.core.gaussian import gaussian_delta_and_margin
 from dpacct_shuffle.core.problem import special_function_rtol
 from dpacct_shuffle.core.rounding import round_loss_down, round_loss_up
@@ -122,7 +122,7 @@ def without_replacement_profile(base: PrivacyProfile, sample_size: int,
 
 def _reaches_sample_size(population: int, sample_size: int, rate: float) -> float:
     """P[Bin(N, γ) ≥ m] rounded down (scipy's sf with the special-function tolerance)."""
-    tail = float(stats.binom.sf(sample_size - 1, population, rate))
+    tail = float(binomial_sf(sample_size - 1, population, rate))
     return max(0.0, round_loss_down(tail * (1.0 - float(special_function_rtol(population)))))
 
 

@@ -11,6 +11,8 @@ import pytest
 
 SCRIPT = Path(__file__).with_name("federated_analytics_pipeline.py")
 CLIENTS, DELTA = 2_000, 1e-6
+# the script runs once, in a module fixture: keep every test of this file on one xdist worker
+pytestmark = pytest.mark.xdist_group("federated_analytics_pipeline")
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from dpacct_shuffle import VariationRatio
@@ -73,3 +74,18 @@ def test_dispatcher_uses_the_isolated_clone_closed_form_at_huge_e_eps() -> None:
     # δ → β·(1 − r_B − s)^(n − 1) (tests/test_core_edges.py)
     limit = vr.beta * (1.0 - vr.r1 - vr.neutral_share) ** (problem.n - 1)
     assert isolated.lower <= limit * (1.0 + 1e-9) and limit <= isolated.upper * (1.0 + 1e-9)
+
+
+def test_binomial_kernels_are_scipy_stats_bit_for_bit() -> None:
+    """core.binomial skips scipy.stats' argument handling but must return the very same floats."""
+    from scipy import stats
+
+    from dpacct_shuffle.core.binomial import binomial_cdf, binomial_pmf, binomial_sf
+
+    rng = np.random.default_rng(7)
+    for p in (0.0, 1e-9, 0.3, 0.5, 1.0 - 1e-9, 1.0):
+        n = rng.integers(0, 3000, size=400).astype(float)
+        k = rng.integers(-3, 3100, size=400) + rng.choice([0.0, 0.0, 0.5], size=400)
+        for ours, theirs in ((binomial_pmf, stats.binom.pmf), (binomial_cdf, stats.binom.cdf),
+                             (binomial_sf, stats.binom.sf)):
+            assert np.array_equal(ours(k, n, p), theirs(k, n, p)), (ours.__name__, p)

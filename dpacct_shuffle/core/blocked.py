@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from dpacct_shuffle.core.binomial import binomial_cdf, binomial_pmf, binomial_sf
 from dpacct_shuffle.core.chains import (
     CHAIN_UNDERFLOW,
     advance_chains,
@@ -19,7 +20,6 @@ from dpacct_shuffle.core.chains import (
     reanchor_chains,
 )
 from dpacct_shuffle.core.inner_expectation import (
-    binomial_pmf,
     inner_expectation,
     k_band_edges,
     upper_tail,
@@ -43,8 +43,8 @@ MAX_BLOCK = 256
 def band_masses_with_error(edges: np.ndarray, m: np.ndarray, p: float
                             ) -> tuple[np.ndarray, np.ndarray]:
     """``band_masses`` plus an absolute error bound (relative accuracy of each cdf/sf value)."""
-    cdf = stats.binom.cdf(edges - 1.0, m, p)
-    sf = stats.binom.sf(edges - 1.0, m, p)
+    cdf = binomial_cdf(edges - 1.0, m, p)
+    sf = binomial_sf(edges - 1.0, m, p)
     use_sf = edges[:, 1:] > (m * p)
     mass = np.where(use_sf, sf[:, :-1] - sf[:, 1:], cdf[:, 1:] - cdf[:, :-1])
     size = np.where(use_sf, sf[:, :-1] + sf[:, 1:], cdf[:, 1:] + cdf[:, :-1])

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpacct_shuffle.core.binomial import binomial_pmf
 from dpacct_shuffle.core.inner_expectation import (
     band_masses,
-    binomial_pmf,
     inner_expectation,
     inner_expectation_by_sums,
     k_band_edges,

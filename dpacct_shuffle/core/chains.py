@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from dpacct_shuffle.core.binomial import binomial_pmf
 from dpacct_shuffle.core.inner_expectation import upper_tail
 from dpacct_shuffle.core.problem import UNIT_ROUNDOFF, special_function_rtol, stats
 
@@ -48,7 +49,7 @@ def anchor_chains(c: np.ndarray, t: np.ndarray, pi: float) -> ChainState:
     c, t = np.broadcast_arrays(np.asarray(c, dtype=float), np.asarray(t, dtype=float))
     tail = upper_tail(t, c, pi)
     with np.errstate(all="ignore"):
-        pmf = np.where((t >= 0.0) & (t <= c), stats.binom.pmf(t, c, pi), 0.0)
+        pmf = np.where((t >= 0.0) & (t <= c), binomial_pmf(t, c, pi), 0.0)
     rtol = special_function_rtol(c)
     return ChainState(t.copy(), tail, pmf, rtol * tail, rtol)
 

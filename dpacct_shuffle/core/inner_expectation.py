@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
+from dpacct_shuffle.core.binomial import binomial_cdf, binomial_pmf, binomial_sf
 from dpacct_shuffle.core.problem import UNIT_ROUNDOFF, special_function_rtol, stats
 
 
@@ -75,7 +76,7 @@ def inner_expectation_by_sums(c: int, k: np.ndarray, c_a: float, c_b: float, c_k
     t = np.where(level_at(t - 1.0) > 0.0, t - 1.0, t)
     t = np.where((level_at(t) <= 0.0) & (t <= c), t + 1.0, t)
     t = np.maximum(t, 0.0)
-    pmf = stats.binom.pmf(np.arange(c + 1), c, pi)
+    pmf = binomial_pmf(np.arange(c + 1), c, pi)
     tail = np.concatenate([np.cumsum(pmf[::-1])[::-1], [0.0, 0.0]])  # tail[j] = P[A ≥ j]
     excess = np.concatenate([np.cumsum(tail[::-1])[::-1], [0.0]])  # excess[j] = Σ_{i ≥ j} P[A ≥ i]
     index = np.clip(t, 0, c + 1).astype(np.int64)
@@ -97,9 +98,6 @@ def inner_expectation_by_sums(c: int, k: np.ndarray, c_a: float, c_b: float, c_k
     return np.maximum(value * (1.0 - rtol) - slack, 0.0), value * (1.0 + rtol) + slack
 
 
-def binomial_pmf(k: np.ndarray, n: np.ndarray | int, p: float) -> np.ndarray:
-    return stats.binom.pmf(k, n, p)
-
 
 def band_masses(edges: np.ndarray, m: np.ndarray, p: float) -> np.ndarray:
     """P[K ∈ [e_j, e_{j+1})] for K ~ Bin(m, p); edges shape (rows, B+1), m shape (rows, 1).
@@ -107,8 +105,8 @@ def band_masses(edges: np.ndarray, m: np.ndarray, p: float) -> np.ndarray:
     Uses CDF differences below the mean and survival-function differences above it, so tail band
     masses keep their relative accuracy.
     """
-    cdf = stats.binom.cdf(edges - 1.0, m, p)
-    sf = stats.binom.sf(edges - 1.0, m, p)
+    cdf = binomial_cdf(edges - 1.0, m, p)
+    sf = binomial_sf(edges - 1.0, m, p)
     lower_side = cdf[:, 1:] - cdf[:, :-1]
     upper_side = sf[:, :-1] - sf[:, 1:]
     use_sf = edges[:, 1:] > (m * p)

@@ -45,8 +45,8 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
-from scipy import stats
 
+from dpacct_shuffle.core.binomial import binomial_cdf, binomial_pmf, binomial_sf
 from dpacct_shuffle.core.bound import refined_bracket
 from dpacct_shuffle.core.problem import DirectionalProblem
 from dpacct_shuffle.core.rounding import ratio_up
@@ -139,14 +139,14 @@ def _group_law(count: int, rate: float) -> tuple[int, np.ndarray, float]:
     lo, hi = max(0, int(mean) - half), min(count, int(mean) + half + 1)
     dropped = 0.0
     if lo > 0:
-        dropped += float(stats.binom.cdf(lo - 1, count, rate))
+        dropped += float(binomial_cdf(lo - 1, count, rate))
     if hi < count:
-        dropped += float(stats.binom.sf(hi, count, rate))
+        dropped += float(binomial_sf(hi, count, rate))
     dropped = 2.0 * dropped + 1e-300
     if dropped > _WINDOW_TAIL:  # the window is always wide enough; keep the check honest
         raise ArithmeticError(f"binomial window too narrow ({dropped!r} outside)")
     k = np.arange(lo, hi + 1)
-    return lo, stats.binom.pmf(k, count, rate), dropped
+    return lo, binomial_pmf(k, count, rate), dropped
 
 
 def _coarsen(pmf: np.ndarray, width: int) -> np.ndarray:
@@ -198,8 +198,8 @@ def _violation(others: tuple[tuple[int, float], ...], trials: int, tau: float) -
     above = np.concatenate([np.cumsum(law[::-1])[::-1][1:], [0.0]])
     m_cdf_up = np.minimum(1.0, below * (1.0 + 1e-10) + dropped)
     m_sf_low = np.maximum(0.0, above * (1.0 - 1e-10) - dropped)
-    b_cdf_low = stats.binom.cdf(ks, trials, tau) * (1.0 - _CDF_RTOL)
-    b_sf_up = stats.binom.sf(ks, trials, tau) * (1.0 + _CDF_RTOL)
+    b_cdf_low = binomial_cdf(ks, trials, tau) * (1.0 - _CDF_RTOL)
+    b_sf_up = binomial_sf(ks, trials, tau) * (1.0 + _CDF_RTOL)
     gap = np.minimum(m_cdf_up - b_cdf_low, b_sf_up - m_sf_low)
     worst = max(dropped, float(np.max(gap)))
     return min(1.0, max(0.0, worst) * (1.0 + 1e-9) + 1e-300)

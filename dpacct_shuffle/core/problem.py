@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from dpacct_shuffle.core.binomial import binomial_cdf, binomial_sf
 from dpacct_shuffle.core.lazy_import import LazyModule
 from dpacct_shuffle.core.search import smallest_true_integer
 
@@ -106,13 +107,13 @@ def kept_c_range(n: int, r_c: float, tail: float) -> tuple[int, int, float]:
         return (n if r_c >= 1.0 else 0), n, 0.0
     m = n - 1
     mean = int(m * r_c)
-    c_hi = smallest_true_integer(lambda k: float(stats.binom.sf(k - 1, m, r_c)) <= tail, mean, n)
-    c_lo = smallest_true_integer(lambda k: float(stats.binom.cdf(mean - k, m, r_c)) <= tail, 0,
+    c_hi = smallest_true_integer(lambda k: float(binomial_sf(k - 1, m, r_c)) <= tail, mean, n)
+    c_lo = smallest_true_integer(lambda k: float(binomial_cdf(mean - k, m, r_c)) <= tail, 0,
                            mean + 1)
     c_lo = max(0, mean + 1 - c_lo)
     dropped = 0.0
     if c_lo >= 1:
-        dropped += float(stats.binom.cdf(c_lo - 1, m, r_c))
+        dropped += float(binomial_cdf(c_lo - 1, m, r_c))
     if c_hi <= n - 1:
-        dropped += float(stats.binom.sf(c_hi - 1, m, r_c))
+        dropped += float(binomial_sf(c_hi - 1, m, r_c))
     return c_lo, c_hi, dropped

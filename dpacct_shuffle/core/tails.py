@@ -8,6 +8,7 @@ import math
 import numpy as np
 from scipy import special
 
+from dpacct_shuffle.core.binomial import binomial_cdf, binomial_pmf, binomial_sf
 from dpacct_shuffle.core.chains import (
     CHAIN_UNDERFLOW,
     anchor_chains,
@@ -16,7 +17,7 @@ from dpacct_shuffle.core.chains import (
     positive_threshold,
     reanchor_chains,
 )
-from dpacct_shuffle.core.inner_expectation import binomial_pmf, inner_expectation
+from dpacct_shuffle.core.inner_expectation import inner_expectation
 from dpacct_shuffle.core.problem import (
     SUMMATION_RTOL,
     UNIT_ROUNDOFF,
@@ -133,11 +134,11 @@ def _binomial_window(n: int, rate: float, tail: float) -> tuple[int, int, float]
     """[lo, hi] with P[Bin(n, rate) < lo] ≤ tail and P[Bin(n, rate) > hi] ≤ tail (bisection on
     scipy's cdf/sf), and the certified mass outside, rounded up by special_function_rtol(n)."""
     mean = min(n, max(0, int(n * rate)))
-    hi = smallest_true_integer(lambda k: float(stats.binom.sf(k, n, rate)) <= tail, mean, n)
-    lo = smallest_true_integer(lambda k: float(stats.binom.cdf(mean - k - 1, n, rate)) <= tail, 0, mean)
+    hi = smallest_true_integer(lambda k: float(binomial_sf(k, n, rate)) <= tail, mean, n)
+    lo = smallest_true_integer(lambda k: float(binomial_cdf(mean - k - 1, n, rate)) <= tail, 0, mean)
     lo = mean - lo
-    outside = (float(stats.binom.cdf(lo - 1, n, rate)) if lo >= 1 else 0.0)
-    outside += float(stats.binom.sf(hi, n, rate)) if hi < n else 0.0
+    outside = (float(binomial_cdf(lo - 1, n, rate)) if lo >= 1 else 0.0)
+    outside += float(binomial_sf(hi, n, rate)) if hi < n else 0.0
     return lo, hi, outside * (1.0 + float(special_function_rtol(n)))
 
 
@@ -224,7 +225,7 @@ def tilted_window_bracket(problem: DirectionalProblem, tail: float,
     weight_c = binomial_pmf(c, n, r_c)
     k_anchor = np.minimum(float(k2), m)
     with np.errstate(all="ignore"):
-        anchor_k = np.where(k_anchor >= 0.0, stats.binom.pmf(k_anchor, m, k_rate), 0.0)
+        anchor_k = np.where(k_anchor >= 0.0, binomial_pmf(k_anchor, m, k_rate), 0.0)
     # a column whose anchor underflows above its mode would be carried from 0: not this path
     if np.any((anchor_k < CHAIN_UNDERFLOW) & (k_anchor > np.floor((m + 1.0) * k_rate))
               & (k_anchor >= k1) & (weight_c >= _TINY_WEIGHT)):
