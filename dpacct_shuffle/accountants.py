@@ -85,6 +85,7 @@ from dpacct_shuffle.profiles import (
     ProfileGrid,
     discretization_for_scale,
     honest_users,
+    batched_randomizer,
     ldp_pld,
     loss_scale,
     max_profile,
@@ -276,6 +277,15 @@ def event_on_users_grid(event: dp_event.DpEvent, ratio: float) -> dp_event.DpEve
         else:
             sizes = users_grid_floor(honest_users(event.num_users, fraction), ratio)
         return ParallelCompositionEvent(event.branches, sizes, event.probabilities, event.mode)
+    return event
+
+
+def _batched(event: dp_event.DpEvent) -> dp_event.DpEvent:
+    """A shuffle round whose randomizer is evaluated with the batched pair curve where it applies
+    (:func:`dpacct_shuffle.profiles.batched_randomizer`); other events unchanged."""
+    if isinstance(event, ShuffleEvent):
+        return ShuffleEvent(batched_randomizer(event.randomizer), event.num_users,
+                            event.honest_fraction)
     return event
 
 
@@ -565,7 +575,7 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
         if error is not None or not do_compose:
             return error
         if self._users_grid_ratio is not None and _is_own(event) and not self._replaying:
-            event = event_on_users_grid(event, self._users_grid_ratio)
+            event = _batched(event_on_users_grid(event, self._users_grid_ratio))
         if self._fixed_discretization is None and not self._replaying:
             self._leaves.append((event, count))
             if _is_own(event):

@@ -86,6 +86,7 @@ from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from numpy.typing import NDArray
 from scipy import special, stats
 
+from dpacct_shuffle.core.batched import batched_delta, supports_batched_delta
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.lemmas import chained_ldp
@@ -138,7 +139,18 @@ class ShuffleBound:
     source: object
 
 
-def _variation_ratio_delta(vr: VariationRatio) -> Callable[[float, int], float]:
+def _variation_ratio_delta(vr: VariationRatio, batched: bool = False
+                           ) -> Callable[[float, int], float]:
+    """δ(ε, n) of one VariationRatio: the core's certified bracket at ``_CORE_RTOL``, or with
+    ``batched`` (and a pair :func:`~dpacct_shuffle.core.batched.supports_batched_delta` accepts)
+    the curve of :func:`~dpacct_shuffle.core.batched.batched_delta`, built once per n for every ε
+    (docs/theory.md, "Batched evaluation from the dominating pair")."""
+    if batched and supports_batched_delta(vr):
+        def batched_upper(epsilon: float, n: int) -> float:
+            return batched_delta(vr, n).delta(epsilon)
+
+        return batched_upper
+
     def delta_upper(epsilon: float, n: int) -> float:
         return vr.delta_interval(epsilon, n, rtol=_CORE_RTOL).upper
 
@@ -152,17 +164,17 @@ def _max_delta(bounds: Sequence[ShuffleBound]) -> Callable[[float, int], float]:
     return delta_upper
 
 
-def _pair_bound_delta(bound: object) -> Callable[[float, int], float]:
+def _pair_bound_delta(bound: object, batched: bool = False) -> Callable[[float, int], float]:
     """δ(ε, n) of one entry of a catalog Randomizer's cover/fallbacks.
 
     A ``VariationRatioBound`` (an entry with ``candidates``) is the minimum over its candidate
     VariationRatios; it is evaluated here with the core's certified bracket at ``_CORE_RTOL``
-    (the same bound as the entry's own ``delta``, which asks for a tighter, costlier bracket).
-    Any other entry is asked directly.
+    (the same bound as the entry's own ``delta``, which asks for a tighter, costlier bracket), or
+    batched (:func:`_variation_ratio_delta`). Any other entry is asked directly.
     """
     candidates = getattr(bound, "candidates", None)
     if candidates and all(isinstance(vr, VariationRatio) for vr in candidates):
-        evaluators = tuple(_variation_ratio_delta(vr) for vr in candidates)
+        evaluators = tuple(_variation_ratio_delta(vr, batched) for vr in candidates)
 
         def delta_upper(epsilon: float, n: int) -> float:
             return min(evaluate(epsilon, n) for evaluate in evaluators)
@@ -171,11 +183,12 @@ def _pair_bound_delta(bound: object) -> Callable[[float, int], float]:
     return bound.delta  # type: ignore[attr-defined, no-any-return]
 
 
-def _randomizer_delta(randomizer: object) -> Callable[[float, int], float]:
+def _randomizer_delta(randomizer: object, batched: bool = False) -> Callable[[float, int], float]:
     """δ(ε, n) of a catalog Randomizer: min(max over its cover, min over its fallbacks).
 
     This is the definition of ``Randomizer.shuffled(n).delta`` (dpacct_shuffle.randomizers.base);
-    without a ``cover`` the randomizer's own ``shuffled(n).delta`` is used.
+    without a ``cover`` the randomizer's own ``shuffled(n).delta`` is used. ``batched``: the
+    cover's VariationRatios are evaluated by :func:`_variation_ratio_delta` batched.
     """
     cover = getattr(randomizer, "cover", None)
     if not cover:
@@ -183,7 +196,7 @@ def _randomizer_delta(randomizer: object) -> Callable[[float, int], float]:
             return float(randomizer.shuffled(n).delta(epsilon))  # type: ignore[attr-defined]
 
         return shuffled_delta
-    cover_deltas = tuple(_pair_bound_delta(b) for b in cover)
+    cover_deltas = tuple(_pair_bound_delta(b, batched) for b in cover)
     fallback_deltas = tuple(_pair_bound_delta(b) for b in getattr(randomizer, "fallbacks", ()))
 
     def delta_upper(epsilon: float, n: int) -> float:
@@ -195,12 +208,42 @@ def _randomizer_delta(randomizer: object) -> Callable[[float, int], float]:
     return delta_upper
 
 
-def as_shuffle_bound(randomizer: object, name: str = "randomizer") -> ShuffleBound:
+@attr.s(frozen=True, slots=True, auto_attribs=True)
+class BatchedRandomizer:
+    """A randomizer whose shuffled bound is evaluated with the batched pair curve.
+
+    Same rule as the randomizer itself (:func:`as_shuffle_bound`: min(max over the cover, min over
+    the fallbacks)), with every VariationRatio the batched evaluator supports replaced by the curve
+    of :func:`~dpacct_shuffle.core.batched.batched_delta` — built once per number of users for all
+    ε, about 5e-4 relative above the core's ε (docs/theory.md, "Batched evaluation from the
+    dominating pair"). Used by ``ShufflePLDAccountant(users_grid_ratio=…)``, where every grid
+    value needs a whole profile.
+    """
+
+    randomizer: object
+
+
+def batched_randomizer(randomizer: object) -> object:
+    """``BatchedRandomizer(randomizer)`` if the batched curve applies to a VariationRatio it is
+    evaluated with (a VariationRatio, or a catalog Randomizer's cover), else ``randomizer``."""
+    if isinstance(randomizer, VariationRatio):
+        return BatchedRandomizer(randomizer) if supports_batched_delta(randomizer) else randomizer
+    cover = getattr(randomizer, "cover", None)
+    if callable(getattr(randomizer, "shuffled", None)) and cover and any(
+            supports_batched_delta(vr) for bound in cover
+            for vr in (getattr(bound, "candidates", None) or ())):
+        return BatchedRandomizer(randomizer)
+    return randomizer
+
+
+def as_shuffle_bound(randomizer: object, name: str = "randomizer", batched: bool = False
+                     ) -> ShuffleBound:
     """Adapt a randomizer description to a :class:`ShuffleBound`.
 
     Accepted, in this order:
 
     * a :class:`ShuffleBound` (returned as is);
+    * a :class:`BatchedRandomizer` (the wrapped randomizer with ``batched=True``);
     * a :class:`~dpacct_shuffle.VariationRatio` (its certified ``delta_interval(ε, n).upper``);
     * a catalog ``Randomizer`` (anything with ``shuffled(n).delta(ε)``): its certified shuffled
       bound, min(max over its cover of victim-pair classes, min over its fallbacks)
@@ -210,23 +253,29 @@ def as_shuffle_bound(randomizer: object, name: str = "randomizer") -> ShuffleBou
     * a non-empty sequence of the above (pointwise max: each entry covers some victim pairs);
     * any object with ``delta(epsilon, n)`` and ``epsilon0`` (a "delta(ε, n)-style profile").
 
-    Raises TypeError for anything else.
+    ``batched``: VariationRatios are evaluated by the batched curve where it applies
+    (:func:`_variation_ratio_delta`). Raises TypeError for anything else.
     """
     if isinstance(randomizer, ShuffleBound):
         return randomizer
+    if isinstance(randomizer, BatchedRandomizer):
+        inner = as_shuffle_bound(randomizer.randomizer, name, batched=True)
+        return ShuffleBound(inner.delta_upper, inner.epsilon0, randomizer)
     if isinstance(randomizer, VariationRatio):
-        return ShuffleBound(_variation_ratio_delta(randomizer), randomizer.epsilon0, randomizer)
+        return ShuffleBound(_variation_ratio_delta(randomizer, batched), randomizer.epsilon0,
+                            randomizer)
     if callable(getattr(randomizer, "shuffled", None)):
         summary = getattr(randomizer, "variation_ratio", None)
         epsilon0 = summary.epsilon0 if isinstance(summary, VariationRatio) else math.inf
-        return ShuffleBound(_randomizer_delta(randomizer), epsilon0, randomizer)
+        return ShuffleBound(_randomizer_delta(randomizer, batched), epsilon0, randomizer)
     if hasattr(randomizer, "variation_ratio"):
-        inner = as_shuffle_bound(randomizer.variation_ratio, f"{name}.variation_ratio")
+        inner = as_shuffle_bound(randomizer.variation_ratio, f"{name}.variation_ratio", batched)
         return ShuffleBound(inner.delta_upper, inner.epsilon0, randomizer)
     if isinstance(randomizer, Sequence) and not isinstance(randomizer, str):
         if len(randomizer) == 0:
             raise ValueError(f"{name} must not be an empty sequence")
-        bounds = tuple(as_shuffle_bound(item, f"{name}[{i}]") for i, item in enumerate(randomizer))
+        bounds = tuple(as_shuffle_bound(item, f"{name}[{i}]", batched)
+                       for i, item in enumerate(randomizer))
         if len(bounds) == 1:
             return bounds[0]
         return ShuffleBound(_max_delta(bounds), max(b.epsilon0 for b in bounds),
@@ -611,20 +660,17 @@ def _interval_epsilon_gaps(eps: NDArray[np.float64], ys: NDArray[np.float64]) ->
     log-linear interpolation at levels inside the interval (intervals ending at δ = 0 use the
     vertical chord to the cap, i.e. their width). Soundness never depends on it.
     """
-    gaps = np.zeros(len(eps) - 1)
-    levels = np.linspace(0.0, 1.0, 17)[1:-1]
-    for i in range(len(eps) - 1):
-        e_a, e_b, y_a, y_b = eps[i], eps[i + 1], ys[i], ys[i + 1]
-        if y_a <= y_b:
-            continue
-        if y_b <= 0.0:
-            gaps[i] = e_b - e_a
-            continue
+    e_a, e_b, y_a, y_b = eps[:-1], eps[1:], ys[:-1], ys[1:]
+    gaps = np.where((y_a > y_b) & (y_b <= 0.0), e_b - e_a, 0.0)
+    inner = (y_a > y_b) & (y_b > 0.0)
+    if np.any(inner):
+        levels = np.linspace(0.0, 1.0, 17)[1:-1][None, :]
+        e_a, e_b, y_a, y_b = (v[inner][:, None] for v in (e_a, e_b, y_a, y_b))
         e_true = e_a + levels * (e_b - e_a)
         y = y_a * (y_b / y_a) ** levels
-        x_a, x_b = math.exp(e_a), math.exp(e_b)
+        x_a, x_b = np.exp(e_a), np.exp(e_b)
         e_chord = np.log(x_a + (y_a - y) * (x_b - x_a) / (y_a - y_b))
-        gaps[i] = float(np.max(e_chord - e_true))
+        gaps[inner] = np.max(e_chord - e_true, axis=1)
     return gaps
 
 
@@ -891,11 +937,13 @@ def ldp_pld(epsilon: float, delta: float = 0.0,
 
 
 __all__ = [
+    "BatchedRandomizer",
     "DEFAULT_VALUE_DISCRETIZATION",
     "PrivacyProfile",
     "ProfileGrid",
     "ShuffleBound",
     "as_shuffle_bound",
+    "batched_randomizer",
     "LOSS_RESOLUTION",
     "connect_the_dots_points",
     "discretization_for_scale",
