@@ -22,14 +22,17 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Sequence
-from typing import Any, Optional, Tuple, Union
+from typing import Optional, Tuple, Union, cast
 
 import attr
 from dp_accounting import dp_event
 
+from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.profiles import (
     PrivacyProfile,
+    RandomizerDescription,
+    ShuffleBound,
     as_shuffle_bound,
     chained_ldp_profile,
     check_probabilities,
@@ -77,14 +80,14 @@ def _honest_fraction(value: object) -> float:
     return check_range("honest_fraction", value, 0.0, 1.0, low_open=True)
 
 
-def _randomizer(value: object) -> object:
+def _randomizer(value: object) -> RandomizerDescription:
     if isinstance(value, list):  # keep events hashable: sequences become tuples
         value = tuple(value)
     as_shuffle_bound(value)  # raises TypeError for anything that certifies no bound
-    return value
+    return cast(RandomizerDescription, value)  # as_shuffle_bound accepted it
 
 
-def _tuple_of_randomizers(value: object) -> tuple[Any, ...]:
+def _tuple_of_randomizers(value: object) -> tuple[RandomizerDescription, ...]:
     if not isinstance(value, Sequence) or isinstance(value, str):
         raise TypeError(f"branches must be a sequence of randomizers, got {type(value).__name__}")
     if len(value) == 0:
@@ -140,7 +143,7 @@ class ShuffleEvent(dp_event.DpEvent):
     :func:`dpacct_shuffle.sampling.poisson_sampled_profile`.
     """
 
-    randomizer: Any = attr.ib(converter=_randomizer)
+    randomizer: RandomizerDescription = attr.ib(converter=_randomizer)
     num_users: int = attr.ib(converter=_num_users)
     honest_fraction: float = attr.ib(default=1.0, converter=_honest_fraction)
 
@@ -173,7 +176,7 @@ class ParallelCompositionEvent(dp_event.DpEvent):
     ``honest_fraction`` applies to every group (⌊γ·n⌋ honest users in the round or group).
     """
 
-    branches: Tuple[Any, ...] = attr.ib(converter=_tuple_of_randomizers)
+    branches: Tuple[RandomizerDescription, ...] = attr.ib(converter=_tuple_of_randomizers)
     num_users: Union[int, Tuple[int, ...]] = attr.ib(converter=_users_or_group_sizes)
     probabilities: Optional[Tuple[float, ...]] = attr.ib(default=None,
                                                          converter=_optional_probabilities)
@@ -195,14 +198,14 @@ class ParallelCompositionEvent(dp_event.DpEvent):
             if self.probabilities is not None:
                 raise ValueError("probabilities must be None when mode='disjoint'")
 
-    def composite_randomizer(self) -> Any:
+    def composite_randomizer(self) -> VariationRatio:
         """The composite VariationRatio of a ``RANDOM`` round (Wang et al., arXiv:2304.05007, §6)."""
         if self.mode is not ParallelMode.RANDOM:
             raise ValueError("composite_randomizer is only defined for mode='random'")
         return parallel_composite(self.branches,
                                   check_probabilities(self.probabilities, len(self.branches)))
 
-    def composite_bound(self) -> Any:
+    def composite_bound(self) -> ShuffleBound:
         """The certified bound of a ``RANDOM`` round: the minimum of the composite VariationRatio,
         the composite matrix (finite branches) and the multi-level bound with each branch's own
         levels; a single branch is the branch itself

@@ -59,6 +59,7 @@ from dpacct_shuffle.accountants import ShufflePLDAccountant, relation_message
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_range
 from dpacct_shuffle.event_serialization import event_from_dict, event_to_dict
 from dpacct_shuffle.events import ShuffleEvent
+from dpacct_shuffle.profiles import RandomizerDescription
 
 NeighborRel = privacy_accountant.NeighboringRelation
 
@@ -219,7 +220,7 @@ class ShuffleAccountant(IAccountant):
         else:
             self.history.append((sigma, rate, 1))
 
-    def step_shuffle(self, randomizer: object, num_users: int, count: int = 1,
+    def step_shuffle(self, randomizer: RandomizerDescription, num_users: int, count: int = 1,
                      honest_fraction: float = 1.0,
                      sampling_probability: Optional[float] = None) -> None:
         """``count`` shuffle rounds, in each of which the focal user sends one report.

@@ -10,7 +10,7 @@ Curve kinds (one figure can hold all of them for several randomizers):
 * ``upper`` — the certified upper bound ``Randomizer.shuffled(n).epsilon(δ)`` (neutral-aware
   variation-ratio bound, docs/theory.md, "Neutral-aware bound");
 * ``lower`` — the certified lower bound ``shuffled(n).epsilon_lower(δ)`` of an explicit instance
-  (:mod:`dpacct_shuffle.randomizers.exact`); the true ε(δ) lies between ``lower`` and ``upper``;
+  (:mod:`dpacct_shuffle.randomizers.lower_bounds`); the true ε(δ) lies between ``lower`` and ``upper``;
 * ``fmt`` — the Feldman–McMillan–Talwar closed form (Feldman, McMillan & Talwar, SODA 2023,
   arXiv:2208.04591, Thm 3.2;
   :func:`dpacct_shuffle.lemmas.fmt_shuffle_bound`), valid for any ε0-LDP randomizer; points outside
@@ -30,6 +30,7 @@ from typing import Any
 from dpacct_shuffle.core.validation import check_delta, check_num_users, check_range
 from dpacct_shuffle.lemmas import fmt_shuffle_bound
 from dpacct_shuffle.progress import ProgressOption, ProgressReporter
+from dpacct_shuffle.randomizers.base import Randomizer
 
 KIND_LABELS = {
     "upper": "upper bound (ours, certified)",
@@ -124,13 +125,13 @@ def _timed(function: Callable[[], float]) -> tuple[float, float]:
     return value, time.perf_counter() - start
 
 
-def _epsilon0_of(randomizer: Any) -> float | None:
-    value = getattr(randomizer, "parameters", {}).get("epsilon0")
+def _epsilon0_of(randomizer: Randomizer) -> float | None:
+    value = randomizer.parameters.get("epsilon0")
     return None if value is None else float(value)
 
 
 def epsilon_vs_users(
-    randomizers: Mapping[str, Any],
+    randomizers: Mapping[str, Randomizer],
     users: Sequence[int],
     delta: float,
     *,
@@ -169,7 +170,7 @@ def epsilon_vs_users(
 
 
 def epsilon_vs_epsilon0(
-    factories: Mapping[str, Callable[[float], Any]],
+    factories: Mapping[str, Callable[[float], Randomizer]],
     epsilon0s: Sequence[float],
     users: int,
     delta: float,
@@ -204,7 +205,7 @@ def epsilon_vs_epsilon0(
 def _sweep(
     label: str,
     x_name: str,
-    points: Sequence[tuple[float, Any, int]],
+    points: Sequence[tuple[float, Randomizer, int]],
     delta: float,
     lower: bool,
     published: bool,
@@ -241,7 +242,7 @@ def _sweep(
             for kind, (xs, ys, ts) in columns.items() if ys]
 
 
-def _published_epsilon(randomizer: Any, delta: float, n: int) -> float:
+def _published_epsilon(randomizer: Randomizer, delta: float, n: int) -> float:
     """ε of the published pair (Wang et al., arXiv:2304.05007) — for reproduction only, not a
     guarantee."""
     from dpacct_shuffle.core.bound import published_pair

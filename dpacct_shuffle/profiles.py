@@ -74,9 +74,11 @@ Lemma 3.4: the pair is a post-processing of it).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
+from typing import Union
 
 import attr
 import numpy as np
@@ -91,6 +93,7 @@ from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.lemmas import chained_ldp
 from dpacct_shuffle.progress import ProgressOption, ProgressReporter
+from dpacct_shuffle.randomizers.base import PairBound, Randomizer, SupportsShuffleBound
 from dpacct_shuffle.randomizers.composite import (
     branch_levels,
     parallel_levels_bound,
@@ -139,22 +142,9 @@ class ShuffleBound:
     source: object
 
 
-def _variation_ratio_delta(vr: VariationRatio, batched: bool = False
-                           ) -> Callable[[float, int], float]:
-    """δ(ε, n) of one VariationRatio: the core's certified bracket at ``_CORE_RTOL``, or with
-    ``batched`` (and a pair :func:`~dpacct_shuffle.core.batched.supports_batched_delta` accepts)
-    the curve of :func:`~dpacct_shuffle.core.batched.batched_delta`, built once per n for every ε
-    (docs/theory.md, "Batched evaluation from the dominating pair")."""
-    if batched and supports_batched_delta(vr):
-        def batched_upper(epsilon: float, n: int) -> float:
-            return batched_delta(vr, n).delta(epsilon)
-
-        return batched_upper
-
-    def delta_upper(epsilon: float, n: int) -> float:
-        return vr.delta_interval(epsilon, n, rtol=_CORE_RTOL).upper
-
-    return delta_upper
+#: What :func:`as_shuffle_bound` adapts (its docstring lists the forms; objects carrying a
+#: ``variation_ratio`` and bare ``delta(ε, n)``/``epsilon0`` profiles are accepted too).
+RandomizerDescription = Union[SupportsShuffleBound, ShuffleBound, Sequence[SupportsShuffleBound]]
 
 
 def _max_delta(bounds: Sequence[ShuffleBound]) -> Callable[[float, int], float]:
@@ -164,118 +154,89 @@ def _max_delta(bounds: Sequence[ShuffleBound]) -> Callable[[float, int], float]:
     return delta_upper
 
 
-def _pair_bound_delta(bound: object, batched: bool = False) -> Callable[[float, int], float]:
-    """δ(ε, n) of one entry of a catalog Randomizer's cover/fallbacks.
-
-    A ``VariationRatioBound`` (an entry with ``candidates``) is the minimum over its candidate
-    VariationRatios; it is evaluated here with the core's certified bracket at ``_CORE_RTOL``
-    (the same bound as the entry's own ``delta``, which asks for a tighter, costlier bracket), or
-    batched (:func:`_variation_ratio_delta`). Any other entry is asked directly.
-    """
+def _batched_entry_delta(bound: PairBound, epsilon: float, n: int) -> float:
+    """One cover/fallback entry of a Randomizer: the minimum over its candidate VariationRatios with
+    each supported one evaluated by the batched curve, or the entry's own bound at ``_CORE_RTOL``."""
     candidates = getattr(bound, "candidates", None)
-    if candidates and all(isinstance(vr, VariationRatio) for vr in candidates):
-        evaluators = tuple(_variation_ratio_delta(vr, batched) for vr in candidates)
-
-        def delta_upper(epsilon: float, n: int) -> float:
-            return min(evaluate(epsilon, n) for evaluate in evaluators)
-
-        return delta_upper
-    return bound.delta  # type: ignore[attr-defined, no-any-return]
-
-
-def _randomizer_delta(randomizer: object, batched: bool = False) -> Callable[[float, int], float]:
-    """δ(ε, n) of a catalog Randomizer: min(max over its cover, min over its fallbacks).
-
-    This is the definition of ``Randomizer.shuffled(n).delta`` (dpacct_shuffle.randomizers.base);
-    without a ``cover`` the randomizer's own ``shuffled(n).delta`` is used. ``batched``: the
-    cover's VariationRatios are evaluated by :func:`_variation_ratio_delta` batched.
-    """
-    cover = getattr(randomizer, "cover", None)
-    if not cover:
-        def shuffled_delta(epsilon: float, n: int) -> float:
-            return float(randomizer.shuffled(n).delta(epsilon))  # type: ignore[attr-defined]
-
-        return shuffled_delta
-    cover_deltas = tuple(_pair_bound_delta(b, batched) for b in cover)
-    fallback_deltas = tuple(_pair_bound_delta(b) for b in getattr(randomizer, "fallbacks", ()))
-
-    def delta_upper(epsilon: float, n: int) -> float:
-        value = max(delta(epsilon, n) for delta in cover_deltas)
-        for delta in fallback_deltas:
-            value = min(value, delta(epsilon, n))
-        return value
-
-    return delta_upper
+    if not candidates or not any(supports_batched_delta(vr) for vr in candidates):
+        return bound.delta_at_rtol(epsilon, n, _CORE_RTOL)
+    return min(batched_delta(vr, n).delta(epsilon) if supports_batched_delta(vr)
+               else vr.delta(epsilon, n, rtol=_CORE_RTOL) for vr in candidates)
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
 class BatchedRandomizer:
-    """A randomizer whose shuffled bound is evaluated with the batched pair curve.
+    """A VariationRatio or catalog Randomizer whose shuffled bound uses the batched pair curve.
 
-    Same rule as the randomizer itself (:func:`as_shuffle_bound`: min(max over the cover, min over
-    the fallbacks)), with every VariationRatio the batched evaluator supports replaced by the curve
-    of :func:`~dpacct_shuffle.core.batched.batched_delta` — built once per number of users for all
-    ε, about 5e-4 relative above the core's ε (docs/theory.md, "Batched evaluation from the
-    dominating pair"). Used by ``ShufflePLDAccountant(users_grid_ratio=…)``, where every grid
-    value needs a whole profile.
+    Same rule as the randomizer (:meth:`~dpacct_shuffle.randomizers.Randomizer.combine`: max over
+    the cover, min over the fallbacks), with every VariationRatio that
+    :func:`~dpacct_shuffle.core.batched.supports_batched_delta` accepts evaluated by the curve of
+    :func:`~dpacct_shuffle.core.batched.batched_delta` — built once per number of users for all ε,
+    at most about 0.3 % above the core's ε (docs/theory.md, "Batched evaluation from the dominating
+    pair"). ``ShufflePLDAccountant(users_grid_ratio=…)`` uses it: every grid value needs a whole
+    profile.
     """
 
-    randomizer: object
+    randomizer: Union[VariationRatio, Randomizer]
+
+    @property
+    def epsilon0(self) -> float:
+        """The randomizer's ε0 (δ = 0 from there on)."""
+        return self.randomizer.epsilon0
+
+    def delta(self, epsilon: float, n: int) -> float:
+        """Certified upper bound on the shuffled δ(ε) with n users (see the class docstring)."""
+        if isinstance(self.randomizer, VariationRatio):
+            return batched_delta(self.randomizer, n).delta(epsilon)
+        return self.randomizer.combine(lambda bound: _batched_entry_delta(bound, epsilon, n))
 
 
-def batched_randomizer(randomizer: object) -> object:
-    """``BatchedRandomizer(randomizer)`` if the batched curve applies to a VariationRatio it is
-    evaluated with (a VariationRatio, or a catalog Randomizer's cover), else ``randomizer``."""
+def batched_randomizer(randomizer: RandomizerDescription) -> RandomizerDescription:
+    """``BatchedRandomizer(randomizer)`` when the batched curve applies to a VariationRatio it is
+    evaluated with (a supported VariationRatio, or a catalog Randomizer with one in its cover),
+    else ``randomizer`` unchanged."""
     if isinstance(randomizer, VariationRatio):
         return BatchedRandomizer(randomizer) if supports_batched_delta(randomizer) else randomizer
-    cover = getattr(randomizer, "cover", None)
-    if callable(getattr(randomizer, "shuffled", None)) and cover and any(
-            supports_batched_delta(vr) for bound in cover
+    if isinstance(randomizer, Randomizer) and any(
+            supports_batched_delta(vr) for bound in randomizer.cover
             for vr in (getattr(bound, "candidates", None) or ())):
         return BatchedRandomizer(randomizer)
     return randomizer
 
 
-def as_shuffle_bound(randomizer: object, name: str = "randomizer", batched: bool = False
-                     ) -> ShuffleBound:
+def as_shuffle_bound(randomizer: RandomizerDescription, name: str = "randomizer") -> ShuffleBound:
     """Adapt a randomizer description to a :class:`ShuffleBound`.
 
     Accepted, in this order:
 
     * a :class:`ShuffleBound` (returned as is);
-    * a :class:`BatchedRandomizer` (the wrapped randomizer with ``batched=True``);
-    * a :class:`~dpacct_shuffle.VariationRatio` (its certified ``delta_interval(ε, n).upper``);
-    * a catalog ``Randomizer`` (anything with ``shuffled(n).delta(ε)``): its certified shuffled
-      bound, min(max over its cover of victim-pair classes, min over its fallbacks)
-      (:func:`_randomizer_delta`); ε0 = ln p of its ``variation_ratio`` (a summary valid for
-      every pair), ``inf`` if it has none;
+    * a :class:`BatchedRandomizer` (its batched ``delta(ε, n)``);
+    * a :class:`~dpacct_shuffle.randomizers.SupportsShuffleBound` — a catalog or ``from_matrix``
+      ``Randomizer`` (min(max over its cover of victim-pair classes, min over its fallbacks),
+      :meth:`~dpacct_shuffle.randomizers.Randomizer.delta`) or a
+      :class:`~dpacct_shuffle.VariationRatio`: its ``delta(ε, n, rtol=1e-2)`` (a certified upper
+      end; the bracket width only sets the cost) and its ``epsilon0``;
     * an object with a ``variation_ratio`` attribute holding one VariationRatio or a sequence;
     * a non-empty sequence of the above (pointwise max: each entry covers some victim pairs);
-    * any object with ``delta(epsilon, n)`` and ``epsilon0`` (a "delta(ε, n)-style profile").
+    * any object with ``delta(epsilon, n)`` and ``epsilon0`` (a "delta(ε, n)-style profile",
+      called without ``rtol``).
 
-    ``batched``: VariationRatios are evaluated by the batched curve where it applies
-    (:func:`_variation_ratio_delta`). Raises TypeError for anything else.
+    Raises TypeError for anything else.
     """
     if isinstance(randomizer, ShuffleBound):
         return randomizer
     if isinstance(randomizer, BatchedRandomizer):
-        inner = as_shuffle_bound(randomizer.randomizer, name, batched=True)
-        return ShuffleBound(inner.delta_upper, inner.epsilon0, randomizer)
-    if isinstance(randomizer, VariationRatio):
-        return ShuffleBound(_variation_ratio_delta(randomizer, batched), randomizer.epsilon0,
-                            randomizer)
-    if callable(getattr(randomizer, "shuffled", None)):
-        summary = getattr(randomizer, "variation_ratio", None)
-        epsilon0 = summary.epsilon0 if isinstance(summary, VariationRatio) else math.inf
-        return ShuffleBound(_randomizer_delta(randomizer, batched), epsilon0, randomizer)
+        return ShuffleBound(randomizer.delta, randomizer.epsilon0, randomizer)
+    if isinstance(randomizer, SupportsShuffleBound):
+        return ShuffleBound(functools.partial(randomizer.delta, rtol=_CORE_RTOL),
+                            randomizer.epsilon0, randomizer)
     if hasattr(randomizer, "variation_ratio"):
-        inner = as_shuffle_bound(randomizer.variation_ratio, f"{name}.variation_ratio", batched)
+        inner = as_shuffle_bound(randomizer.variation_ratio, f"{name}.variation_ratio")
         return ShuffleBound(inner.delta_upper, inner.epsilon0, randomizer)
     if isinstance(randomizer, Sequence) and not isinstance(randomizer, str):
         if len(randomizer) == 0:
             raise ValueError(f"{name} must not be an empty sequence")
-        bounds = tuple(as_shuffle_bound(item, f"{name}[{i}]", batched)
-                       for i, item in enumerate(randomizer))
+        bounds = tuple(as_shuffle_bound(item, f"{name}[{i}]") for i, item in enumerate(randomizer))
         if len(bounds) == 1:
             return bounds[0]
         return ShuffleBound(_max_delta(bounds), max(b.epsilon0 for b in bounds),
@@ -292,7 +253,7 @@ def as_shuffle_bound(randomizer: object, name: str = "randomizer", batched: bool
     )
 
 
-def variation_ratios_of(randomizer: object, name: str = "randomizer") -> tuple[VariationRatio, ...]:
+def variation_ratios_of(randomizer: RandomizerDescription, name: str = "randomizer") -> tuple[VariationRatio, ...]:
     """VariationRatio parameters valid for *every* victim pair of a randomizer description.
 
     For a catalog ``Randomizer`` this is its summary ``variation_ratio`` (its cover entries are
@@ -380,7 +341,7 @@ class PrivacyProfile:
         return self.delta_upper(epsilon)
 
 
-def shuffle_profile(randomizer: object, num_users: int, honest_fraction: float = 1.0) -> PrivacyProfile:
+def shuffle_profile(randomizer: RandomizerDescription, num_users: int, honest_fraction: float = 1.0) -> PrivacyProfile:
     """Profile of one shuffle round: the victim sends one report, ⌊γ·n⌋ users are honest.
 
     ``δ(ε) = bound.delta(ε, ⌊γ·n⌋)``; δ = 0 for ε ≥ ε0 (post-processing of the victim's ε0-LDP
@@ -441,7 +402,7 @@ def sampled_users_lower_bound(population: int, sampling_probability: float,
     return 1 + k, min(mass, 1.0)
 
 
-def poisson_sampled_shuffle_profile(randomizer: object, num_users: int, sampling_probability: float,
+def poisson_sampled_shuffle_profile(randomizer: RandomizerDescription, num_users: int, sampling_probability: float,
                                     honest_fraction: float = 1.0,
                                     tail: float = DEFAULT_SAMPLING_TAIL) -> PrivacyProfile:
     """Profile of a shuffle round on a Poisson sample (client sampling), replace-one neighbours.
@@ -480,7 +441,7 @@ def poisson_sampled_shuffle_profile(randomizer: object, num_users: int, sampling
                           f"poisson({gamma!r}, shuffle({bound.source!r}, n>={users}))")
 
 
-def parallel_composite(branches: Sequence[object],
+def parallel_composite(branches: Sequence[RandomizerDescription],
                        probabilities: Sequence[float]) -> VariationRatio:
     """Variation ratio of the randomizer "pick query j w.p. π_j, answer it with R_j, report (j, y)".
 
@@ -527,7 +488,7 @@ def parallel_composite(branches: Sequence[object],
     return VariationRatio(p, min(beta, beta_max), q)
 
 
-def parallel_composite_bound(branches: Sequence[object],
+def parallel_composite_bound(branches: Sequence[RandomizerDescription],
                              probabilities: Sequence[float]) -> ShuffleBound:
     """Certified bound of one random-mode parallel round: the minimum of every valid bound.
 
@@ -941,6 +902,7 @@ __all__ = [
     "DEFAULT_VALUE_DISCRETIZATION",
     "PrivacyProfile",
     "ProfileGrid",
+    "RandomizerDescription",
     "ShuffleBound",
     "as_shuffle_bound",
     "batched_randomizer",

@@ -65,6 +65,7 @@ messages, so every bound is evaluated for ⌊h·N⌋ users, like an unsampled ro
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -76,6 +77,7 @@ from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.profiles import (
     PrivacyProfile,
+    RandomizerDescription,
     ShuffleBound,
     as_shuffle_bound,
     honest_users,
@@ -84,7 +86,7 @@ from dpacct_shuffle.profiles import (
     variation_ratios_of,
     DEFAULT_SAMPLING_TAIL,
 )
-from dpacct_shuffle.randomizers.base import LocalPairBound, VariationRatioBound
+from dpacct_shuffle.randomizers.base import LocalPairBound, PairBound, Randomizer, VariationRatioBound
 from dpacct_shuffle.randomizers.matrix import from_matrix
 
 NeighborRel = privacy_accountant.NeighboringRelation
@@ -166,7 +168,7 @@ def void_variation_ratios(variation_ratio: VariationRatio,
     return tuple(candidates)
 
 
-def add_remove_variation_ratios(randomizer: object,
+def add_remove_variation_ratios(randomizer: RandomizerDescription,
                                 sampling_probability: float) -> tuple[VariationRatio, ...]:
     """Candidate VariationRatios of a Poisson-sampled round under add/remove-one neighbours.
 
@@ -211,7 +213,7 @@ def add_remove_variation_ratios(randomizer: object,
     return tuple(candidates)
 
 
-def _presence_delta(randomizer: object, gamma: float, users: int) -> Callable[[float], float]:
+def _presence_delta(randomizer: RandomizerDescription, gamma: float, users: int) -> Callable[[float], float]:
     """δ(ε) = max(present‖absent, absent‖present) of the add/remove pair, each direction the
     minimum over :func:`add_remove_variation_ratios`; absent‖present is also 0 for
     ε ≥ −ln(1 − γ), because the law with the victim is ≥ (1 − γ) times the law without it (the
@@ -260,15 +262,13 @@ def _void_entry(entry: object, gamma: float) -> DeltaFunction | None:
     return None
 
 
-def _entry_delta(entry: object) -> DeltaFunction:
+def _entry_delta(entry: PairBound) -> DeltaFunction:
     """δ(ε, n) of one cover/fallback entry (the unsampled round)."""
-    candidates = getattr(entry, "candidates", None)
-    if candidates and all(isinstance(vr, VariationRatio) for vr in candidates):
-        return _min_over(candidates)
-    return entry.delta  # type: ignore[attr-defined, no-any-return]
+    return functools.partial(entry.delta_at_rtol, rtol=_CORE_RTOL)
 
 
-def void_matrix_randomizer(randomizer: object, sampling_probability: float) -> object | None:
+def void_matrix_randomizer(randomizer: RandomizerDescription, sampling_probability: float
+                           ) -> Randomizer | None:
     """``from_matrix`` analysis of R' = γ·R + (1 − γ)·⊥ for a randomizer with a ``matrix`` of at
     most ``VOID_MATRIX_MAX_CELLS`` cells including the ⊥ column (None otherwise).
 
@@ -279,15 +279,14 @@ def void_matrix_randomizer(randomizer: object, sampling_probability: float) -> o
     docstring).
     """
     gamma = check_sampling_probability(sampling_probability)
-    matrix = getattr(randomizer, "matrix", None)
-    if matrix is None or not callable(getattr(randomizer, "shuffled", None)) or gamma in (0.0, 1.0):
+    if not isinstance(randomizer, Randomizer) or randomizer.matrix is None or gamma in (0.0, 1.0):
         return None
-    rows = np.asarray(matrix, dtype=float)
+    rows = np.asarray(randomizer.matrix, dtype=float)
     if rows.ndim != 2 or rows.shape[0] * (rows.shape[1] + 1) > VOID_MATRIX_MAX_CELLS:
         return None
     g_up = _gamma_up(gamma)
     void = np.hstack([g_up * rows, np.full((rows.shape[0], 1), 1.0 - g_up)])
-    return from_matrix(void, name=f"void({getattr(randomizer, 'name', 'matrix')}, {gamma!r})")
+    return from_matrix(void, name=f"void({randomizer.name}, {gamma!r})")
 
 
 class _SampledRound:
@@ -295,7 +294,7 @@ class _SampledRound:
     entry by entry for a catalog Randomizer, and the analyzed void matrix when the randomizer has a
     small one (module docstring)."""
 
-    def __init__(self, randomizer: object, num_users: int, gamma: float, honest_fraction: float,
+    def __init__(self, randomizer: RandomizerDescription, num_users: int, gamma: float, honest_fraction: float,
                  tail: float) -> None:
         self.gamma = gamma
         self.bound = as_shuffle_bound(randomizer)
@@ -335,16 +334,15 @@ class _SampledRound:
 
         return delta_upper
 
-    def _delta_function(self, randomizer: object) -> Callable[[float], float]:
+    def _delta_function(self, randomizer: RandomizerDescription) -> Callable[[float], float]:
         gamma = self.gamma
         if isinstance(randomizer, VariationRatio):
             return self._best(_min_over(void_variation_ratios(randomizer, gamma)),
                               self.bound.delta_upper)
-        cover = getattr(randomizer, "cover", None)
-        if callable(getattr(randomizer, "shuffled", None)) and cover:
-            covers = [self._best(_void_entry(e, gamma), _entry_delta(e)) for e in cover]
+        if isinstance(randomizer, Randomizer):
+            covers = [self._best(_void_entry(e, gamma), _entry_delta(e)) for e in randomizer.cover]
             fallbacks = [self._best(_void_entry(e, gamma), _entry_delta(e))
-                         for e in getattr(randomizer, "fallbacks", ())]
+                         for e in randomizer.fallbacks]
 
             def randomizer_delta(epsilon: float) -> float:
                 value = max(entry(epsilon) for entry in covers)
@@ -353,8 +351,7 @@ class _SampledRound:
                 return value
 
             return randomizer_delta
-        if (not isinstance(randomizer, ShuffleBound) and not callable(getattr(randomizer, "shuffled", None))
-                and hasattr(randomizer, "variation_ratio")):
+        if not isinstance(randomizer, ShuffleBound) and hasattr(randomizer, "variation_ratio"):
             return self._delta_function(randomizer.variation_ratio)
         if isinstance(randomizer, Sequence) and not isinstance(randomizer, str) and randomizer:
             items = [self._delta_function(item) for item in randomizer]
@@ -366,7 +363,7 @@ class _SampledRound:
         return self._best(None, self.bound.delta_upper)
 
 
-def poisson_sampled_profile(randomizer: object, num_users: int, sampling_probability: float,
+def poisson_sampled_profile(randomizer: RandomizerDescription, num_users: int, sampling_probability: float,
                             honest_fraction: float = 1.0,
                             neighboring_relation: NeighborRel = NeighborRel.REPLACE_ONE,
                             tail: float = DEFAULT_SAMPLING_TAIL) -> PrivacyProfile:

@@ -10,6 +10,8 @@ import sys
 import pytest
 
 pytest.importorskip("flwr")
+# one Ray runtime at a time: under pytest-xdist every Ray test runs on the same worker
+pytestmark = pytest.mark.xdist_group("ray")
 pytest.importorskip("ray")
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -22,6 +22,8 @@ import numpy as np
 import pytest
 
 pytest.importorskip("flwr")
+# one Ray runtime at a time: under pytest-xdist every Ray test runs on the same worker
+pytestmark = pytest.mark.xdist_group("ray")
 ray = pytest.importorskip("ray")
 
 from dp_accounting import dp_event  # noqa: E402

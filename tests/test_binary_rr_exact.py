@@ -1,6 +1,6 @@
-"""Certified exact shuffled binary randomized response (exact.BinaryRRProfile, branch and bound).
+"""Certified exact shuffled binary randomized response (binary_rr_exact.BinaryRRProfile, branch and bound).
 
-Reference values come from code written here, independently of exact.py: high-precision
+Reference values come from code written here, independently of binary_rr_exact.py: high-precision
 (mpmath, 40 digits) enumeration of the count law of every configuration for small n, and
 scipy.stats binomial pmfs for single configurations at n = 10⁶.
 """
@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 import dpacct_shuffle.randomizers as rz
-from dpacct_shuffle.randomizers.exact import BINARY_RR_RTOL, BinaryRRProfile
+from dpacct_shuffle.randomizers.binary_rr_exact import BINARY_RR_RTOL, BinaryRRProfile
 
 mpmath.mp.dps = 40
 

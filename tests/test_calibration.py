@@ -11,7 +11,7 @@ from scipy import optimize
 from dpacct_shuffle import VariationRatio, randomizers
 from dpacct_shuffle.calibration import largest_epsilon0, shuffled_delta, smallest_num_users
 from dpacct_shuffle.core.closed_forms import fmt_epsilon
-from dpacct_shuffle.randomizers.exact import binary_rr_exact_delta
+from dpacct_shuffle.randomizers.binary_rr_exact import binary_rr_exact_delta
 
 RTOL = 1e-3
 

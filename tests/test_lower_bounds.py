@@ -20,8 +20,9 @@ from scipy import integrate, stats
 
 from dpacct_shuffle import VariationRatio
 from dpacct_shuffle import randomizers as rz
-from dpacct_shuffle.randomizers import catalog
-from dpacct_shuffle.randomizers.exact import BinaryRRProfile
+from dpacct_shuffle.randomizers.binary_rr_exact import BinaryRRProfile
+from dpacct_shuffle.randomizers.catalog import frequency_oracles, numeric
+from dpacct_shuffle.randomizers.catalog.entry import boost_projection
 from dpacct_shuffle.randomizers.matrix import matrix_lower_bound
 from tests.oracle import exact_shuffled_delta
 
@@ -77,7 +78,7 @@ def test_subset_selection_restricted_masses() -> None:
     m = math.comb(3, 2)
     s0, s1 = _boost_sets(r.matrix, 0, 1, 2)
     actual = _masses(r.matrix, (0, 1, 2), s0, s1)
-    _assert_projection(catalog._boost_projection(math.exp(2.0) / z, 1 / z, m, m), actual)
+    _assert_projection(boost_projection(math.exp(2.0) / z, 1 / z, m, m), actual)
 
 
 def test_local_hashing_restricted_masses() -> None:
@@ -92,7 +93,7 @@ def test_local_hashing_restricted_masses() -> None:
     e = math.exp(eps0)
     g = 1 / (e + l - 1)
     spread = (1 - 1 / l) ** 2
-    _assert_projection(catalog._boost_projection(e * g, g, spread, spread),
+    _assert_projection(boost_projection(e * g, g, spread, spread),
                        _masses(r.matrix, (0, 1, 2), s0, s1))
 
 
@@ -110,7 +111,7 @@ def test_hadamard_third_value_masses(blocks: int, triple: tuple[int, int, int]) 
     if blocks == 1:  # y = row 1 ⊙ row 2: C_y misses C0 Δ C1, |S_j| = b/4
         e = math.exp(eps0)
         g = 1 / (8 * e + 8)
-        _assert_projection(catalog._boost_projection(e * g, g, 4, 4), actual)
+        _assert_projection(boost_projection(e * g, g, 4, 4), actual)
 
 
 @pytest.mark.parametrize("d,l,s", [(4, 6, 2), (5, 7, 3), (10, 8, 2), (3, 5, 2)])
@@ -118,7 +119,7 @@ def test_collision_third_value_sizes(d: int, l: int, s: int) -> None:
     r = rz.collision(1.0, d, l, s)
     best = max(((int(s0.sum()), int(s1.sum())) for y in range(2, d)
                 for s0, s1 in [_boost_sets(r.matrix, 0, 1, y)]), key=sum)
-    expected = catalog._collision_third_sizes(d, l, s)
+    expected = frequency_oracles._collision_third_sizes(d, l, s)
     assert expected is not None and sum(expected) == sum(best)
 
 
@@ -127,7 +128,7 @@ def test_pckv_third_value_masses() -> None:
     s0, s1 = _boost_sets(r.matrix, 0, 1, 2)
     e = math.exp(2.0)
     g = 1 / (2 * e + 4)
-    _assert_projection(catalog._boost_projection(e * g, g, 2, 2), _masses(r.matrix, (0, 1, 2), s0, s1))
+    _assert_projection(boost_projection(e * g, g, 2, 2), _masses(r.matrix, (0, 1, 2), s0, s1))
 
 
 def test_sampling_rappor_third_bit_masses() -> None:
@@ -139,17 +140,17 @@ def test_sampling_rappor_third_bit_masses() -> None:
     h = math.exp(eps0 / 2)
     a, b = h / (h + 1), 1 / (h + 1)
     own_one = s / d * a + (1 - s / d) * b
-    _assert_projection(catalog._unary_third_bit_projection(own_one, b),
+    _assert_projection(frequency_oracles._unary_third_bit_projection(own_one, b),
                        _masses(r.matrix, (0, 1, 2), s0, s1))
 
 
 def test_laplace_tail_masses() -> None:
     distance = 2.5  # eps0 on [0, 1] in units of the scale 1/eps0
-    for gap in catalog._LAPLACE_GAPS:
+    for gap in numeric._LAPLACE_GAPS:
         t0, t1 = distance * (0.5 - gap), distance * (0.5 + gap)
         expected = tuple((stats.laplace.cdf(t0, loc=x), stats.laplace.sf(t1, loc=x))
                          for x in (0.0, distance, 0.0))
-        _assert_projection(expected, catalog._laplace_tails_projection(distance, gap))
+        _assert_projection(expected, numeric._laplace_tails_projection(distance, gap))
 
 
 @pytest.mark.parametrize("eps0", [0.5, 1.0, 4.0])
@@ -171,7 +172,7 @@ def test_piecewise_third_value_masses(eps0: float) -> None:
         masses.append((mass0, mass1))
     extra = [inst for inst in rz.piecewise(eps0).lower_bound(100).pairs]
     length = big_c - m
-    expected = catalog._boost_projection(p_hi, p_hi / e, length, length)
+    expected = boost_projection(p_hi, p_hi / e, length, length)
     for (a0, a1), (b0, b1) in zip(expected, masses):
         assert a0 == pytest.approx(b0, rel=1e-8) and a1 == pytest.approx(b1, rel=1e-8)
     assert any(np.allclose(inst.u[:2], expected[0], rtol=1e-12) for inst in extra)

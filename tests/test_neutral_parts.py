@@ -181,7 +181,7 @@ def test_analyzer_typed_candidates_sound_on_random_matrices() -> None:
     (rz.oue, lambda e0: 0.5, lambda e0: 1 / (math.exp(e0) + 1)),
 ], ids=["rappor", "oue"])
 def test_unary_third_bit_projection_masses_match_the_matrix(make, one_true, one_false) -> None:
-    from dpacct_shuffle.randomizers.catalog import _unary_third_bit_projection
+    from dpacct_shuffle.randomizers.catalog.frequency_oracles import _unary_third_bit_projection
 
     eps0 = 1.3
     matrix = make(eps0, 3).matrix  # columns: bit vectors, bit i = (column >> i) & 1

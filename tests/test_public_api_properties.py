@@ -324,7 +324,7 @@ def test_near_deterministic_matrices_bracket_the_exact_value(matrix, n) -> None:
 def test_trinomial_tails_are_accurate_and_defined_beyond_two_to_the_31() -> None:
     """scipy's bdtr/bdtrc gave P[Bin(1e8, 1/2) > 5e7] = 0.3896 (exact 0.49996) and NaN for
     n >= 2**31; the trinomial instances use the incomplete beta function."""
-    from dpacct_shuffle.randomizers.exact import _binomial_tail
+    from dpacct_shuffle.randomizers.lower_bounds import _binomial_tail
 
     mpmath.mp.dps = 40
     n = 10**8

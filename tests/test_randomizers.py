@@ -16,7 +16,8 @@ import pytest
 
 from dpacct_shuffle import VariationRatio
 from dpacct_shuffle import randomizers as rz
-from dpacct_shuffle.randomizers.exact import BinaryRRProfile, binary_rr_exact_delta, trinomial_projection
+from dpacct_shuffle.randomizers.binary_rr_exact import BinaryRRProfile, binary_rr_exact_delta
+from dpacct_shuffle.randomizers.lower_bounds import trinomial_projection
 
 
 # -- brute force -----------------------------------------------------------------------------------
@@ -512,3 +513,33 @@ def test_matrix_lower_bound_with_tiny_rest_mass_stays_below_exact() -> None:
                     for c in itertools.combinations_with_replacement(range(2), n - 1))
         lower, upper = analyzed.shuffled(n).delta_interval(eps)
         assert lower <= exact and exact <= upper, (n, eps, lower, exact, upper)
+
+
+# -- one shuffled-bound rule -----------------------------------------------------------------------
+def test_catalog_matrix_and_variation_ratio_support_the_shuffle_bound_protocol() -> None:
+    entry = rz.rappor(1.0, 3)
+    analyzed = rz.from_matrix([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6]])
+    vr = VariationRatio.worst_case(1.0)
+    for bound in (entry, analyzed, vr):
+        assert isinstance(bound, rz.SupportsShuffleBound)
+    assert not isinstance(entry.shuffled(10), rz.SupportsShuffleBound)  # n is fixed there
+    assert not isinstance(entry.cover[0], rz.SupportsShuffleBound)  # no epsilon0: one pair class
+    assert entry.epsilon0 == entry.variation_ratio.epsilon0
+
+
+@pytest.mark.parametrize("make", [lambda: rz.rappor(1.0, 3), lambda: rz.binary_rr(1.0),
+                                  lambda: rz.hadamard_response(1.0, 8, blocks=2)])
+def test_randomizer_delta_is_the_cover_rule_and_bounds_brute_force(make) -> None:
+    """δ = min(max over the cover, min over the fallbacks), the same through shuffled(n), and at
+    least the exact worst case over victim pairs and configurations (n = 4)."""
+    randomizer, n, eps = make(), 4, 0.3
+    cover = max(bound.delta(eps, n) for bound in randomizer.cover)
+    expected = min([cover] + [bound.delta(eps, n) for bound in randomizer.fallbacks])
+    assert randomizer.delta(eps, n) == expected == randomizer.shuffled(n).delta(eps)
+    assert randomizer.epsilon(1e-3, n) == randomizer.shuffled(n).epsilon(1e-3)
+    exact = brute_force_worst_delta(np.asarray(randomizer.matrix), n, eps)
+    assert exact * (1 - 1e-12) <= randomizer.delta(eps, n) <= 3.0 * exact
+    loose = randomizer.delta(eps, n, rtol=0.5)  # a wider bracket: still an upper bound
+    assert loose >= exact * (1 - 1e-12)
+    with pytest.raises(ValueError, match="rtol"):
+        randomizer.delta(eps, n, rtol=0.0)

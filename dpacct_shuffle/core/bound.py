@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from dpacct_shuffle.core.numerics import (
     Bracket,
@@ -63,6 +63,8 @@ from dpacct_shuffle.core.numerics import (
     directional_bracket,
     reference_directional_bracket,
 )
+from dpacct_shuffle.core.rounding import ratio_down, ratio_up
+from dpacct_shuffle.core.search import bisect, epsilon_search
 from dpacct_shuffle.core.validation import (
     check_delta,
     check_epsilon,
@@ -75,17 +77,17 @@ MAX_EVALUATED_USERS = 10**10
 _BETA_SLACK = 1e-12
 _NEUTRAL_ROUNDING = 1e-14
 _MAX_BANDS = 256
-# ε search: a coarser δ bracket suffices (δ changes by orders of magnitude per unit of ε)
+#: Default relative width of the certified δ bracket (``delta_interval``, ``delta``, ``deltas``).
+DELTA_RTOL = 1e-3
 # ε search: the δ bracket it evaluates is exactly the public delta_interval's (default rtol), so
 # the returned ε satisfies VariationRatio.delta(ε, n) ≤ δ literally
-_SEARCH_RTOL = 1e-3
+_SEARCH_RTOL = DELTA_RTOL
 # larger ε are evaluated here (δ is non-increasing in ε; e^300·n stays far from overflow)
 _MAX_EVALUATED_EPSILON = 300.0
 # clone rates below this are treated as underflow (bound by β instead)
 _TINY_RATE = 1e-290
 # δ bounds this small are reported without relative refinement (see _delta_bracket)
 _NEGLIGIBLE_DELTA = 1e-300
-_ULP = 2.0**-52
 # (p, β, q0, q1, neutral share, neutral weight): the hashable identity of a VariationRatio
 BoundKey = tuple[float, float, float, float, float, float]
 
@@ -199,7 +201,7 @@ class VariationRatio:
         p is exp(ε0) taken 4 ulps up: near ε = ε0 the coefficient α(p − e^ε) cancels, and a p
         rounded below the true e^ε0 under-reports δ (binary RR, ε0 = 1, n = 2, ε = 1 − 1e-13)."""
         eps0 = check_epsilon0(epsilon0)
-        p = math.exp(eps0) * (1.0 + 4.0 * _ULP)
+        p = ratio_up(math.exp(eps0))
         return cls(p, (p - 1.0) / (p + 1.0), p)  # β of the rounded p: ≥ tanh(ε0/2), still w = 0
 
     @classmethod
@@ -252,7 +254,7 @@ class VariationRatio:
                 f"neutral_share={self.neutral_share!r}{weight})")
 
     # -- the bound ------------------------------------------------------------------------
-    def delta_interval(self, epsilon: float, n: int, rtol: float = 1e-3,
+    def delta_interval(self, epsilon: float, n: int, rtol: float = DELTA_RTOL,
                        direction: int | None = None) -> Bracket:
         """(lower estimate, upper bound) of max(D_{e^ε}(P‖Q), D_{e^ε}(Q‖P)) for n users.
 
@@ -272,11 +274,12 @@ class VariationRatio:
         return _delta_bracket(self._key(), eps, min(users, MAX_EVALUATED_USERS), tolerance,
                               direction=direction)
 
-    def delta(self, epsilon: float, n: int) -> float:
-        """Certified upper bound on the shuffled δ(ε) with n users (both directions)."""
-        return self.delta_interval(epsilon, n).upper
+    def delta(self, epsilon: float, n: int, *, rtol: float = DELTA_RTOL) -> float:
+        """Certified upper bound on the shuffled δ(ε) with n users (both directions): the upper end
+        of :meth:`delta_interval` at relative width ``rtol``."""
+        return self.delta_interval(epsilon, n, rtol).upper
 
-    def deltas(self, epsilons: Sequence[float], n: int, rtol: float = 1e-3) -> list[float]:
+    def deltas(self, epsilons: Sequence[float], n: int, rtol: float = DELTA_RTOL) -> list[float]:
         """Certified upper bounds ``[delta(ε, n) for ε in epsilons]`` for a whole curve (e.g. a PLD).
 
         Same certification as :meth:`delta_interval` (each entry is its ``upper``); the parts that
@@ -357,7 +360,7 @@ def _merge_neutral_parts(parts: Sequence[tuple[float, float]], neutral_mass: flo
     ratios = [w_t / s_t for w_t, s_t in zip(masses, shares) if s_t > 0.0]
     if not ratios:
         return 0.0, 0.0
-    return math.fsum(shares), min(ratios) * (1.0 - 4.0 * _ULP)
+    return math.fsum(shares), ratio_down(min(ratios))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -435,14 +438,7 @@ def _gaussian_epsilon(mu: float, delta: float) -> float:
         b = 0.5 * math.erfc((eps / mu + mu / 2.0) / math.sqrt(2.0))
         return a - math.exp(eps) * b
 
-    lo, hi = 0.0, mu * (mu + 40.0)
-    for _ in range(80):
-        mid = 0.5 * (lo + hi)
-        if gdp_delta(mid) > delta:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    return bisect(lambda eps: not gdp_delta(eps) > delta, mu * (mu + 40.0), 0.0, steps=80)
 
 
 def _initial_guess(vr: VariationRatio, delta: float, n: int) -> float:
@@ -462,107 +458,11 @@ def _initial_guess(vr: VariationRatio, delta: float, n: int) -> float:
 
 def _epsilon_search(vr: VariationRatio, delta: float, n: int, rtol: float) -> float:
     """Smallest ε (relative tolerance rtol) with the certified δ_upper(ε) ≤ delta (see
-    :func:`epsilon_search`; the bound is evaluated at the public ``delta_interval``'s bracket)."""
+    :func:`~dpacct_shuffle.core.search.epsilon_search`; the bound is evaluated at the public ``delta_interval``'s bracket)."""
     key = vr._key()
     n_eval = min(n, MAX_EVALUATED_USERS)
     return epsilon_search(lambda eps: _delta_bracket(key, eps, n_eval, _SEARCH_RTOL).upper,
                           delta, vr.beta, vr.epsilon0, _initial_guess(vr, delta, n), rtol)
-
-
-def epsilon_search(delta_upper: Callable[[float], float], delta: float, total_variation: float,
-                   eps_cap: float, guess: float, rtol: float) -> float:
-    """Smallest ε (relative tolerance rtol) with certified δ_upper(ε) ≤ delta.
-
-    Secant iterations on F(u) = ln(−ln δ_upper(e^u)) − ln(−ln delta), u = ln ε: for the Gaussian-like
-    tails of the pair ln δ ≈ −b·ε^γ, so F is nearly affine in u and the secant converges in a few
-    steps. Every evaluated point is recorded as "too small" (δ_upper > delta) or "feasible"; once
-    the estimate has settled, a feasible point just above it and a too-small point rtol below are
-    probed. Falls back to bisection in the bracket whenever the secant step leaves it. The result is
-    always a point where the certified upper bound was evaluated and found ≤ delta.
-    """
-    if delta >= total_variation:  # δ(0) is at most the victim's TV (post-processing of the victim)
-        return 0.0
-    log_target = -math.log(delta)
-
-    def upper(eps: float) -> float:
-        if eps >= eps_cap:
-            return 0.0
-        return delta_upper(eps)
-
-    def merit(d: float) -> float:
-        """F without the log of ε: ln(−ln δ) − ln(−ln target), ±inf at δ ∈ {0, 1}."""
-        if d <= 0.0:
-            return math.inf
-        if d >= 1.0:
-            return -math.inf
-        return math.log(-math.log(d)) - math.log(log_target)
-
-    lo = 0.0  # largest ε known with δ_upper > delta (ε = 0 qualifies since delta < β ... checked)
-    hi = eps_cap if math.isfinite(eps_cap) else math.inf  # smallest known feasible ε
-    points: list[tuple[float, float]] = []  # (u, F) of finite evaluations
-    widths: list[float] = []  # log(hi/lo) before each step since the last bisection
-
-    def record(eps: float) -> bool:
-        nonlocal lo, hi
-        value = upper(eps)
-        feasible = value <= delta
-        if feasible:
-            hi = min(hi, eps)
-        else:
-            lo = max(lo, eps)
-        f = merit(value)
-        if math.isfinite(f):
-            points.append((math.log(eps), f))
-        return feasible
-
-    eps = guess
-    first_guess = eps
-    zero_checked = False
-    record(eps)
-    for _ in range(100):
-        if math.isfinite(hi) and hi - lo <= rtol * hi:
-            break
-        if lo == 0.0 and hi <= 1e-3 * first_guess and not zero_checked:
-            # every ε > 0 tried is feasible, far below the guess: maybe ε = 0 is
-            zero_checked = True
-            if upper(0.0) <= delta:
-                return 0.0
-        # next estimate of the root
-        if len(points) >= 2 and points[-1][1] != points[-2][1]:
-            (u1, f1), (u2, f2) = points[-2], points[-1]
-            estimate = math.exp(min(u2 - f2 * (u2 - u1) / (f2 - f1), 700.0))
-        elif points:
-            u2, f2 = points[-1]
-            # ln δ ≈ −b·ε²: F ≈ 2·(u − u*)
-            estimate = math.exp(min(u2 - f2 / 2.0, 700.0))
-        else:
-            estimate = 2.0 * eps if not math.isfinite(hi) else 0.5 * (lo + hi)
-        bracket_hi = hi if math.isfinite(hi) else 4.0 * max(lo, eps)
-        # bisection (geometric once lo > 0) when the secant leaves the bracket or the bracket's
-        # log-width did not halve over the last three evaluations (a plateau-then-cliff δ, e.g.
-        # tiny β with a neutral share close to 1, stalls the secant)
-        width = math.log(hi / lo) if lo > 0.0 and math.isfinite(hi) else math.inf
-        widths.append(width)
-        stalled = len(widths) >= 4 and not widths[-1] <= 0.5 * widths[-4]
-        if stalled or not (lo < estimate < bracket_hi) or not math.isfinite(estimate):
-            estimate = math.sqrt(lo * bracket_hi) if lo > 0.0 else 0.25 * bracket_hi
-            widths.clear()
-        settled = abs(estimate - eps) <= 0.5 * rtol * estimate
-        if settled:
-            if not hi <= estimate * (1.0 + 0.5 * rtol):
-                # no feasible point close above the estimate yet: probe one just above it
-                eps = min(estimate * (1.0 + 0.25 * rtol), bracket_hi)
-                record(eps)
-                continue
-            # a feasible point sits at the estimate: probe a too-small point rtol below it
-            eps = hi * (1.0 - 0.9 * rtol)
-            if eps <= lo:
-                break
-            record(eps)
-            continue
-        eps = estimate
-        record(eps)
-    return hi
 
 
 def published_pair(p: float, beta: float, q: float, q1: float | None = None) -> VariationRatio:
@@ -582,4 +482,4 @@ def published_pair(p: float, beta: float, q: float, q1: float | None = None) -> 
     return VariationRatio(p, beta, q, q1=q1, neutral_share=share)
 
 
-__all__ = ["VariationRatio", "published_pair", "MAX_EVALUATED_USERS"]
+__all__ = ["VariationRatio", "published_pair", "DELTA_RTOL", "MAX_EVALUATED_USERS"]

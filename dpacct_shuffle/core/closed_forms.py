@@ -30,6 +30,7 @@ import math
 
 from dpacct_shuffle.core.bound import MAX_EVALUATED_USERS, VariationRatio, _directional_problems
 from dpacct_shuffle.core.numerics import chernoff_log_upper
+from dpacct_shuffle.core.search import bisect, expand_bracket
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users, check_range
 
 _ROUNDING_MARGIN = 1e-12
@@ -89,14 +90,11 @@ def chernoff_epsilon(variation_ratio: VariationRatio, delta: float, n: int, rtol
     tolerance = check_range("rtol", rtol, 0.0, 1.0, low_open=True)
     if chernoff_delta(variation_ratio, 0.0, n) <= target:
         return 0.0
-    hi = variation_ratio.epsilon0 if math.isfinite(variation_ratio.epsilon0) else 1.0
-    while math.isinf(variation_ratio.epsilon0) and chernoff_delta(variation_ratio, hi, n) > target:
-        hi *= 2.0
-    lo = 0.0
-    while hi - lo > tolerance * hi:
-        mid = 0.5 * (lo + hi)
-        if chernoff_delta(variation_ratio, mid, n) > target:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+
+    def meets(eps: float) -> bool:
+        return not chernoff_delta(variation_ratio, eps, n) > target
+
+    high = variation_ratio.epsilon0
+    if math.isinf(high):  # no cap (p = ∞): double from 1 until the bound meets the target
+        _, high = expand_bracket(lambda eps: not meets(eps), 0.0, 1.0)
+    return bisect(meets, high, 0.0, rtol=tolerance)

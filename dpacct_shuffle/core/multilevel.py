@@ -72,9 +72,9 @@ from scipy import special
 from dpacct_shuffle.core.bound import (
     MAX_EVALUATED_USERS,
     _gaussian_epsilon,
-    epsilon_search,
     refined_bracket,
 )
+from dpacct_shuffle.core.search import epsilon_search
 from dpacct_shuffle.core.numerics import Bracket, DirectionalProblem, directional_bracket
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users, check_range
 
@@ -190,7 +190,7 @@ class PrivacyLossLevels:
 
     def epsilon(self, delta: float, n: int, rtol: float = 1e-4) -> float:
         """Smallest ε (relative ``rtol``) where the certified :meth:`delta` is ≤ ``delta``
-        (the core's secant search, :func:`dpacct_shuffle.core.bound.epsilon_search`)."""
+        (the core's secant search, :func:`dpacct_shuffle.core.search.epsilon_search`)."""
         target = check_delta(delta)
         users = min(check_num_users(n), MAX_EVALUATED_USERS)
         tolerance = check_range("rtol", rtol, 0.0, 1.0, low_open=True)

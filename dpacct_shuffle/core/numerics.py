@@ -46,6 +46,7 @@ import numpy as np
 from scipy import special
 
 from dpacct_shuffle.core.lazy_import import LazyModule
+from dpacct_shuffle.core.search import bisect, smallest_true_integer
 
 stats = LazyModule("scipy.stats")  # imported on first use (lean `import dpacct_shuffle`)
 
@@ -265,17 +266,6 @@ def _neutral_rate(s: float, r_c: float) -> float:
     return min(1.0, s / (1.0 - r_c))
 
 
-def _integer_search(predicate, low: int, high: int) -> int:
-    """Smallest integer k in [low, high] with predicate(k) true (predicate monotone, true at high)."""
-    while low < high:
-        middle = (low + high) // 2
-        if predicate(middle):
-            high = middle
-        else:
-            low = middle + 1
-    return low
-
-
 def _c_range(n: int, r_c: float, tail: float) -> tuple[int, int, float]:
     """Range [c_lo, c_hi] of C = A + B kept, and a certified bound on the dropped cells' mass.
 
@@ -287,8 +277,8 @@ def _c_range(n: int, r_c: float, tail: float) -> tuple[int, int, float]:
         return (n if r_c >= 1.0 else 0), n, 0.0
     m = n - 1
     mean = int(m * r_c)
-    c_hi = _integer_search(lambda k: float(stats.binom.sf(k - 1, m, r_c)) <= tail, mean, n)
-    c_lo = _integer_search(lambda k: float(stats.binom.cdf(mean - k, m, r_c)) <= tail, 0,
+    c_hi = smallest_true_integer(lambda k: float(stats.binom.sf(k - 1, m, r_c)) <= tail, mean, n)
+    c_lo = smallest_true_integer(lambda k: float(stats.binom.cdf(mean - k, m, r_c)) <= tail, 0,
                            mean + 1)
     c_lo = max(0, mean + 1 - c_lo)
     dropped = 0.0
@@ -999,22 +989,17 @@ def _chernoff_tilt(problem: DirectionalProblem) -> float:
         mean = sum(w * coef for w, (_, coef) in zip(weights, terms)) / sum(weights)
         return n * mean - 1.0 / lam
 
-    low, high = math.log(1e-12 / problem.c_a), math.log(1e3 / problem.c_a)
-    for _ in range(100):
-        middle = 0.5 * (low + high)
-        if slope(math.exp(middle)) < 0.0:
-            low = middle
-        else:
-            high = middle
-    return math.exp(high)
+    log_high = bisect(lambda log_lam: not slope(math.exp(log_lam)) < 0.0,
+                      math.log(1e3 / problem.c_a), math.log(1e-12 / problem.c_a), steps=100)
+    return math.exp(log_high)
 
 
 def _binomial_window(n: int, rate: float, tail: float) -> tuple[int, int, float]:
     """[lo, hi] with P[Bin(n, rate) < lo] ≤ tail and P[Bin(n, rate) > hi] ≤ tail (bisection on
     scipy's cdf/sf), and the certified mass outside, rounded up by special_function_rtol(n)."""
     mean = min(n, max(0, int(n * rate)))
-    hi = _integer_search(lambda k: float(stats.binom.sf(k, n, rate)) <= tail, mean, n)
-    lo = _integer_search(lambda k: float(stats.binom.cdf(mean - k - 1, n, rate)) <= tail, 0, mean)
+    hi = smallest_true_integer(lambda k: float(stats.binom.sf(k, n, rate)) <= tail, mean, n)
+    lo = smallest_true_integer(lambda k: float(stats.binom.cdf(mean - k - 1, n, rate)) <= tail, 0, mean)
     lo = mean - lo
     outside = (float(stats.binom.cdf(lo - 1, n, rate)) if lo >= 1 else 0.0)
     outside += float(stats.binom.sf(hi, n, rate)) if hi < n else 0.0

@@ -7,8 +7,10 @@
 * :mod:`~dpacct_shuffle.randomizers.catalog` — closed-form entries of the variation-ratio paper's
   tables (Wang et al., arXiv:2304.05007), each with a proven neutral share;
 * :func:`from_matrix` — the parameter analyzer for any finite randomizer;
-* :mod:`~dpacct_shuffle.randomizers.exact` — exact profiles of explicit instances (lower bounds),
-  including the exact shuffled binary randomized response.
+* :mod:`~dpacct_shuffle.randomizers.lower_bounds` — exact profiles of explicit instances (lower
+  bounds);
+* :mod:`~dpacct_shuffle.randomizers.binary_rr_exact` — the exact shuffled binary randomized
+  response, certified to a relative tolerance (a lower and an upper bound).
 """
 
 from dpacct_shuffle.randomizers.base import (
@@ -18,6 +20,7 @@ from dpacct_shuffle.randomizers.base import (
     PairBound,
     Randomizer,
     ShuffledRandomizer,
+    SupportsShuffleBound,
     VariationRatioBound,
 )
 from dpacct_shuffle.randomizers.catalog import (
@@ -46,13 +49,8 @@ from dpacct_shuffle.randomizers.catalog import (
     subset_selection,
     worst_case_ldp,
 )
-from dpacct_shuffle.randomizers.exact import (
-    BinaryRRProfile,
-    CountPair,
-    InstanceLowerBound,
-    binary_rr_exact_delta,
-    trinomial_projection,
-)
+from dpacct_shuffle.randomizers.binary_rr_exact import BinaryRRProfile, binary_rr_exact_delta
+from dpacct_shuffle.randomizers.lower_bounds import CountPair, InstanceLowerBound, trinomial_projection
 from dpacct_shuffle.randomizers.matrix import from_matrix
 
 __all__ = [
@@ -60,6 +58,7 @@ __all__ = [
     "LowerBoundSkippedWarning",
     "Randomizer",
     "ShuffledRandomizer",
+    "SupportsShuffleBound",
     "PairBound",
     "VariationRatioBound",
     "LocalPairBound",

@@ -14,6 +14,11 @@ value:
 
 Inverting: ε_upper(δ) = min( max_k ε_k(δ), min_f ε_f(δ) ), where each ε_k(δ) is a point at which
 that entry's certified δ is ≤ δ (the dominating pairs' divergences are non-increasing in ε).
+
+This rule lives in :meth:`Randomizer.delta` and :meth:`Randomizer.epsilon` only; everything that
+needs the shuffled bound of a randomizer (``shuffled(n)``, the privacy profiles, the events) asks
+those, through the :class:`SupportsShuffleBound` protocol that Randomizer and
+:class:`~dpacct_shuffle.VariationRatio` both satisfy.
 """
 
 from __future__ import annotations
@@ -21,14 +26,14 @@ from __future__ import annotations
 import math
 import types
 import warnings
-from typing import Callable, Hashable, Mapping, Sequence
+from typing import Callable, Hashable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dpacct_shuffle.core.bound import VariationRatio
-from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users
-from dpacct_shuffle.randomizers.exact import InstanceLowerBound
+from dpacct_shuffle.core.bound import DELTA_RTOL, VariationRatio
+from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users, check_range
+from dpacct_shuffle.randomizers.lower_bounds import InstanceLowerBound
 from dpacct_shuffle.randomizers.frequency import FrequencyOracle, Report
 
 #: Default of ``shuffled(n, lower_bound_max_users=...)``: the lower-bound instances are evaluated
@@ -37,6 +42,29 @@ from dpacct_shuffle.randomizers.frequency import FrequencyOracle, Report
 #: :class:`LowerBoundSkippedWarning` and reported as 0.0, which is always a valid lower bound.
 #: The command line's ``--lower-max-users`` has the same default.
 LOWER_BOUND_MAX_USERS = 10**7
+
+
+@runtime_checkable
+class SupportsShuffleBound(Protocol):
+    """Certified bounds of the shuffle protocol in which each of n users sends one report.
+
+    Satisfied by :class:`Randomizer` (catalog entries, :func:`~dpacct_shuffle.randomizers.from_matrix`
+    results) and :class:`~dpacct_shuffle.VariationRatio`:
+
+    * ``epsilon0`` — the local guarantee of one report: δ(ε) = 0 for every ε ≥ epsilon0 (∞ if none);
+    * ``delta(epsilon, n, *, rtol)`` — an upper bound on δ(ε) of the shuffled protocol, both
+      directions, every neighbouring pair (replace-one); ``rtol`` is the relative width at which a
+      certified bracket may stop (a cost setting: the value is an upper bound whatever it is;
+      bounds computed without a bracket do not need it);
+    * ``epsilon(delta, n)`` — an ε at which the protocol is (ε, δ)-DP.
+    """
+
+    @property
+    def epsilon0(self) -> float: ...
+
+    def delta(self, epsilon: float, n: int, *, rtol: float = DELTA_RTOL) -> float: ...
+
+    def epsilon(self, delta: float, n: int) -> float: ...
 
 
 class LowerBoundSkippedWarning(UserWarning):
@@ -52,6 +80,11 @@ class PairBound:
 
     def delta(self, epsilon: float, n: int) -> float:  # pragma: no cover - interface
         raise NotImplementedError
+
+    def delta_at_rtol(self, epsilon: float, n: int, rtol: float) -> float:
+        """:meth:`delta` with the core's certified brackets allowed to stop at relative width
+        ``rtol`` (:meth:`SupportsShuffleBound.delta`); bounds without a bracket ignore it."""
+        return self.delta(epsilon, n)
 
     def epsilon(self, delta: float, n: int) -> float:  # pragma: no cover - interface
         raise NotImplementedError
@@ -76,7 +109,10 @@ class VariationRatioBound(PairBound):
         self.candidates = tuple(candidates)
 
     def delta(self, epsilon: float, n: int) -> float:
-        return min(vr.delta(epsilon, n) for vr in self.candidates)
+        return self.delta_at_rtol(epsilon, n, DELTA_RTOL)
+
+    def delta_at_rtol(self, epsilon: float, n: int, rtol: float) -> float:
+        return min(vr.delta(epsilon, n, rtol=rtol) for vr in self.candidates)
 
     def epsilon(self, delta: float, n: int) -> float:
         return min(vr.epsilon(delta, n) for vr in self.candidates)
@@ -217,6 +253,37 @@ class Randomizer:
         self._identity = identity
 
     @property
+    def epsilon0(self) -> float:
+        """ln p of ``variation_ratio`` (valid for every pair: no likelihood ratio of two reports
+        exceeds p, so δ(ε) = 0 for ε ≥ it); ∞ when there is none."""
+        return math.inf if self.variation_ratio is None else self.variation_ratio.epsilon0
+
+    def delta(self, epsilon: float, n: int, *, rtol: float = DELTA_RTOL) -> float:
+        """Certified upper bound on δ(ε) of the shuffled protocol with n users: the maximum over
+        the cover, lowered by every fallback (module docstring)."""
+        eps, users = check_epsilon(epsilon), check_num_users(n)
+        width = check_range("rtol", rtol, 0.0, 1.0, low_open=True)
+        return self.combine(lambda bound: bound.delta_at_rtol(eps, users, width))
+
+    def combine(self, bound_delta: Callable[[PairBound], float]) -> float:
+        """The rule of :meth:`delta` for any evaluation of the entries: the maximum of
+        ``bound_delta`` over the cover, lowered by its value at every fallback (each entry's value
+        must be a certified upper bound for its pairs)."""
+        value = max(bound_delta(bound) for bound in self.cover)
+        for bound in self.fallbacks:
+            value = min(value, bound_delta(bound))
+        return value
+
+    def epsilon(self, delta: float, n: int) -> float:
+        """Certified upper bound on ε(δ) of the shuffled protocol with n users: the maximum over
+        the cover, lowered by every fallback (module docstring)."""
+        target, users = check_delta(delta), check_num_users(n)
+        value = max(bound.epsilon(target, users) for bound in self.cover)
+        for bound in self.fallbacks:
+            value = min(value, bound.epsilon_below(target, users, value))
+        return value
+
+    @property
     def variation_ratios(self) -> tuple[VariationRatio, ...]:
         seen: dict[VariationRatio, None] = {}
         for bound in self.cover:
@@ -296,20 +363,14 @@ class ShuffledRandomizer:
 
     # -- upper bounds ---------------------------------------------------------------------
     def delta(self, epsilon: float) -> float:
-        """Certified upper bound on δ(ε) of the shuffled protocol (worst neighbouring pair)."""
-        eps = check_epsilon(epsilon)
-        value = max(bound.delta(eps, self.n) for bound in self.randomizer.cover)
-        for bound in self.randomizer.fallbacks:
-            value = min(value, bound.delta(eps, self.n))
-        return value
+        """Certified upper bound on δ(ε) of the shuffled protocol (worst neighbouring pair):
+        :meth:`Randomizer.delta` at this n."""
+        return self.randomizer.delta(epsilon, self.n)
 
     def epsilon(self, delta: float) -> float:
-        """Certified upper bound on ε(δ): the protocol is (ε, δ)-DP at the returned ε."""
-        target = check_delta(delta)
-        value = max(bound.epsilon(target, self.n) for bound in self.randomizer.cover)
-        for bound in self.randomizer.fallbacks:
-            value = min(value, bound.epsilon_below(target, self.n, value))
-        return value
+        """Certified upper bound on ε(δ): the protocol is (ε, δ)-DP at the returned ε
+        (:meth:`Randomizer.epsilon` at this n)."""
+        return self.randomizer.epsilon(delta, self.n)
 
     # -- lower bounds ---------------------------------------------------------------------
     @property
@@ -357,6 +418,7 @@ class ShuffledRandomizer:
 
 __all__ = [
     "LOWER_BOUND_MAX_USERS",
+    "SupportsShuffleBound",
     "LowerBoundSkippedWarning",
     "PairBound",
     "VariationRatioBound",

@@ -59,7 +59,7 @@ import numpy as np
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_stochastic_matrix
 from dpacct_shuffle.randomizers.base import LocalPairBound, PairBound, Randomizer, VariationRatioBound
-from dpacct_shuffle.randomizers.exact import InstanceLowerBound, trinomial_projection
+from dpacct_shuffle.randomizers.lower_bounds import InstanceLowerBound, trinomial_projection
 from dpacct_shuffle.randomizers.multilevel import attach_multilevel
 
 _SHRINK = 1.0 - 1e-9

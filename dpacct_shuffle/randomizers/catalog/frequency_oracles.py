@@ -1,33 +1,12 @@
-"""Catalog of local randomizers with their variation-ratio parameters.
-
-Every entry returns a :class:`Randomizer` whose (p, β, q) are those published in the
-variation-ratio paper (Wang, Peng, Li, Wen, Li, Yu, Wang and Yang, "Privacy Amplification via
-Shuffling: Unified, Simplified, and Tightened", arXiv:2304.05007), except where the published β is
-not the total variation of the randomizer as implemented here — each such case is stated in the
-entry's docstring and ``notes``. The published triple is kept in ``Randomizer.published``.
-
-Neutral share s (docs/theory.md, "Decomposition"). The bound needs, for every other user's input
-x_i, R(x_i) ≥ r0·Q0 + r1·Q1 + s·N pointwise. The generic s = w/max(q0, q1) is always valid and is
-the core's default. Where a larger s is proven below, it is passed explicitly. Notation: e = e^ε0,
-α = β/(p − 1), w = 1 − (p + 1)α, Q0 = (μ0 − μ1)⁺/β, Q1 = (μ1 − μ0)⁺/β, w·N = min(μ0, μ1) − α(Q0 + Q1).
-
-Validity over victim pairs. When pairs differ (a smaller TV for some pairs), an entry with the
-generic s covers them all: the bound is non-decreasing in β for fixed p, q with the generic s
-(docs/theory.md, "Monotonicity in β"), and the decomposition stays valid for any p ≥ the pair's own
-ratio. Entries with a specific s state why it holds for every pair, or carry one VariationRatio per
-kind of pair.
-
-Lower bounds (``shuffled(n).epsilon_interval``): exact divergences of explicit instances after a
-post-processing (:mod:`dpacct_shuffle.randomizers.exact`); entries without a finite instance
-(general metric LDP, multi-message protocols) report 0.0 as their lower bound.
-"""
+"""Catalog entries for frequency estimation on a finite domain: randomized response (binary, k-ary),
+unary encodings (RAPPOR, OUE, sampling RAPPOR), subset selection and the set-boost family (local
+hashing, Hadamard response, PCKV-GRR, collision). Proofs of each neutral share in the entry's
+docstring (notation: :mod:`dpacct_shuffle.randomizers.catalog`)."""
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
-from typing import Callable, ParamSpec, Sequence
 
 import numpy as np
 from scipy.linalg import hadamard
@@ -35,109 +14,15 @@ from scipy.linalg import hadamard
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.multilevel import PrivacyLossLevels
 from dpacct_shuffle.core.validation import check_epsilon0, check_range
-from dpacct_shuffle.randomizers.base import (LocalPairBound, LowerBoundFactory, PairBound, Randomizer,
-                                             VariationRatioBound)
-from dpacct_shuffle.randomizers.exact import (BINARY_RR_RTOL, BinaryRRProfile, InstanceLowerBound,
-                                              trinomial_projection)
-from dpacct_shuffle.randomizers.frequency import (DirectEncodingOracle, FrequencyOracle,
-                                                  LocalHashingOracle, UnaryEncodingOracle)
-from dpacct_shuffle.randomizers.matrix import matrix_lower_bound
-from dpacct_shuffle.randomizers.multilevel import MultiLevelBound, attach_multilevel
-
-MAX_MATRIX_CELLS = 4_000_000
-
-ALIASES = {"oue": "optimized_unary_encoding"}  # short names of CATALOG entries (also functions)
-
-_Args = ParamSpec("_Args")
-
-
-def _catalog_entry(constructor: Callable[_Args, Randomizer]) -> Callable[_Args, Randomizer]:
-    """Decorator of the catalog functions: every Randomizer returned records its origin
-    (:class:`~dpacct_shuffle.randomizers.base.Randomizer`, "Equality and pickling"): it is rebuilt
-    by calling the entry again with the same arguments (pickle, ``copy.deepcopy``) and compares by
-    (``name``, ``parameters``) — the parameters determine the entry, so equal keys mean equal
-    bounds. Entries with a matrix and no closed-form multi-level bound get the matrix's
-    (:func:`~dpacct_shuffle.randomizers.multilevel.attach_multilevel`)."""
-
-    @functools.wraps(constructor)
-    def entry(*args: _Args.args, **kwargs: _Args.kwargs) -> Randomizer:
-        randomizer = constructor(*args, **kwargs)
-        if not any(isinstance(bound, MultiLevelBound) for bound in randomizer.fallbacks):
-            attach_multilevel(randomizer)
-        identity = ("catalog", randomizer.name, tuple(sorted(randomizer.parameters.items())))
-        randomizer._record_origin(functools.partial(entry, *args, **kwargs), identity)
-        return randomizer
-
-    return entry
-
-
-# -- validation helpers -------------------------------------------------------------------------
-def _epsilon0(value: object, name: str = "epsilon0") -> float:
-    return check_epsilon0(value, name)
-
-
-def _up(ratio: float) -> float:
-    """A ratio bound computed in floats (exp(ε0), a quotient), taken 4 ulps up: p ≥ the true ratio.
-
-    The bound's coefficient α(p − e^ε) cancels near ε = ln p, where a p rounded down under-reports
-    δ (k-RR, ε0 = 1, n = 2, ε = 1 − 1e-13: 3.31962e-14 vs the exact 3.32014e-14); a larger p keeps
-    every decomposition valid."""
-    return ratio * (1.0 + 4.0 * 2.0**-52)
-
-
-def _integer(name: str, value: object, low: int, high: float = math.inf) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        if not (isinstance(value, float) and value.is_integer()):
-            raise TypeError(f"{name} must be an integer, got {value!r}")
-    result = int(value)
-    if result < low or result > high:
-        upper = "inf" if high == math.inf else str(int(high))
-        raise ValueError(f"{name} must be an integer in [{low}, {upper}], got {result}")
-    return result
-
-
-def _single(
-    name: str,
-    parameters: dict[str, object],
-    vr: VariationRatio,
-    *,
-    alternatives: Sequence[VariationRatio] = (),
-    matrix: np.ndarray | None = None,
-    lower: LowerBoundFactory | None = None,
-    levels: MultiLevelBound | None = None,
-    published: tuple[float, float, float, float] | None = None,
-    notes: str = "",
-    frequency_oracle: FrequencyOracle | None = None,
-) -> Randomizer:
-    """A catalog entry: ``vr`` (its summary) and ``alternatives`` are each valid for every pair;
-    the reported bound is their minimum (which one is tightest depends on ε and n), and the
-    closed-form multi-level bound ``levels`` (valid for every pair) lowers it further."""
-    return Randomizer(name, parameters, [VariationRatioBound([vr, *alternatives])], variation_ratio=vr,
-                      fallbacks=[] if levels is None else [levels],
-                      matrix=matrix, lower_bound=lower, published=published, notes=notes,
-                      frequency_oracle=frequency_oracle)
-
-
-Projection = tuple[tuple[float, float], tuple[float, float], tuple[float, float]]
-
-
-def _projection_lower(victim0: tuple[float, float], victim1: tuple[float, float],
-                      others: Sequence[tuple[float, float]], description: str, *,
-                      extra: Sequence[Projection] = ()) -> LowerBoundFactory:
-    """Factory n -> lower bound from the trinomial projection (exact.py), max over configurations.
-
-    ``others`` are the (S0, S1) masses of the other users' common input for the sets (S0, S1)
-    whose victim masses are ``victim0``/``victim1``; ``extra`` adds instances with their own sets,
-    as (victim0, victim1, other) triples.
-    """
-    instances = [(victim0, victim1, other) for other in others] + list(extra)
-
-    def factory(n: int) -> InstanceLowerBound:
-        return InstanceLowerBound(
-            [trinomial_projection(n, v0, v1, other, description) for v0, v1, other in instances],
-            description)
-
-    return factory
+from dpacct_shuffle.randomizers.base import Randomizer, VariationRatioBound
+from dpacct_shuffle.randomizers.binary_rr_exact import BinaryRRExactUpper
+from dpacct_shuffle.randomizers.catalog.entry import (MAX_MATRIX_CELLS, Projection, binary_rr_lower,
+                                                      boost_projection, boost_sets_projection,
+                                                      catalog_entry, integer_parameter, matrix_lower,
+                                                      projection_lower, ratio_up, single_entry)
+from dpacct_shuffle.randomizers.frequency import (DirectEncodingOracle, LocalHashingOracle,
+                                                  UnaryEncodingOracle)
+from dpacct_shuffle.randomizers.multilevel import MultiLevelBound
 
 
 def _unary_third_bit_projection(one_true: float, one_false: float) -> Projection:
@@ -154,126 +39,7 @@ def _unary_third_bit_projection(one_true: float, one_false: float) -> Projection
     return ((own, foreign), (foreign, own), (other, other))
 
 
-def _boost_projection(own: float, foreign: float, size0: float, size1: float) -> Projection:
-    """Set-boost randomizers, others all holding a third value y: S0 ⊆ C0 \\ (C1 ∪ C_y) and
-    S1 ⊆ C1 \\ (C0 ∪ C_y), of sizes (or probability weights) ``size0``, ``size1``.
-
-    Every output of S0 is boosted (probability ``own`` = e·g) by x⁰ only and gets ``foreign`` = g
-    under x¹ and under y (both leave it unboosted); S1 symmetrically. Masses: victim x⁰
-    (size0·own, size1·foreign), x¹ (size0·foreign, size1·own), others (size0·foreign,
-    size1·foreign). The others put only the base rate g on S0 ∪ S1 (no boosted mass to hide
-    the victim's message in), unlike the configuration "others at x⁰".
-    """
-    return ((size0 * own, size1 * foreign), (size0 * foreign, size1 * own),
-            (size0 * foreign, size1 * foreign))
-
-
-def _boost_sets_projection(own: float, foreign: float, set0: np.ndarray, set1: np.ndarray,
-                           set_y: np.ndarray) -> Projection:
-    """:func:`_boost_projection` with S0 = C0 \\ (C1 ∪ C_y), S1 = C1 \\ (C0 ∪ C_y) counted from
-    the explicit boosted sets (index arrays) of x⁰, x¹ and y."""
-    size0 = np.setdiff1d(set0, np.union1d(set1, set_y)).size
-    size1 = np.setdiff1d(set1, np.union1d(set0, set_y)).size
-    return _boost_projection(own, foreign, size0, size1)
-
-
-def _binary_rr_lower(eps0: float) -> LowerBoundFactory:
-    return lambda n: BinaryRRProfile(eps0, n)
-
-
-class BinaryRRExactUpper(PairBound):
-    """Certified upper ends of the exact shuffled binary RR profile (:class:`BinaryRRProfile`).
-
-    ``BinaryRRProfile(ε0, n).delta_interval(ε)[1]`` bounds max_m δ_m(ε) over every configuration
-    m of the others (branch and bound over blocks of configurations, exact.py module docstring),
-    and ``epsilon_interval(δ)[1]`` is an ε at which that certified bound is ≤ δ: both are upper
-    bounds for every victim pair of binary RR (its only pair is (0, 1), up to relabelling), so this
-    is a valid fallback of the ``binary_rr`` entry (the reported value is the minimum with the
-    clone bound). Its ε(δ) is exact to the profile's rtol (``exact.BINARY_RR_RTOL`` = 1e-3).
-
-    Cost control (validity is unaffected: every returned value is a certified upper bound):
-
-    * δ(ε) queries use a profile with ``delta_rtol`` = 0.05 (δ moves much faster than ε: a PLD
-      of ``binary_rr(1)`` at n = 10⁶ from a profile grid gives ε(1e-8) = 0.004189 with 0.05,
-      0.004182 with 1e-2, in 17 s vs 41 s; 0.00511 from the clone bound alone, 0.7 s; at
-      rtol 1e-3 one δ query takes up to ~4 s at n = 10⁶);
-    * where the clone bound (``VariationRatio.worst_case(ε0)``) is already ≤ ``NEGLIGIBLE_DELTA``
-      (1e-30), that value is returned without the profile: certifying the deep tail costs ~1 s
-      per query at n = 10⁶ and cannot matter at that level;
-    * n = 1: the shuffled output is the local message: its local hockey-stick divergence
-      (:class:`LocalPairBound` of the two rows);
-    * n > ``EXACT_MAX_USERS`` (4·10⁶): the trivial bounds δ ≤ clone bound, ε ≤ ∞ (the entry then
-      reports the clone bound alone). Measured one ε(δ) query of the profile (ε0 = 1, δ = 1e-9,
-      shared 2-core machine): 1 s at n = 10⁶, 2 s at 2·10⁶, 4 s at 4·10⁶, 12–62 s at 10⁷.
-
-    Profiles (with their caches) are kept for the ``CACHED_USER_COUNTS`` most recent n.
-    """
-
-    NEGLIGIBLE_DELTA = 1e-30
-    CACHED_USER_COUNTS = 4
-    EXACT_MAX_USERS = 4_000_000
-
-    def __init__(self, epsilon0: float, delta_rtol: float = 0.05) -> None:
-        self.epsilon0 = _epsilon0(epsilon0)
-        self.delta_rtol = check_range("delta_rtol", delta_rtol, 0.0, 1.0, low_open=True, high_open=True)
-        self._clone = VariationRatio.worst_case(self.epsilon0)
-        self._profiles: dict[tuple[int, float], BinaryRRProfile] = {}
-        keep = 1.0 / (1.0 + math.exp(-self.epsilon0))
-        self._local = LocalPairBound(np.array([[keep, 1.0 - keep]]), np.array([[1.0 - keep, keep]]))
-
-    def _profile(self, n: int, rtol: float) -> BinaryRRProfile:
-        key = (n, rtol)
-        profile = self._profiles.pop(key, None)
-        if profile is None:
-            profile = BinaryRRProfile(self.epsilon0, n, rtol=rtol)
-        self._profiles[key] = profile  # most recent last
-        while len(self._profiles) > 2 * self.CACHED_USER_COUNTS:
-            self._profiles.pop(next(iter(self._profiles)))
-        return profile
-
-    def delta(self, epsilon: float, n: int) -> float:
-        if n < 2:
-            return self._local.delta(epsilon, n)
-        clone = self._clone.delta(epsilon, n)
-        if clone <= self.NEGLIGIBLE_DELTA or n > self.EXACT_MAX_USERS:
-            return clone
-        return min(clone, self._profile(n, self.delta_rtol).delta_interval(epsilon)[1])
-
-    def epsilon(self, delta: float, n: int) -> float:
-        if n < 2:
-            return self._local.epsilon(delta, n)
-        if n > self.EXACT_MAX_USERS:
-            return math.inf  # trivial: the cover's clone bound is reported
-        return self._profile(n, BINARY_RR_RTOL).epsilon_interval(delta)[1]
-
-    def __repr__(self) -> str:
-        return f"BinaryRRExactUpper(epsilon0={self.epsilon0!r})"
-
-
-def _matrix_lower(matrix: np.ndarray | None) -> LowerBoundFactory | None:
-    if matrix is None:
-        return None
-    return lambda n: matrix_lower_bound(matrix, n)
-
-
-# -- ε0-LDP ---------------------------------------------------------------------------------------
-@_catalog_entry
-def worst_case_ldp(epsilon0: float) -> Randomizer:
-    """Any ε0-LDP randomizer: p = q = e^ε0, β = (e^ε0 − 1)/(e^ε0 + 1) (w = 0, s irrelevant).
-
-    Valid for every ε0-LDP randomizer: its TV is at most (e − 1)/(e + 1) and the bound is
-    non-decreasing in β (docs/theory.md, "Monotonicity in β"). Lower bound: binary randomized
-    response is ε0-LDP, so its exact shuffled profile (:class:`BinaryRRProfile`) is a lower bound
-    for the class.
-    """
-    eps0 = _epsilon0(epsilon0)
-    vr = VariationRatio.worst_case(eps0)
-    return _single("worst_case_ldp", {"epsilon0": eps0}, vr, lower=_binary_rr_lower(eps0),
-                   published=(vr.p, vr.beta, vr.q0, vr.q1),
-                   notes="class of all eps0-LDP randomizers; lower bound from binary RR")
-
-
-@_catalog_entry
+@catalog_entry
 def binary_rr(epsilon0: float) -> Randomizer:
     """Binary randomized response: keep the bit w.p. e/(e + 1); p = q = e, β = (e − 1)/(e + 1).
 
@@ -283,18 +49,18 @@ def binary_rr(epsilon0: float) -> Randomizer:
     ε(δ) is exact to the profile's rtol (ε0 = 1, n = 10⁶, δ = 1e-8: 0.004109 vs 0.00501 from the
     clone bound alone).
     """
-    eps0 = _epsilon0(epsilon0)
+    eps0 = check_epsilon0(epsilon0)
     e = math.exp(eps0)
     vr = VariationRatio.worst_case(eps0)
     matrix = np.array([[e, 1.0], [1.0, e]]) / (e + 1.0)
     return Randomizer("binary_rr", {"epsilon0": eps0}, [VariationRatioBound([vr])], variation_ratio=vr,
                       fallbacks=[BinaryRRExactUpper(eps0)], matrix=matrix,
-                      lower_bound=_binary_rr_lower(eps0), published=(e, vr.beta, e, e),
+                      lower_bound=binary_rr_lower(eps0), published=(e, vr.beta, e, e),
                       notes="upper bound: min of the clone bound and the certified exact profile",
                       frequency_oracle=DirectEncodingOracle(2, e))
 
 
-@_catalog_entry
+@catalog_entry
 def krr(epsilon0: float, domain_size: int) -> Randomizer:
     """k-ary randomized response on d options: report x w.p. e·g, any other value w.p. g.
 
@@ -309,27 +75,27 @@ def krr(epsilon0: float, domain_size: int) -> Randomizer:
     leaves rest mass (e − 1)g. Lower bound: trinomial projection onto (x⁰, x¹), others all holding
     x⁰ (lossless for that configuration) or all holding a third value.
     """
-    eps0 = _epsilon0(epsilon0)
-    d = _integer("domain_size", domain_size, 2)
+    eps0 = check_epsilon0(epsilon0)
+    d = integer_parameter("domain_size", domain_size, 2)
     if d == 2:
         result = binary_rr(eps0)
         return Randomizer("krr", {"epsilon0": eps0, "domain_size": 2}, result.cover,
                           variation_ratio=result.variation_ratio, fallbacks=result.fallbacks,
                           matrix=result.matrix,
-                          lower_bound=_binary_rr_lower(eps0), published=result.published,
+                          lower_bound=binary_rr_lower(eps0), published=result.published,
                           frequency_oracle=result.frequency_oracle)
     e = math.exp(eps0)
     g = 1.0 / (e + d - 1.0)
     beta = (e - 1.0) * g
-    vr = VariationRatio(_up(e), beta, _up(e), neutral_share=(d - 2) * g)
+    vr = VariationRatio(ratio_up(e), beta, ratio_up(e), neutral_share=(d - 2) * g)
     matrix = None
     if d * d <= MAX_MATRIX_CELLS:
         matrix = np.full((d, d), g)
         np.fill_diagonal(matrix, e * g)
     others = [(e * g, g), (g, g)]
-    lower = _projection_lower((e * g, g), (g, e * g), others,
+    lower = projection_lower((e * g, g), (g, e * g), others,
                               f"k-RR d={d}: counts of x0 and x1, others all at x0 or at a third value")
-    return _single("krr", {"epsilon0": eps0, "domain_size": d}, vr, matrix=matrix, lower=lower,
+    return single_entry("krr", {"epsilon0": eps0, "domain_size": d}, vr, matrix=matrix, lower=lower,
                    published=(e, beta, e, e), notes="neutral share (d-2)/(e^eps0+d-1), proven",
                    frequency_oracle=DirectEncodingOracle(d, e))
 
@@ -349,7 +115,6 @@ def _unary_matrix(d: int, one_prob_true: float, one_prob_false: float,
         law = np.prod(np.where(bits, probs[None, :], 1.0 - probs[None, :]), axis=1)
         rows.append((1.0 - mix_zero) * law + mix_zero * zero_law)
     return np.array(rows)
-
 
 
 def _unary_two_types(p: float, beta: float, one_true: float, one_false: float) -> VariationRatio:
@@ -391,7 +156,8 @@ def _unary_levels(d: int, t: float, t_zero: float, f: float, f_zero: float) -> M
     a, b, m = zip(*rows)
     return MultiLevelBound((PrivacyLossLevels(a, b, m),))
 
-@_catalog_entry
+
+@catalog_entry
 def rappor(epsilon0: float, domain_size: int) -> Randomizer:
     """RAPPOR / symmetric unary encoding: one-hot bits, each flipped w.p. b = 1/(e^{ε0/2} + 1).
 
@@ -411,25 +177,25 @@ def rappor(epsilon0: float, domain_size: int) -> Randomizer:
     pattern given the coefficient of the common (0, 0) one). Neither dominates the other: the
     entry reports the minimum of both (``variation_ratio`` is the single-share one).
     """
-    eps0 = _epsilon0(epsilon0)
-    d = _integer("domain_size", domain_size, 2)
+    eps0 = check_epsilon0(epsilon0)
+    d = integer_parameter("domain_size", domain_size, 2)
     h = math.exp(eps0 / 2.0)
     a, b = h / (h + 1.0), 1.0 / (h + 1.0)
     e = math.exp(eps0)
     beta = (h - 1.0) / (h + 1.0)
-    vr = VariationRatio(_up(e), beta, _up(e))
-    two_types = _unary_two_types(_up(e), beta, a, b)
+    vr = VariationRatio(ratio_up(e), beta, ratio_up(e))
+    two_types = _unary_two_types(ratio_up(e), beta, a, b)
     matrix = _unary_matrix(d, a, b)
     others = [(a * a, b * b)] + ([(a * b, a * b)] if d >= 3 else [])
-    lower = _projection_lower((a * a, b * b), (b * b, a * a), others,
+    lower = projection_lower((a * a, b * b), (b * b, a * a), others,
                               f"RAPPOR d={d}: bits (x0, x1) = (1, 0) / (0, 1)",
                               extra=[_unary_third_bit_projection(a, b)] if d >= 3 else [])
-    return _single("rappor", {"epsilon0": eps0, "domain_size": d}, vr, alternatives=[two_types],
+    return single_entry("rappor", {"epsilon0": eps0, "domain_size": d}, vr, alternatives=[two_types],
                    matrix=matrix, lower=lower, levels=_unary_levels(d, a, b, b, a),
                    published=(e, beta, e, e), frequency_oracle=UnaryEncodingOracle(d, a, b))
 
 
-@_catalog_entry
+@catalog_entry
 def optimized_unary_encoding(epsilon0: float, domain_size: int) -> Randomizer:
     """OUE: bit x is 1 w.p. 1/2, every other bit is 1 w.p. c = 1/(e + 1).
 
@@ -452,19 +218,19 @@ def optimized_unary_encoding(epsilon0: float, domain_size: int) -> Randomizer:
     published pair 0.3485): the entry reports the minimum of both (``variation_ratio`` is the
     single-share one). Brute force confirms both (tests).
     """
-    eps0 = _epsilon0(epsilon0)
-    d = _integer("domain_size", domain_size, 2)
+    eps0 = check_epsilon0(epsilon0)
+    d = integer_parameter("domain_size", domain_size, 2)
     e = math.exp(eps0)
     c = 1.0 / (e + 1.0)
     beta = (e - 1.0) / (2.0 * (e + 1.0))
-    vr = VariationRatio(_up(e), beta, _up(e))
-    two_types = _unary_two_types(_up(e), beta, 0.5, c)
+    vr = VariationRatio(ratio_up(e), beta, ratio_up(e))
+    two_types = _unary_two_types(ratio_up(e), beta, 0.5, c)
     matrix = _unary_matrix(d, 0.5, c)
     victim0, victim1 = (0.5 * (1.0 - c), 0.5 * c), (0.5 * c, 0.5 * (1.0 - c))
     others = [victim0] + ([(c * (1.0 - c), c * (1.0 - c))] if d >= 3 else [])
-    lower = _projection_lower(victim0, victim1, others, f"OUE d={d}: bits (x0, x1) = (1,0)/(0,1)",
+    lower = projection_lower(victim0, victim1, others, f"OUE d={d}: bits (x0, x1) = (1,0)/(0,1)",
                               extra=[_unary_third_bit_projection(0.5, c)] if d >= 3 else [])
-    return _single("oue", {"epsilon0": eps0, "domain_size": d}, vr, alternatives=[two_types],
+    return single_entry("oue", {"epsilon0": eps0, "domain_size": d}, vr, alternatives=[two_types],
                    matrix=matrix, lower=lower, levels=_unary_levels(d, 0.5, 0.5, c, e * c),
                    published=(e, beta, e, e), frequency_oracle=UnaryEncodingOracle(d, 0.5, c))
 
@@ -473,7 +239,7 @@ oue = optimized_unary_encoding  # ALIASES["oue"]
 
 
 # -- subset selection ---------------------------------------------------------------------------
-@_catalog_entry
+@catalog_entry
 def subset_selection(epsilon0: float, domain_size: int, subset_size: int) -> Randomizer:
     """k-subset: output a k-subset S w.p. e/Z if x ∈ S else 1/Z, Z = e·C(d−1, k−1) + C(d−1, k).
 
@@ -484,13 +250,13 @@ def subset_selection(epsilon0: float, domain_size: int, subset_size: int) -> Ran
 
     Lower bound: trinomial projections onto the sets containing x⁰ but not x¹ (and vice versa),
     others all at x⁰ or all at a third value y; and, others at y, the restricted sets
-    S0 = {S ∋ x⁰, S ∌ x¹, y}, S1 = {S ∋ x¹, S ∌ x⁰, y} (:func:`_boost_projection`): each has
+    S0 = {S ∋ x⁰, S ∌ x¹, y}, S1 = {S ∋ x¹, S ∌ x⁰, y} (:func:`boost_projection`): each has
     M = C(d − 3, k − 1) sets, weight e/Z under its own victim input and 1/Z under the other one
     and under y (ε0 = 4, d = 10, k = 3, n = 1e4, δ = 1e-8: lower ε 0.374, was 0.335).
     """
-    eps0 = _epsilon0(epsilon0)
-    d = _integer("domain_size", domain_size, 2)
-    k = _integer("subset_size", subset_size, 1, d - 1)
+    eps0 = check_epsilon0(epsilon0)
+    d = integer_parameter("domain_size", domain_size, 2)
+    k = integer_parameter("subset_size", subset_size, 1, d - 1)
     if k == 1:
         base = krr(eps0, d)
         return Randomizer("subset_selection", {"epsilon0": eps0, "domain_size": d, "subset_size": 1},
@@ -500,7 +266,7 @@ def subset_selection(epsilon0: float, domain_size: int, subset_size: int) -> Ran
     e = math.exp(eps0)
     z = e * math.comb(d - 1, k - 1) + math.comb(d - 1, k)
     beta = (e - 1.0) * (math.comb(d - 1, k - 1) - math.comb(d - 2, k - 2)) / z
-    vr = VariationRatio(_up(e), beta, _up(e))
+    vr = VariationRatio(ratio_up(e), beta, ratio_up(e))
     matrix = None
     n_sets = math.comb(d, k)
     if n_sets * d <= MAX_MATRIX_CELLS and n_sets <= 50_000:
@@ -514,9 +280,9 @@ def subset_selection(epsilon0: float, domain_size: int, subset_size: int) -> Ran
         others.append((third, third))
     extra = []
     if d >= 3 and math.comb(d - 3, k - 1) > 0:
-        extra.append(_boost_projection(e / z, 1.0 / z, math.comb(d - 3, k - 1), math.comb(d - 3, k - 1)))
-    lower = _projection_lower(victim0, victim1, others, f"k-subset d={d}, k={k}", extra=extra)
-    return _single("subset_selection", {"epsilon0": eps0, "domain_size": d, "subset_size": k}, vr,
+        extra.append(boost_projection(e / z, 1.0 / z, math.comb(d - 3, k - 1), math.comb(d - 3, k - 1)))
+    lower = projection_lower(victim0, victim1, others, f"k-subset d={d}, k={k}", extra=extra)
+    return single_entry("subset_selection", {"epsilon0": eps0, "domain_size": d, "subset_size": k}, vr,
                    matrix=matrix, lower=lower, published=(e, beta, e, e))
 
 
@@ -533,11 +299,11 @@ def _set_boost_vr(e: float, outputs: int, set_size: int, difference: int) -> Var
     beta = difference * (e - 1.0) * g
     if difference == set_size:
         w = (outputs - 2 * set_size) * g
-        return VariationRatio(_up(e), beta, _up(e), neutral_share=max(0.0, w))
-    return VariationRatio(_up(e), beta, _up(e))
+        return VariationRatio(ratio_up(e), beta, ratio_up(e), neutral_share=max(0.0, w))
+    return VariationRatio(ratio_up(e), beta, ratio_up(e))
 
 
-@_catalog_entry
+@catalog_entry
 def local_hashing(epsilon0: float, hash_range: int, domain_size: int | None = None, *,
                   collision_probability: float | None = None) -> Randomizer:
     """Local hashing: pick a hash h: [d] → [l] at random, report (h, GRR_l(h(x))).
@@ -556,21 +322,21 @@ def local_hashing(epsilon0: float, hash_range: int, domain_size: int | None = No
     S1 = {(h, h(x¹)) : h(x⁰) ≠ h(x¹)}, others all at x⁰ or at a third value y; and, for the
     uniform family of all functions with the others at y, the restricted sets
     S0 = {(h, h(x⁰)) : h(x⁰) ≠ h(x¹), h(y) ≠ h(x⁰)}, S1 = {(h, h(x¹)) : h(x⁰) ≠ h(x¹), h(y) ≠ h(x¹)}
-    (:func:`_boost_projection`). For a uniformly random function h(x⁰), h(x¹), h(y) are independent
+    (:func:`boost_projection`). For a uniformly random function h(x⁰), h(x¹), h(y) are independent
     and uniform, so each has hash weight (1 − 1/l)²; on it x⁰ reports its boosted value
     h(x⁰) w.p. e·g, while x¹ and y report it w.p. g (h(x⁰) is neither h(x¹) nor h(y)).
     (ε0 = 4, l = 4, n = 1e4, δ = 1e-8: lower ε 0.364, was 0.325.)
     """
-    eps0 = _epsilon0(epsilon0)
-    l = _integer("hash_range", hash_range, 2)
-    d = None if domain_size is None else _integer("domain_size", domain_size, 2)
+    eps0 = check_epsilon0(epsilon0)
+    l = integer_parameter("hash_range", hash_range, 2)
+    d = None if domain_size is None else integer_parameter("domain_size", domain_size, 2)
     coll = 1.0 / l if collision_probability is None else check_range(
         "collision_probability", collision_probability, 0.0, 1.0, high_open=True)
     e = math.exp(eps0)
     g = 1.0 / (e + l - 1.0)
     published_beta = (e - 1.0) * g
     beta = (1.0 - coll) * published_beta
-    vr = VariationRatio(_up(e), beta, _up(e))
+    vr = VariationRatio(ratio_up(e), beta, ratio_up(e))
     matrix = None
     uniform_family = collision_probability is None or coll == 1.0 / l
     if d is not None and uniform_family and l**d * l * d <= MAX_MATRIX_CELLS:
@@ -588,20 +354,20 @@ def local_hashing(epsilon0: float, hash_range: int, domain_size: int | None = No
         third = (1 - 1.0 / l) * (e * g / l + (1 - 1.0 / l) * g)  # random function, x_i ∉ {x0, x1}
         others.append((third, third))
         spread = (1.0 - 1.0 / l) ** 2  # P[h(x0) != h(x1), h(y) != h(x0)] (= same with x1)
-        extra.append(_boost_projection(e * g, g, spread, spread))
-    lower = _projection_lower(victim0, victim1, others, f"local hashing l={l}", extra=extra)
+        extra.append(boost_projection(e * g, g, spread, spread))
+    lower = projection_lower(victim0, victim1, others, f"local hashing l={l}", extra=extra)
     params: dict[str, object] = {"epsilon0": eps0, "hash_range": l, "collision_probability": coll}
     if d is not None:
         params["domain_size"] = d
     oracle = LocalHashingOracle(d, l, e) if d is not None and collision_probability is None \
         else None  # the sampler draws uniformly random functions: collision probability 1/l
-    return _single("local_hashing", params, vr, matrix=matrix, lower=lower,
+    return single_entry("local_hashing", params, vr, matrix=matrix, lower=lower,
                    published=(e, published_beta, e, e),
                    notes="beta carries the collision factor (1 - collision_probability)",
                    frequency_oracle=oracle)
 
 
-@_catalog_entry
+@catalog_entry
 def hadamard_response(epsilon0: float, num_outputs: int, blocks: int = 1,
                       domain_size: int | None = None) -> Randomizer:
     """Hadamard response with K outputs in B blocks of b = K/B (a power of two), s = b/2.
@@ -615,7 +381,7 @@ def hadamard_response(epsilon0: float, num_outputs: int, blocks: int = 1,
     see ``_set_boost_vr``). ``variation_ratio`` is the larger-β one with the generic s.
     Up to B·(b − 1) inputs; ``domain_size`` defaults to that.
 
-    Lower bound (trinomial projections, :func:`_boost_sets_projection`): the pair with the largest
+    Lower bound (trinomial projections, :func:`boost_sets_projection`): the pair with the largest
     |C0 \\ C1| onto (C0 \\ C1, C1 \\ C0) with the others at x⁰; and the others all at a third
     input y with S_j = C_j \\ (C_{1−j} ∪ C_y): within a block, x⁰, x¹ on rows 1, 2 and y on
     row 3 = row 1 ⊙ row 2 (Sylvester: H[i, ·]·H[j, ·] = H[i XOR j, ·]), whose +1 positions are where
@@ -624,9 +390,9 @@ def hadamard_response(epsilon0: float, num_outputs: int, blocks: int = 1,
     |S_j| = s) or else on row 2 of x⁰'s block (|S0| = s/2, |S1| = s). Sizes are counted from the
     explicit sets. (ε0 = 4, K = 64, B = 1, n = 1e4, δ = 1e-8: lower ε 0.35, was 0.254.)
     """
-    eps0 = _epsilon0(epsilon0)
-    k_out = _integer("num_outputs", num_outputs, 2)
-    n_blocks = _integer("blocks", blocks, 1, k_out // 2)
+    eps0 = check_epsilon0(epsilon0)
+    k_out = integer_parameter("num_outputs", num_outputs, 2)
+    n_blocks = integer_parameter("blocks", blocks, 1, k_out // 2)
     if k_out % n_blocks:
         raise ValueError(f"num_outputs must be divisible by blocks, got {k_out} and {n_blocks}")
     b = k_out // n_blocks
@@ -637,7 +403,7 @@ def hadamard_response(epsilon0: float, num_outputs: int, blocks: int = 1,
         raise ValueError(f"num_outputs and blocks must leave room for at least 2 inputs "
                          f"(blocks*(num_outputs/blocks - 1) >= 2), got num_outputs={k_out}, "
                          f"blocks={n_blocks}")
-    d = capacity if domain_size is None else _integer("domain_size", domain_size, 2, capacity)
+    d = capacity if domain_size is None else integer_parameter("domain_size", domain_size, 2, capacity)
     s = b // 2
     e = math.exp(eps0)
     g = 1.0 / (s * e + k_out - s)
@@ -649,7 +415,7 @@ def hadamard_response(epsilon0: float, num_outputs: int, blocks: int = 1,
     cover = [VariationRatioBound([_set_boost_vr(e, k_out, s, m)]) for _, m in kinds]
     m_max = max(m for _, m in kinds)
     beta_max = m_max * (e - 1.0) * g
-    summary = VariationRatio(_up(e), beta_max, _up(e))
+    summary = VariationRatio(ratio_up(e), beta_max, ratio_up(e))
     published_m = s / 2.0 if n_blocks == 1 else float(s)
     published = (e, published_m * (e - 1.0) * g, e, e)
     h = hadamard(b)
@@ -672,9 +438,9 @@ def hadamard_response(epsilon0: float, num_outputs: int, blocks: int = 1,
         third = next((y for y in ((2, 1), (0, 2)) if y in inputs), None)
         if third is not None:
             triples.append(((0, 1), (1, 1), third))
-    extra = [_boost_sets_projection(e * g, g, boosted(x0), boosted(x1), boosted(y))
+    extra = [boost_sets_projection(e * g, g, boosted(x0), boosted(x1), boosted(y))
              for x0, x1, y in triples]
-    lower = _projection_lower(victim0, victim1, [victim0],
+    lower = projection_lower(victim0, victim1, [victim0],
                               f"Hadamard response K={k_out}, B={n_blocks}: pair with |C0\\C1|={m_max}",
                               extra=extra)
     return Randomizer("hadamard_response",
@@ -694,7 +460,7 @@ def _set_response(name: str, eps0: float, outputs: int, set_size: int, differenc
     generic-share VariationRatio at their largest m (valid for smaller m by monotonicity in β).
     Lower bound: the pair with the largest m, others at x⁰; and, if ``third_sizes`` = (|S0|, |S1|)
     is given (a third input y with S_j = C_j \\ (C_{1−j} ∪ C_y) of those sizes for that pair),
-    the others all at y (:func:`_boost_projection`).
+    the others all at y (:func:`boost_projection`).
     """
     e = math.exp(eps0)
     g = 1.0 / (set_size * e + outputs - set_size)
@@ -707,22 +473,22 @@ def _set_response(name: str, eps0: float, outputs: int, set_size: int, differenc
         kinds.append(max(partial))
     cover = [VariationRatioBound([_set_boost_vr(e, outputs, set_size, m)]) for m in kinds]
     m_max = max(positive)
-    summary = VariationRatio(_up(e), m_max * (e - 1.0) * g, _up(e))
+    summary = VariationRatio(ratio_up(e), m_max * (e - 1.0) * g, ratio_up(e))
     matrix = None
     if sets is not None and len(sets) * outputs <= MAX_MATRIX_CELLS:
         matrix = np.full((len(sets), outputs), g)
         for x, members in enumerate(sets):
             matrix[x, members] = e * g
     victim0, victim1 = (m_max * e * g, m_max * g), (m_max * g, m_max * e * g)
-    extra = [] if third_sizes is None else [_boost_projection(e * g, g, *third_sizes)]
-    lower = _projection_lower(victim0, victim1, [victim0], f"{name}: pair with |C0\\C1|={m_max}",
+    extra = [] if third_sizes is None else [boost_projection(e * g, g, *third_sizes)]
+    lower = projection_lower(victim0, victim1, [victim0], f"{name}: pair with |C0\\C1|={m_max}",
                               extra=extra)
     return Randomizer(name, params, cover, variation_ratio=summary, matrix=matrix,
                       lower_bound=lower,
                       published=(e, published_difference * (e - 1.0) * g, e, e))
 
 
-@_catalog_entry
+@catalog_entry
 def pckv_grr(epsilon0: float, domain_size: int, set_size: int) -> Randomizer:
     """PCKV-GRR as parametrised in Wang et al., arXiv:2304.05007: β = s(e − 1)/(s·e + 2d − s),
     p = q = e.
@@ -740,11 +506,11 @@ def pckv_grr(epsilon0: float, domain_size: int, set_size: int) -> Randomizer:
     disjoint victim pair covered here (smaller TV).
 
     Lower bound: the disjoint pair, others at x⁰, and (at least three sets) others at a third
-    input whose set is disjoint from both: S_j = C_j, |S_j| = s (:func:`_boost_projection`).
+    input whose set is disjoint from both: S_j = C_j, |S_j| = s (:func:`boost_projection`).
     """
-    eps0 = _epsilon0(epsilon0)
-    d = _integer("domain_size", domain_size, 1)
-    s = _integer("set_size", set_size, 1, d)
+    eps0 = check_epsilon0(epsilon0)
+    d = integer_parameter("domain_size", domain_size, 1)
+    s = integer_parameter("set_size", set_size, 1, d)
     outputs = 2 * d
     sets = [np.arange(i * s, (i + 1) * s) for i in range(outputs // s)] if outputs // s >= 2 else None
     third = (s, s) if outputs // s >= 3 else None  # a third disjoint set: S_j = C_j
@@ -752,7 +518,7 @@ def pckv_grr(epsilon0: float, domain_size: int, set_size: int) -> Randomizer:
                          {"epsilon0": eps0, "domain_size": d, "set_size": s}, s, third)
 
 
-@_catalog_entry
+@catalog_entry
 def collision(epsilon0: float, domain_size: int, output_length: int, set_size: int) -> Randomizer:
     """(d, s)-collision with output length l: input x boosts the cyclic window
     C_x = {x·s, …, x·s + s − 1} mod l (prob. e·g, g = 1/(s·e + l − s)).
@@ -769,12 +535,12 @@ def collision(epsilon0: float, domain_size: int, output_length: int, set_size: i
     seed).
 
     Lower bound: the pair (0, 1), others at 0; and others all at the third input whose window
-    covers least of C0 Δ C1 (:func:`_collision_third_sizes`, :func:`_boost_projection`).
+    covers least of C0 Δ C1 (:func:`_collision_third_sizes`, :func:`boost_projection`).
     """
-    eps0 = _epsilon0(epsilon0)
-    d = _integer("domain_size", domain_size, 2)
-    l = _integer("output_length", output_length, 2)
-    s = _integer("set_size", set_size, 1, l - 1)
+    eps0 = check_epsilon0(epsilon0)
+    d = integer_parameter("domain_size", domain_size, 2)
+    l = integer_parameter("output_length", output_length, 2)
+    s = integer_parameter("set_size", set_size, 1, l - 1)
     sets = [(x * s + np.arange(s)) % l for x in range(d)] if d * l <= MAX_MATRIX_CELLS else None
     # windows of inputs x < x' start (x' − x)·s apart on the cycle of length l
     differences = set()
@@ -807,7 +573,7 @@ def _collision_third_sizes(d: int, l: int, s: int) -> tuple[int, int] | None:
     return best
 
 
-@_catalog_entry
+@catalog_entry
 def sampling_rappor(epsilon0: float, domain_size: int, sample_size: int, *,
                     sampled_bits: bool = False) -> Randomizer:
     """Sampling RAPPOR, s of d. Two implementations, with different valid β.
@@ -837,9 +603,9 @@ def sampling_rappor(epsilon0: float, domain_size: int, sample_size: int, *,
     with the others at x⁰ or at a third value y, and the third-bit projection
     (:func:`_unary_third_bit_projection`). ``sampled_bits=True``: the matrix analyzer's instances.
     """
-    eps0 = _epsilon0(epsilon0)
-    d = _integer("domain_size", domain_size, 2)
-    s = _integer("sample_size", sample_size, 1, d)
+    eps0 = check_epsilon0(epsilon0)
+    d = integer_parameter("domain_size", domain_size, 2)
+    s = integer_parameter("sample_size", sample_size, 1, d)
     h = math.exp(eps0 / 2.0)
     a, b = h / (h + 1.0), 1.0 / (h + 1.0)
     base_beta = (h - 1.0) / (h + 1.0)
@@ -851,20 +617,20 @@ def sampling_rappor(epsilon0: float, domain_size: int, sample_size: int, *,
         lam = s / d
         own_one = lam * a + (1.0 - lam) * b  # P[bit x = 1 | input x]; every other bit: Bern(b)
         # exact ratio of a unary encoding with one-probabilities (t, b): t·a/(b·(1 − t)) ≤ e^ε0
-        p_exact = min(_up(e), _up(own_one * a / (b * (1.0 - own_one))))
+        p_exact = min(ratio_up(e), ratio_up(own_one * a / (b * (1.0 - own_one))))
         vr = VariationRatio(p_exact, lam * base_beta, p_exact)
         two_types = _unary_two_types(p_exact, lam * base_beta, own_one, b)
         matrix = _unary_matrix(d, a, b, mix_zero=1.0 - lam)
         victim0 = (a * own_one, b * (1.0 - own_one))
         victim1 = (victim0[1], victim0[0])
         others = [victim0] + ([(a * b, a * b)] if d >= 3 else [])
-        lower = _projection_lower(victim0, victim1, others, f"sampling RAPPOR s={s}, d={d}",
+        lower = projection_lower(victim0, victim1, others, f"sampling RAPPOR s={s}, d={d}",
                                   extra=[_unary_third_bit_projection(own_one, b)] if d >= 3 else [])
-        return _single("sampling_rappor", params, vr, alternatives=[two_types], matrix=matrix,
+        return single_entry("sampling_rappor", params, vr, alternatives=[two_types], matrix=matrix,
                        lower=lower, published=published)
     hit = 1.0 - math.comb(d - 2, s) / math.comb(d, s)
     p = e if s >= 2 else h
-    vr = VariationRatio(_up(p), hit * base_beta, _up(p))
+    vr = VariationRatio(ratio_up(p), hit * base_beta, ratio_up(p))
     matrix = None
     subsets = math.comb(d, s)
     if d * subsets * 2**s <= MAX_MATRIX_CELLS:
@@ -875,215 +641,21 @@ def sampling_rappor(epsilon0: float, domain_size: int, sample_size: int, *,
                 cols.append((subset, x_bits))
         matrix = np.array([[math.prod((a if (j == x) == bit else b) for j, bit in zip(sub, xb))
                             / subsets for sub, xb in cols] for x in range(d)])
-    return _single("sampling_rappor", params, vr, matrix=matrix, lower=_matrix_lower(matrix),
+    return single_entry("sampling_rappor", params, vr, matrix=matrix, lower=matrix_lower(matrix),
                    published=published,
                    notes="sampled bits: published beta invalid; exact TV used")
 
 
-# -- continuous LDP randomizers -----------------------------------------------------------------
-@_catalog_entry
-def laplace(epsilon0: float) -> Randomizer:
-    """Laplace mechanism on [0, 1]: y = x + Lap(1/ε0). p = q = e, β = 1 − e^{−ε0/2} (published).
-
-    TV of two Laplace laws whose centres are Δ·scale apart is 1 − e^{−Δ/2}; the worst pair is
-    (0, 1). Generic neutral share. Lower bound: pair (0, 1), others all at 0, projected to
-    {y < 1/2} (binary) or to the two tails {y ≤ 1/2 − w}, {y ≥ 1/2 + w} for w ∈ {0.2, 0.3, 0.4}
-    (:func:`_laplace_tails_projection`; ε0 = 4, n = 1e4, δ = 1e-8: lower ε 0.29, was 0.17).
-    """
-    eps0 = _epsilon0(epsilon0)
-    return _laplace("laplace", eps0, eps0, {"epsilon0": eps0})
-
-
-@_catalog_entry
-def metric_laplace(d01: float, d_max: float) -> Randomizer:
-    """Metric-LDP Laplace on R with d(x, x') = |x − x'|/scale: victim distance d01, the largest
-    distance from a victim input to any user's input d_max ≥ d01.
-
-    p = e^{d01}, β = 1 − e^{−d01/2}, q = e^{d_max} (published). Generic neutral share.
-    """
-    dist = check_epsilon0(d01, "d01")
-    dmax = check_epsilon0(d_max, "d_max")
-    if dmax < dist:
-        raise ValueError(f"d_max must be >= d01 = {dist!r}, got {dmax!r}")
-    return _laplace("metric_laplace", dist, dmax, {"d01": dist, "d_max": dmax})
-
-
-def _laplace(name: str, d01: float, dmax: float, params: dict[str, object]) -> Randomizer:
-    p, q = math.exp(d01), math.exp(dmax)
-    beta = -math.expm1(-d01 / 2.0)
-    vr = VariationRatio(_up(p), beta, _up(q))
-    half_tail = 0.5 * math.exp(-d01 / 2.0)
-    victim0, victim1 = (1.0 - half_tail, half_tail), (half_tail, 1.0 - half_tail)
-    lower = _projection_lower(victim0, victim1, [victim0], f"{name}: sign of y - midpoint",
-                              extra=[_laplace_tails_projection(d01, w) for w in _LAPLACE_GAPS])
-    return _single(name, params, vr, lower=lower, published=(p, beta, q, q))
-
-
-_LAPLACE_GAPS = (0.2, 0.3, 0.4)
-
-
-def _laplace_tails_projection(distance: float, gap: float) -> Projection:
-    """Laplace laws of unit scale centred at x⁰ = 0 and x¹ = D (``distance``), others all at x⁰:
-    S0 = (−∞, t0], S1 = [t1, ∞), t0 = D(1/2 − w), t1 = D(1/2 + w), w = ``gap`` ∈ [0, 1/2]
-    (the middle band (t0, t1), where the two laws are nearly equally likely, is dropped).
-
-    For 0 ≤ t0 ≤ t1 ≤ D: P_0(Y ≤ t0) = 1 − e^{−t0}/2, P_0(Y ≥ t1) = e^{−t1}/2,
-    P_D(Y ≤ t0) = e^{−(D − t0)}/2, P_D(Y ≥ t1) = 1 − e^{−(D − t1)}/2 (Laplace CDF on each side
-    of its centre); the others have the law of x⁰.
-    """
-    t0, t1 = distance * (0.5 - gap), distance * (0.5 + gap)
-    at_zero = (1.0 - 0.5 * math.exp(-t0), 0.5 * math.exp(-t1))
-    at_distance = (0.5 * math.exp(-(distance - t0)), 1.0 - 0.5 * math.exp(-(distance - t1)))
-    return (at_zero, at_distance, at_zero)
-
-
-@_catalog_entry
-def piecewise(epsilon0: float) -> Randomizer:
-    """Piecewise mechanism on [−1, 1] (Wang et al. 2019): output in [−C, C], C = (h + 1)/(h − 1),
-    h = e^{ε0/2}; density p_hi = (e − h)/(2h + 2) on [l(x), l(x) + C − 1], l(x) = (C + 1)x/2 − (C − 1)/2,
-    and p_hi/e elsewhere.
-
-    For x = ±1 the high intervals [−C, −1] and [1, C] are disjoint, so
-    β = (p_hi − p_hi/e)(C − 1) = (e − 1)/(e + h) (published), p = q = e. Generic neutral share.
-    Lower bound: project onto ([−C, −1], [1, C], rest), others at −1; and others all at 0, whose
-    high interval is [−(C − 1)/2, (C − 1)/2], with the restricted sets S0 = [−C, −m],
-    S1 = [m, C], m = max(1, (C − 1)/2), of length L = C − m each (:func:`_boost_projection`):
-    S0 lies in −1's high interval and outside those of 1 and 0, so the masses are
-    x⁰ = −1: (p_hi·L, p_lo·L), x¹ = 1: (p_lo·L, p_hi·L), others (p_lo·L, p_lo·L), p_lo = p_hi/e
-    (ε0 = 4, n = 1e4, δ = 1e-8: lower ε 0.483, was 0.375; upper 0.487).
-    """
-    eps0 = _epsilon0(epsilon0)
-    e, h = math.exp(eps0), math.exp(eps0 / 2.0)
-    beta = (e - 1.0) / (e + h)
-    vr = VariationRatio(_up(e), beta, _up(e))
-    big_c = (h + 1.0) / (h - 1.0)
-    p_hi = (e - h) / (2.0 * h + 2.0)
-    hi_mass, lo_mass = p_hi * (big_c - 1.0), p_hi / e * (big_c - 1.0)
-    victim0, victim1 = (hi_mass, lo_mass), (lo_mass, hi_mass)
-    outside_middle = big_c - max(1.0, (big_c - 1.0) / 2.0)  # length of S0 = S1 for others at 0
-    lower = _projection_lower(victim0, victim1, [victim0], "piecewise: high intervals of -1 and 1",
-                              extra=[_boost_projection(p_hi, p_hi / e, outside_middle, outside_middle)])
-    return _single("piecewise", {"epsilon0": eps0}, vr, lower=lower, published=(e, beta, e, e))
-
-
-@_catalog_entry
-def duchi(epsilon0: float) -> Randomizer:
-    """Duchi et al. (1-D): output ±B with P(+B | x) = 1/2 + x(e − 1)/(2(e + 1)), x ∈ [−1, 1].
-
-    Worst-case β = (e − 1)/(e + 1), p = q = e. On inputs ±1 it is binary randomized response, so
-    the binary RR profile is a lower bound.
-    """
-    eps0 = _epsilon0(epsilon0)
-    vr = VariationRatio.worst_case(eps0)
-    return _single("duchi", {"epsilon0": eps0}, vr, lower=_binary_rr_lower(eps0),
-                   published=(vr.p, vr.beta, vr.q0, vr.q1))
-
-
-@_catalog_entry
-def harmony(epsilon0: float, dimension: int) -> Randomizer:
-    """Harmony (Nguyen et al. 2016): sample one of the `dimension` coordinates, report Duchi's ±
-    on it. Worst-case β, p = q = e (inputs (1, …, 1) vs (−1, …, −1) give binary RR on the sign,
-    which is also the lower-bound instance).
-    """
-    eps0 = _epsilon0(epsilon0)
-    dim = _integer("dimension", dimension, 1)
-    vr = VariationRatio.worst_case(eps0)
-    return _single("harmony", {"epsilon0": eps0, "dimension": dim}, vr,
-                   lower=_binary_rr_lower(eps0), published=(vr.p, vr.beta, vr.q0, vr.q1))
-
-
-# -- metric LDP ----------------------------------------------------------------------------------
-@_catalog_entry
-def metric_ldp(d01: float, d0_max: float, d1_max: float | None = None) -> Randomizer:
-    """General metric-LDP randomizer: R(a) ≤ e^{d(a,b)} R(b).
-
-    p = e^{d01}, β = (e^{d01} − 1)/(e^{d01} + 1), q0 = e^{d0_max}, q1 = e^{d1_max} where
-    dj_max = max over users' inputs c of d(x^j, c) (≥ d01, since x^{1−j} is a possible input).
-    Worst-case β for p, so w = 0. No finite instance: lower bound 0.
-    """
-    dist = check_epsilon0(d01, "d01")
-    d0 = check_epsilon0(d0_max, "d0_max")
-    d1 = d0 if d1_max is None else check_epsilon0(d1_max, "d1_max")
-    for name, value in (("d0_max", d0), ("d1_max", d1)):
-        if value < dist:
-            raise ValueError(f"{name} must be >= d01 = {dist!r}, got {value!r}")
-    p = math.exp(dist)
-    beta = math.tanh(dist / 2.0)
-    vr = VariationRatio(_up(p), beta, _up(math.exp(d0)), q1=_up(math.exp(d1)))
-    return _single("metric_ldp", {"d01": dist, "d0_max": d0, "d1_max": d1}, vr,
-                   published=(p, beta, math.exp(d0), math.exp(d1)))
-
-
-# -- multi-message protocols (published parameters, upper bounds only) ---------------------------
-@_catalog_entry
-def balcer_binary_summation(coin_probability: float) -> Randomizer:
-    """Balcer et al. binary summation with coin probability c: p = ∞, β = 1, q = max(1/c, 1/(1−c))."""
-    c = check_range("coin_probability", coin_probability, 0.0, 1.0, low_open=True, high_open=True)
-    q = max(1.0 / c, 1.0 / (1.0 - c))
-    vr = VariationRatio(math.inf, 1.0, q)
-    return _single("balcer_binary_summation", {"coin_probability": c}, vr,
-                   published=(math.inf, 1.0, q, q), notes="multi-message; no lower-bound instance")
-
-
-@_catalog_entry
-def cheu_binary_summation(flip_probability: float) -> Randomizer:
-    """Cheu et al. binary summation with flip probability f ∈ (0, 1/2):
-    p = (1 − f)²/f², β = 1 − 2f, q = (1 − f)/f."""
-    f = check_range("flip_probability", flip_probability, 0.0, 0.5, low_open=True, high_open=True)
-    p, beta, q = (1.0 - f) ** 2 / f**2, 1.0 - 2.0 * f, (1.0 - f) / f
-    vr = VariationRatio(_up(p), beta, _up(q))
-    return _single("cheu_binary_summation", {"flip_probability": f}, vr, published=(p, beta, q, q),
-                   notes="multi-message; no lower-bound instance")
-
-
-@_catalog_entry
-def balls_into_bins(num_bins: int, num_special: int) -> Randomizer:
-    """Balls-into-bins with d bins, s special: p = ∞, β = 1, q = d/s (needs 2s ≤ d: r0 + r1 ≤ 1)."""
-    d = _integer("num_bins", num_bins, 2)
-    s = _integer("num_special", num_special, 1, d // 2)
-    q = d / s
-    vr = VariationRatio(math.inf, 1.0, q)
-    return _single("balls_into_bins", {"num_bins": d, "num_special": s}, vr,
-                   published=(math.inf, 1.0, q, q), notes="multi-message; no lower-bound instance")
-
-
-@_catalog_entry
-def mix_dump(flip_probability: float, num_bins: int) -> Randomizer:
-    """mixDUMP with flip probability f on d bins: p = (1 − f)(d − 1)/f,
-    β = ((1 − f)(d − 1) − f)/(d − 1), q = (1 − f)d; f ∈ (0, (d − 1)/d) so that p > 1."""
-    d = _integer("num_bins", num_bins, 2)
-    f = check_range("flip_probability", flip_probability, 0.0, (d - 1.0) / d,
-                    low_open=True, high_open=True)
-    p = (1.0 - f) * (d - 1.0) / f
-    beta = ((1.0 - f) * (d - 1.0) - f) / (d - 1.0)
-    q = (1.0 - f) * d
-    vr = VariationRatio(_up(p), beta, _up(q))
-    return _single("mix_dump", {"flip_probability": f, "num_bins": d}, vr,
-                   published=(p, beta, q, q), notes="multi-message; no lower-bound instance")
-
-
-CATALOG = {
-    "worst_case_ldp": worst_case_ldp,
-    "binary_rr": binary_rr,
-    "krr": krr,
-    "rappor": rappor,
-    "optimized_unary_encoding": optimized_unary_encoding,
-    "subset_selection": subset_selection,
-    "local_hashing": local_hashing,
-    "hadamard_response": hadamard_response,
-    "pckv_grr": pckv_grr,
-    "collision": collision,
-    "sampling_rappor": sampling_rappor,
-    "laplace": laplace,
-    "piecewise": piecewise,
-    "duchi": duchi,
-    "harmony": harmony,
-    "metric_ldp": metric_ldp,
-    "metric_laplace": metric_laplace,
-    "balcer_binary_summation": balcer_binary_summation,
-    "cheu_binary_summation": cheu_binary_summation,
-    "balls_into_bins": balls_into_bins,
-    "mix_dump": mix_dump,
-}
-
-__all__ = list(CATALOG) + list(ALIASES) + ["CATALOG", "ALIASES"]
+__all__ = [
+    "binary_rr",
+    "krr",
+    "rappor",
+    "optimized_unary_encoding",
+    "oue",
+    "subset_selection",
+    "local_hashing",
+    "hadamard_response",
+    "pckv_grr",
+    "collision",
+    "sampling_rappor",
+]

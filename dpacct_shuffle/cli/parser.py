@@ -1,0 +1,324 @@
+"""Argument parsing of ``dpacct-shuffle``: the parser, its option types, and the randomizer and
+progress settings read from the parsed arguments.
+
+Nothing here imports numpy or the bounds at module level, so ``--help`` and ``--version`` stay
+fast; the library is imported when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+from dpacct_shuffle.cli.errors import EXIT_BAD_INPUT, PROG, UsageError
+
+LOWER_BOUND_MAX_USERS = 10**7  # = randomizers.LOWER_BOUND_MAX_USERS (not imported: lean --help)
+MAX_RANGE_COUNT = 1000
+
+
+def positive_integer(what: str) -> Callable[[str], int]:
+    """Parser of a positive integer option given as ``"1000"``, ``"1e6"`` or ``"1_000_000"``;
+    errors say ``what`` must be a positive integer (argparse adds the option's name)."""
+
+    def parse(text: str) -> int:
+        cleaned = text.strip().replace("_", "")
+        try:
+            value = int(cleaned)
+        except ValueError:
+            try:
+                number = float(cleaned)
+            except ValueError:
+                number = math.nan
+            if not math.isfinite(number) or not number.is_integer():
+                raise argparse.ArgumentTypeError(
+                    f"{what} must be a positive integer, got {text!r}") from None
+            value = int(number)
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{what} must be a positive integer (>= 1), got {text!r}")
+        return value
+
+    return parse
+
+
+parse_users = positive_integer("number of users")
+parse_domain = positive_integer("domain size")
+parse_limit = positive_integer("limit")
+
+
+def parse_real(text: str) -> float:
+    """A finite real number (``nan``/``inf`` rejected)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a real number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite real number, got {text!r}")
+    return value
+
+
+def parse_list(convert: Callable[[str], Any], *, log_spaced: bool = False
+               ) -> Callable[[str], list[Any]]:
+    """Comma-separated list (``"1e3,1e4,1e5"``) or a range ``"start:stop:count"`` with
+    2 <= count <= :data:`MAX_RANGE_COUNT` (log-spaced integers if ``log_spaced``, else linear)."""
+
+    def parse(text: str) -> list[Any]:
+        if ":" in text:
+            if text.count(":") != 2:
+                raise argparse.ArgumentTypeError(
+                    f"a range is start:stop:count (e.g. 1e3:1e5:5), got {text!r}")
+            start_s, stop_s, count_s = text.split(":")
+            start, stop = convert(start_s), convert(stop_s)
+            try:
+                count = int(count_s)
+            except ValueError:
+                raise argparse.ArgumentTypeError(
+                    f"the count of start:stop:count must be an integer, got {count_s!r}") from None
+            if not 2 <= count <= MAX_RANGE_COUNT:
+                raise argparse.ArgumentTypeError(
+                    f"the count of start:stop:count must be in [2, {MAX_RANGE_COUNT}], got {count}")
+            if log_spaced:
+                ratio = (stop / start) ** (1.0 / (count - 1))
+                return sorted({int(round(start * ratio ** i)) for i in range(count)})
+            step = (stop - start) / (count - 1)
+            return [start + i * step for i in range(count)]
+        items = [item for item in text.split(",") if item.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(
+                f"expected a comma-separated list or start:stop:count, got {text!r}")
+        return [convert(item) for item in items]
+
+    return parse
+
+
+def parse_param(text: str) -> tuple[str, object]:
+    """``NAME=VALUE`` for ``--param`` (VALUE parsed as int, float, true/false, else string)."""
+    from dpacct_shuffle.randomizers.spec import parse_assignment
+
+    try:
+        return parse_assignment(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--param: {exc}") from None
+
+
+def randomizer_from_args(args: argparse.Namespace) -> Any:
+    """The randomizer selected by ``--randomizer NAME [params]`` or ``--matrix FILE``."""
+    from dpacct_shuffle.randomizers import from_matrix
+    from dpacct_shuffle.randomizers.spec import build_randomizer, read_matrix
+
+    if args.matrix is not None:
+        if args.randomizer is not None:
+            raise UsageError("give either --randomizer or --matrix, not both")
+        return from_matrix(read_matrix(args.matrix), name=Path(args.matrix).stem)
+    if args.randomizer is None:
+        raise UsageError("one of --randomizer NAME or --matrix FILE is required")
+    return build_randomizer(args.randomizer, randomizer_params(args))
+
+
+def randomizer_params(args: argparse.Namespace, *, without_epsilon0: bool = False) -> dict[str, object]:
+    """The catalog parameters given on the command line (--epsilon0, --domain, --param)."""
+    params: dict[str, object] = {}
+    if getattr(args, "epsilon0", None) is not None and not without_epsilon0:
+        params["epsilon0"] = args.epsilon0
+    if getattr(args, "domain", None) is not None:
+        params["domain"] = args.domain
+    for name, value in getattr(args, "param", None) or []:
+        params[name] = value
+    return params
+
+
+def show_progress(args: argparse.Namespace) -> bool:
+    """Progress bars (tqdm, on stderr) unless ``--quiet`` or stderr is not a terminal."""
+    from dpacct_shuffle.progress import is_terminal
+
+    return not getattr(args, "quiet", False) and is_terminal()
+
+
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser whose errors are one line ``dpacct-shuffle: error: ...`` and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{PROG}: error: {message} (see {self.prog} --help)\n")
+
+
+_EXAMPLES = {
+    "main": """examples:
+  dpacct-shuffle epsilon --randomizer krr --epsilon0 2 --domain 100 --users 1e6 --delta 1e-8
+  dpacct-shuffle delta --randomizer worst_case_ldp --epsilon0 1 --users 1e4 --epsilon 0.1
+  dpacct-shuffle calibrate --randomizer krr --domain 100 --users 1e5 --target-epsilon 0.5 --delta 1e-8
+  dpacct-shuffle params --matrix my_randomizer.csv
+  dpacct-shuffle account pipeline.toml --json
+  dpacct-shuffle plot --randomizer krr --domain 100 --epsilon0 2 --users-list 1e3:1e5:5 --output eps.png
+
+exit codes: 0 ok; 2 bad input (one line on stderr); 1 missing optional dependency or file error.""",
+    "epsilon": """examples:
+  dpacct-shuffle epsilon --randomizer krr --epsilon0 2 --domain 100 --users 1e6 --delta 1e-8
+  dpacct-shuffle epsilon --randomizer worst_case_ldp --epsilon0 1 --users 1e4 --delta 1e-6 --compare
+  dpacct-shuffle epsilon --matrix rr3.csv --users 1e4 --delta 1e-8 --json""",
+    "delta": """examples:
+  dpacct-shuffle delta --randomizer krr --epsilon0 2 --domain 10 --users 1e4 --epsilon 0.3""",
+    "calibrate": """examples:
+  # largest eps0 such that 1e5 users get (0.5, 1e-8)-DP
+  dpacct-shuffle calibrate --randomizer krr --domain 100 --users 1e5 --target-epsilon 0.5 --delta 1e-8
+  # smallest number of users for (0.5, 1e-8)-DP at eps0 = 2
+  dpacct-shuffle calibrate --randomizer krr --domain 100 --epsilon0 2 --target-epsilon 0.5 --delta 1e-8""",
+    "params": """examples:
+  dpacct-shuffle params --randomizer krr --epsilon0 2 --domain 100
+  dpacct-shuffle params --matrix rr3.csv --json     # CSV rows = inputs, columns = outputs""",
+    "account": """pipeline file (JSON, or TOML on Python >= 3.11):
+  delta = 1e-8
+  [[steps]]
+  type = "shuffle"          # also: parallel, ldp, dpsgd, gaussian
+  randomizer = { name = "krr", epsilon0 = 2, domain_size = 100 }
+  users = 100000
+  count = 10
+  [[steps]]
+  type = "dpsgd"
+  noise_multiplier = 1.1
+  sampling_probability = 0.01
+  steps = 1000
+
+examples:
+  dpacct-shuffle account pipeline.toml
+  dpacct-shuffle account pipeline.json --delta 1e-6 --json""",
+    "plot": """examples:
+  dpacct-shuffle plot --randomizer krr --randomizer worst_case_ldp --domain 100 --epsilon0 2 \\
+      --users-list 1e3:1e5:6 --delta 1e-8 --output eps_vs_n.png
+  dpacct-shuffle plot --x epsilon0 --randomizer krr --domain 100 --users 1e4 \\
+      --epsilon0-list 0.5:4:8 --delta 1e-8 --output eps_vs_eps0.svg""",
+}
+
+
+def _add_randomizer_options(parser: argparse.ArgumentParser, *, multiple: bool = False,
+                            epsilon0_help: str = "local privacy parameter eps0 of the catalog entry") -> None:
+    group = parser.add_argument_group("randomizer")
+    if multiple:
+        group.add_argument("--randomizer", action="append", metavar="NAME[:k=v,...]",
+                           help="catalog entry (repeat for several), e.g. krr:domain_size=10 or "
+                           "worst_case_ldp; shared options (--domain, --param) apply to the "
+                           "entries that take them")
+    else:
+        group.add_argument("--randomizer", metavar="NAME",
+                           help="catalog entry, e.g. krr, worst_case_ldp (see `params --list`)")
+        group.add_argument("--matrix", metavar="FILE",
+                           help="randomizer matrix, CSV or JSON (rows = inputs, columns = outputs)")
+    group.add_argument("--epsilon0", type=parse_real, metavar="EPS0", help=epsilon0_help)
+    group.add_argument("--domain", type=parse_domain, metavar="D", help="domain size of the entry")
+    group.add_argument("--param", type=parse_param, action="append", metavar="NAME=VALUE",
+                       help="any other parameter of the catalog entry (repeatable)")
+
+
+def _add_sampling_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sampling-probability", type=parse_real, metavar="GAMMA",
+                        help="client sampling: each of the N users reports with probability GAMMA "
+                             "(replace-one; the PLD accountant's value)")
+
+
+def _add_lower_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-lower", action="store_true", help="skip the lower bound")
+    parser.add_argument("--lower-max-users", type=parse_limit, default=LOWER_BOUND_MAX_USERS,
+                        metavar="N", help="compute the lower bound only for n <= N (default 1e7; "
+                        "it takes ~2 s at n = 1e6, ~15 s at 1e7, minutes at 1e8)")
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON object (unrounded floats)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``dpacct-shuffle`` argument parser (sub-commands epsilon, delta, calibrate, params,
+    account, plot)."""
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(prog=PROG, description="Sound privacy accounting for the shuffle model "
+                     "(neutral-aware variation-ratio bounds).", epilog=_EXAMPLES["main"],
+                     formatter_class=formatter)
+    from dpacct_shuffle import __version__
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    p = sub.add_parser("epsilon", help="certified epsilon(delta) of one shuffle round",
+                       description="Certified upper bound on epsilon at a given delta for n users "
+                       "each sending one report; the certified lower bound of an explicit instance "
+                       "is printed where available.", epilog=_EXAMPLES["epsilon"],
+                       formatter_class=formatter)
+    _add_randomizer_options(p)
+    p.add_argument("--users", "-n", type=parse_users, required=True, metavar="N", help="number of users (1e6 ok)")
+    p.add_argument("--delta", type=parse_real, required=True, help="target delta in (0, 1)")
+    _add_lower_options(p)
+    p.add_argument("--compare", action="store_true",
+                   help="also print the FMT closed form and the published pair (labelled)")
+    _add_sampling_option(p)
+    _add_common(p)
+
+    p = sub.add_parser("delta", help="certified delta(epsilon) of one shuffle round",
+                       description="Certified upper bound on delta at a given epsilon (and the "
+                       "lower bound of an explicit instance).", epilog=_EXAMPLES["delta"],
+                       formatter_class=formatter)
+    _add_randomizer_options(p)
+    p.add_argument("--users", "-n", type=parse_users, required=True, metavar="N")
+    p.add_argument("--epsilon", type=parse_real, required=True, help="epsilon >= 0")
+    _add_sampling_option(p)
+    _add_lower_options(p)
+    _add_common(p)
+
+    p = sub.add_parser("calibrate", help="largest eps0 or smallest n for a target (epsilon, delta)",
+                       description="With --users: the largest eps0 of the entry whose shuffled "
+                       "certified delta(target) <= delta. With --epsilon0 (or --matrix): the smallest "
+                       "number of users achieving it.", epilog=_EXAMPLES["calibrate"],
+                       formatter_class=formatter)
+    _add_randomizer_options(p, epsilon0_help="fix eps0 and search the number of users")
+    p.add_argument("--users", "-n", type=parse_users, metavar="N", help="fix n and search eps0")
+    p.add_argument("--target-epsilon", type=parse_real, required=True)
+    p.add_argument("--delta", type=parse_real, required=True)
+    p.add_argument("--max-epsilon0", type=parse_real, default=20.0,
+                   help="search eps0 in [target, this] (default 20)")
+    p.add_argument("--max-users", type=parse_limit, help="search n up to this (default 1e10)")
+    p.add_argument("--rtol", type=parse_real, default=1e-3, help="relative tolerance of the eps0 search")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_common(p)
+
+    p = sub.add_parser("params", help="variation-ratio parameters of an entry or matrix",
+                       description="Variation-ratio parameters (p, beta, q0, q1, alpha, r0, r1, "
+                       "neutral share s) of a catalog entry or of a matrix file.",
+                       epilog=_EXAMPLES["params"], formatter_class=formatter)
+    _add_randomizer_options(p)
+    p.add_argument("--list", action="store_true", help="list the catalog entries and their parameters")
+    _add_common(p)
+
+    p = sub.add_parser("account", help="epsilon of a pipeline file (PLD accountant)",
+                       description="Compose a pipeline (shuffle rounds, parallel rounds, LDP reports, "
+                       "DP-SGD steps) with ShufflePLDAccountant (replace-one neighbours).",
+                       epilog=_EXAMPLES["account"], formatter_class=formatter)
+    p.add_argument("pipeline", help="pipeline file (.json or .toml)")
+    p.add_argument("--delta", type=parse_real, help="override the file's delta")
+    p.add_argument("--epsilon", type=parse_real, help="also/instead report delta at this epsilon")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_common(p)
+
+    p = sub.add_parser("plot", help="epsilon vs n or vs eps0 (needs matplotlib)",
+                       description="Upper bound, lower bound and FMT closed form on one figure.",
+                       epilog=_EXAMPLES["plot"], formatter_class=formatter)
+    _add_randomizer_options(p, multiple=True)
+    p.add_argument("--x", choices=("users", "epsilon0"), default="users", help="x axis (default users)")
+    p.add_argument("--users-list", type=parse_list(parse_users, log_spaced=True), default=[10**3, 10**4, 10**5],
+                   metavar="LIST", help="n values: 1e3,1e4 or start:stop:count (log-spaced)")
+    p.add_argument("--users", "-n", type=parse_users, metavar="N", help="n for --x epsilon0")
+    p.add_argument("--epsilon0-list", type=parse_list(parse_real), default=[0.5, 1.0, 2.0, 3.0, 4.0],
+                   metavar="LIST", help="eps0 values: 0.5,1,2 or start:stop:count")
+    p.add_argument("--delta", type=parse_real, default=1e-8, help="delta (default 1e-8)")
+    p.add_argument("--output", "-o", required=True, help="output file (.png, .svg or .pdf)")
+    p.add_argument("--title", help="figure title")
+    p.add_argument("--no-lower", action="store_true", help="omit the lower bound")
+    p.add_argument("--no-fmt", action="store_true", help="omit the FMT closed form")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_common(p)
+    return parser
+
+
+__all__ = ["LOWER_BOUND_MAX_USERS", "MAX_RANGE_COUNT", "build_parser", "parse_list", "parse_param",
+           "parse_real", "positive_integer", "randomizer_from_args", "randomizer_params",
+           "show_progress"]

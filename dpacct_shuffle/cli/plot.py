@@ -1,0 +1,65 @@
+"""``dpacct-shuffle plot``: ε vs n or ε vs ε0 as a figure (matplotlib, the ``plot`` extra)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import TextIO
+
+from dpacct_shuffle.cli.errors import EXIT_OK, UsageError
+from dpacct_shuffle.cli.output import emit_json
+from dpacct_shuffle.cli.parser import randomizer_params, show_progress
+
+
+def cmd_plot(args: argparse.Namespace, out: TextIO) -> int:
+    """``plot``: ε vs n (``--users LIST``) or ε vs ε0 (``--epsilon0s LIST``) to PNG/SVG.
+
+    Every argument is validated (exit 2) and the output directory checked (exit 1) before
+    matplotlib is looked for (exit 1 with the install hint) and before the sweep starts.
+    """
+    from dpacct_shuffle import plots
+    from dpacct_shuffle.core.validation import check_delta
+    from dpacct_shuffle.randomizers.spec import build_randomizer, randomizer_factory
+
+    suffix = Path(args.output).suffix.lower()
+    if suffix not in (".png", ".svg", ".pdf"):
+        raise UsageError(f"--output must end in .png, .svg or .pdf, got {args.output!r}")
+    names = args.randomizer or []
+    if not names:
+        raise UsageError("plot needs at least one --randomizer NAME")
+    delta = check_delta(args.delta, "--delta")
+    params = randomizer_params(args, without_epsilon0=True)
+    if args.x == "users":
+        users_list = plots.check_users_list(args.users_list, "--users-list")
+        shared = params if args.epsilon0 is None else {**params, "epsilon0": args.epsilon0}
+        entries = {name: build_randomizer(name, shared, lenient=True) for name in names}
+    else:
+        if args.users is None:
+            raise UsageError("plot --x epsilon0 needs --users N")
+        epsilon0_list = plots.check_epsilon0_list(args.epsilon0_list, "--epsilon0-list")
+        factories = {name: randomizer_factory(name, params, lenient=True) for name in names}
+    plots.check_output_path(args.output)
+    plots.require_matplotlib()  # fail before a long sweep
+    progress = show_progress(args)
+    start = time.perf_counter()
+    if args.x == "users":
+        curves = plots.epsilon_vs_users(entries, users_list, delta, lower=not args.no_lower,
+                                        fmt=not args.no_fmt, progress=progress)
+    else:
+        curves = plots.epsilon_vs_epsilon0(factories, epsilon0_list, args.users, delta,
+                                           lower=not args.no_lower, fmt=not args.no_fmt,
+                                           progress=progress)
+    if args.x == "epsilon0":
+        setting = f", n = {args.users}"
+    else:
+        setting = "" if args.epsilon0 is None else f", eps0 = {args.epsilon0:g}"
+    title = args.title or f"shuffle model, delta = {args.delta:g}{setting}"
+    path = plots.draw_curves(curves, args.output, title=title)
+    payload = {"command": "plot", "output": str(path), "seconds": time.perf_counter() - start,
+               "curves": [curve.as_dict() for curve in curves]}
+    if args.json:
+        emit_json(payload, out)
+    else:
+        out.write(f"wrote {path} ({len(curves)} curve(s), {payload['seconds']:.1f} s)\n")
+    return EXIT_OK

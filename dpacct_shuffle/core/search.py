@@ -1,0 +1,185 @@
+"""Searches on a monotone predicate: the one place where a threshold is bracketed and narrowed.
+
+Every search here keeps a *feasible* end (where the predicate holds, e.g. "the certified δ is ≤
+the target") and an *infeasible* end, and returns the feasible end — the point where the
+predicate was evaluated and found true, never an interpolated point. A search for a guarantee
+therefore returns a value whose certificate was checked.
+
+* :func:`bisect` halves a float bracket [feasible, infeasible] (either order) to a relative width
+  or for a fixed number of steps;
+* :func:`smallest_true_integer` bisects integers;
+* :func:`expand_bracket` doubles an end until the predicate flips, with a ceiling;
+* :func:`epsilon_search` finds the smallest ε with a certified δ_upper(ε) ≤ δ by secant steps on
+  ln(−ln δ) against ln ε, safeguarded by bisection.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TypeVar
+
+Number = TypeVar("Number", int, float)
+
+
+def bisect(holds: Callable[[float], bool], feasible: float, infeasible: float, *,
+           rtol: float | None = None, steps: int | None = None) -> float:
+    """The feasible end of the bracket after bisecting it (midpoint ``0.5·(a + b)``).
+
+    Invariant: ``holds(feasible)`` is true (or taken as true) and ``holds(infeasible)`` false; each
+    step evaluates the midpoint and replaces the end on the same side of the predicate. ``feasible``
+    may lie above or below ``infeasible`` (a smallest feasible ε, or a largest feasible ε0).
+
+    Stops after ``steps`` midpoints, or while ``|feasible − infeasible| > rtol·|feasible|`` is
+    false (exactly one of the two must be given). Returns the feasible end.
+    """
+    if (rtol is None) == (steps is None):
+        raise TypeError("bisect needs exactly one of rtol or steps")
+    if steps is not None:
+        for _ in range(steps):
+            middle = 0.5 * (feasible + infeasible)
+            if holds(middle):
+                feasible = middle
+            else:
+                infeasible = middle
+        return feasible
+    while abs(feasible - infeasible) > rtol * abs(feasible):
+        middle = 0.5 * (feasible + infeasible)
+        if holds(middle):
+            feasible = middle
+        else:
+            infeasible = middle
+    return feasible
+
+
+def smallest_true_integer(holds: Callable[[int], bool], low: int, high: int) -> int:
+    """Smallest integer k in [low, high] with ``holds(k)``, for a predicate monotone in k (false
+    then true) and true at ``high`` (which is returned without evaluation if nothing smaller holds).
+
+    Invariant: every k < low fails and ``high`` holds; each step evaluates ``(low + high) // 2``.
+    """
+    while low < high:
+        middle = (low + high) // 2
+        if holds(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+def expand_bracket(holds: Callable[[Number], bool], low: Number, high: Number, *,
+                   ceiling: Number | float = math.inf) -> tuple[Number, Number] | None:
+    """Double ``high`` while ``holds(high)``: returns (low, high) with ``holds(high)`` false and
+    ``low`` the last point found true (the ``low`` given if the first ``high`` fails already).
+
+    ``high`` is capped at ``ceiling``; ``None`` if the predicate still holds at the ceiling. Works
+    for floats and integers (``min(2·high, ceiling)``).
+    """
+    while holds(high):
+        if high >= ceiling:
+            return None
+        low, high = high, min(2 * high, ceiling)
+    return low, high
+
+
+def epsilon_search(delta_upper: Callable[[float], float], delta: float, total_variation: float,
+                   eps_cap: float, guess: float, rtol: float) -> float:
+    """Smallest ε (relative tolerance rtol) with certified δ_upper(ε) ≤ delta.
+
+    ``delta_upper`` must be non-increasing in ε, at most ``total_variation`` at ε = 0 and 0 for
+    ε ≥ ``eps_cap``; ``guess`` is a starting point only.
+
+    Secant iterations on F(u) = ln(−ln δ_upper(e^u)) − ln(−ln delta), u = ln ε: for the Gaussian-like
+    tails of the pair ln δ ≈ −b·ε^γ, so F is nearly affine in u and the secant converges in a few
+    steps. Every evaluated point is recorded as "too small" (δ_upper > delta, the infeasible end)
+    or "feasible"; once the estimate has settled, a feasible point just above it and a too-small
+    point rtol below are probed. Falls back to bisection in the bracket whenever the secant step
+    leaves it. The result is the feasible end: always a point where the certified upper bound was
+    evaluated and found ≤ delta.
+    """
+    if delta >= total_variation:  # δ(0) is at most the victim's TV (post-processing of the victim)
+        return 0.0
+    log_target = -math.log(delta)
+
+    def upper(eps: float) -> float:
+        if eps >= eps_cap:
+            return 0.0
+        return delta_upper(eps)
+
+    def merit(d: float) -> float:
+        """F without the log of ε: ln(−ln δ) − ln(−ln target), ±inf at δ ∈ {0, 1}."""
+        if d <= 0.0:
+            return math.inf
+        if d >= 1.0:
+            return -math.inf
+        return math.log(-math.log(d)) - math.log(log_target)
+
+    lo = 0.0  # largest ε known with δ_upper > delta (ε = 0 qualifies: delta < total_variation)
+    hi = eps_cap if math.isfinite(eps_cap) else math.inf  # smallest known feasible ε
+    points: list[tuple[float, float]] = []  # (u, F) of finite evaluations
+    widths: list[float] = []  # log(hi/lo) before each step since the last bisection
+
+    def record(eps: float) -> bool:
+        nonlocal lo, hi
+        value = upper(eps)
+        feasible = value <= delta
+        if feasible:
+            hi = min(hi, eps)
+        else:
+            lo = max(lo, eps)
+        f = merit(value)
+        if math.isfinite(f):
+            points.append((math.log(eps), f))
+        return feasible
+
+    eps = guess
+    first_guess = eps
+    zero_checked = False
+    record(eps)
+    for _ in range(100):
+        if math.isfinite(hi) and hi - lo <= rtol * hi:
+            break
+        if lo == 0.0 and hi <= 1e-3 * first_guess and not zero_checked:
+            # every ε > 0 tried is feasible, far below the guess: maybe ε = 0 is
+            zero_checked = True
+            if upper(0.0) <= delta:
+                return 0.0
+        # next estimate of the root
+        if len(points) >= 2 and points[-1][1] != points[-2][1]:
+            (u1, f1), (u2, f2) = points[-2], points[-1]
+            estimate = math.exp(min(u2 - f2 * (u2 - u1) / (f2 - f1), 700.0))
+        elif points:
+            u2, f2 = points[-1]
+            # ln δ ≈ −b·ε²: F ≈ 2·(u − u*)
+            estimate = math.exp(min(u2 - f2 / 2.0, 700.0))
+        else:
+            estimate = 2.0 * eps if not math.isfinite(hi) else 0.5 * (lo + hi)
+        bracket_hi = hi if math.isfinite(hi) else 4.0 * max(lo, eps)
+        # bisection (geometric once lo > 0) when the secant leaves the bracket or the bracket's
+        # log-width did not halve over the last three evaluations (a plateau-then-cliff δ, e.g.
+        # tiny β with a neutral share close to 1, stalls the secant)
+        width = math.log(hi / lo) if lo > 0.0 and math.isfinite(hi) else math.inf
+        widths.append(width)
+        stalled = len(widths) >= 4 and not widths[-1] <= 0.5 * widths[-4]
+        if stalled or not (lo < estimate < bracket_hi) or not math.isfinite(estimate):
+            estimate = math.sqrt(lo * bracket_hi) if lo > 0.0 else 0.25 * bracket_hi
+            widths.clear()
+        settled = abs(estimate - eps) <= 0.5 * rtol * estimate
+        if settled:
+            if not hi <= estimate * (1.0 + 0.5 * rtol):
+                # no feasible point close above the estimate yet: probe one just above it
+                eps = min(estimate * (1.0 + 0.25 * rtol), bracket_hi)
+                record(eps)
+                continue
+            # a feasible point sits at the estimate: probe a too-small point rtol below it
+            eps = hi * (1.0 - 0.9 * rtol)
+            if eps <= lo:
+                break
+            record(eps)
+            continue
+        eps = estimate
+        record(eps)
+    return hi
+
+
+__all__ = ["bisect", "epsilon_search", "expand_bracket", "smallest_true_integer"]
