@@ -124,7 +124,7 @@ def test_batched_randomizer_keeps_the_randomizers_rule() -> None:
 
 def test_grid_accountant_uses_the_batched_curve_and_stays_above_the_core() -> None:
     krr = rz.krr(2.0, 100)
-    sizes = [12_000, 12_050, 15_000, 40_000, 41_000, 90_000]
+    sizes = [12_000, 12_050, 40_000]
     grid = ShufflePLDAccountant(users_grid_ratio=1.01)
     for n in sizes:
         grid.compose(ShuffleEvent(krr, n))
