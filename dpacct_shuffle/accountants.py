@@ -84,6 +84,7 @@ from dpacct_shuffle.profiles import (
     ProfileGrid,
     discretization_for_scale,
     honest_users,
+    batched_randomizer,
     ldp_pld,
     loss_scale,
     max_profile,
@@ -278,6 +279,15 @@ def event_on_users_grid(event: dp_event.DpEvent, ratio: float) -> dp_event.DpEve
     return event
 
 
+def _batched(event: dp_event.DpEvent) -> dp_event.DpEvent:
+    """A shuffle round whose randomizer is evaluated with the batched pair curve where it applies
+    (:func:`dpacct_shuffle.profiles.batched_randomizer`); other events unchanged."""
+    if isinstance(event, ShuffleEvent):
+        return ShuffleEvent(batched_randomizer(event.randomizer), event.num_users,
+                            event.honest_fraction)
+    return event
+
+
 def event_epsilon_cap(event: dp_event.DpEvent,
                       relation: NeighborRel = NeighborRel.REPLACE_ONE) -> float:
     """An ε with which ``event`` is pure ε-DP under ``relation``, ``inf`` if none is known.
@@ -459,7 +469,10 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
         ratio r in (1, 2]: user counts are rounded down to the geometric grid ⌊r^j⌋
         (:func:`event_on_users_grid`, sound because the bounds are non-increasing in n), so a
         cohort that changes every round costs one PLD per grid value, cached across rounds and
-        accountants; each round's ε grows by at most about √r − 1 (0.5 % at r = 1.01).
+        accountants; each round's ε grows by at most about √r − 1 (0.5 % at r = 1.01). Each grid
+        value's profile comes from the batched pair curve
+        (:class:`dpacct_shuffle.profiles.BatchedRandomizer`: one pass per n for every ε, at most
+        about 0.3 % above the core's ε) wherever it applies.
 
     Automatic interval. Shuffle rounds and local reports are recorded by :meth:`compose` and
     composed when ε or δ is asked for; other events are composed at once at the current interval
@@ -564,7 +577,7 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
         if error is not None or not do_compose:
             return error
         if self._users_grid_ratio is not None and _is_own(event) and not self._replaying:
-            event = event_on_users_grid(event, self._users_grid_ratio)
+            event = _batched(event_on_users_grid(event, self._users_grid_ratio))
         if self._fixed_discretization is None and not self._replaying:
             self._leaves.append((event, count))
             if _is_own(event):

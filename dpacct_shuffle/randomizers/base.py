@@ -256,9 +256,15 @@ class Randomizer:
         the cover, lowered by every fallback (module docstring)."""
         eps, users = check_epsilon(epsilon), check_num_users(n)
         width = check_range("rtol", rtol, 0.0, 1.0, low_open=True)
-        value = max(bound.delta_at_rtol(eps, users, width) for bound in self.cover)
+        return self.combine(lambda bound: bound.delta_at_rtol(eps, users, width))
+
+    def combine(self, bound_delta: Callable[[PairBound], float]) -> float:
+        """The rule of :meth:`delta` for any evaluation of the entries: the maximum of
+        ``bound_delta`` over the cover, lowered by its value at every fallback (each entry's value
+        must be a certified upper bound for its pairs)."""
+        value = max(bound_delta(bound) for bound in self.cover)
         for bound in self.fallbacks:
-            value = min(value, bound.delta_at_rtol(eps, users, width))
+            value = min(value, bound_delta(bound))
         return value
 
     def epsilon(self, delta: float, n: int) -> float:

@@ -1,0 +1,332 @@
+"""The neutral-aware bound at every ε at once, from the loss law of a dominating pair
+(docs/theory.md, "Batched evaluation from the dominating pair").
+
+The neutral-aware bound (:mod:`dpacct_shuffle.core.bound`) is the hockey-stick divergence of an
+explicit pair of count laws. For a VariationRatio with equal clone rates r0 = r1 = r (q0 = q1) and
+n users, write m_a = pα, m_b = α (the victim's masses on its two clone types), λ = neutral weight
+/ s, and M for the law of (A, B, K, rest) ~ Multinomial(n; r, r, s, ρ). The pair is
+
+    P(a, b, k) = M(a, b, k)·N/n,  Q(a, b, k) = M(a, b, k)·D/n,
+    N = m_a·a/r + m_b·b/r + λk,   D = m_b·a/r + m_a·b/r + λk,
+
+plus a common atom of mass w − λs (M_n(a, b, k)·a/(n·r) = M_{n−1}(a − 1, b, k): the victim is an
+A-clone w.p. m_a, …), and D_{e^ε}(P‖Q) = E_M[(N − e^ε·D)⁺]/n is the core's
+(1/n)·E[(c_A·A + c_B·B + c_K·K)⁺]. With Δ = a − b, c = a + b, κ = (m_a + m_b)/(2r),
+h = (m_a − m_b)/(2r) and T = κc + λk:
+
+    N = T + hΔ,  D = T − hΔ,  privacy loss ℓ(Δ, T) = ln((T + hΔ)/(T − hΔ)).
+
+:func:`batched_delta` builds, once per (VariationRatio, n), a finite pair that dominates this one
+at every e^ε ≥ 0 (three operations, each proven in docs/theory.md), and returns its hockey-stick
+curve, evaluated at any ε by a binary search and two cumulative sums:
+
+1. *Lowering the common level.* Writing N = N' + γ, D = D' + γ with γ ≥ 0, N', D' ≥ 0 in a cell
+   and moving γ·M/n of both laws to a shared atom never lowers a hockey-stick divergence
+   ((x + y)⁺ ≤ x⁺ + y⁺ and (1 − e^ε)⁺ = 0). Within a block of C values [c0, c1], T = κc + λk is
+   lowered to a level t_j ≤ κc0 + λk' of a global geometric grid of ratio 1 + η, with K' ~ Bin(n − c1, s')
+   coupled below K | c ~ Bin(n − c, s') (c ≤ c1).
+2. *Convex order of Δ.* Given the block and the level, the divergence is E[((1 − x)t_j +
+   (1 + x)hΔ)⁺] times the block's weight, convex in Δ. Δ | C = c is a symmetric ±1 walk of c steps
+   (π = 1/2 since r0 = r1), and the c1-step walk is a mean-preserving spread of it, so the block's
+   mixture of walks is replaced by the c1-step walk (E[Δ] = 0 keeps the total mass). Blocks are at
+   most 4η·c0 wide (Var Δ grows by at most 4η relative), single C values when that is below 2, and
+   narrower than c0·(p + 1)/(p − 1) (so t_j − hΔ > 0 stays true for |Δ| ≤ c1).
+3. *Moving P-mass to larger losses.* Mass truncated from the windows of C, K' and Δ is put at the
+   largest loss any of its cells can have (ε0 = ln p for cells of the pair itself; slightly more
+   for cells of a spread block), which can only raise E_P[(1 − e^{ε − L})⁺]; negative losses do not
+   contribute at ε ≥ 0 and are dropped. Cell masses are rounded up by ``_MASS_RTOL`` and losses by
+   ``_LOSS_RTOL`` (the value is non-decreasing in both).
+
+The relative loss error of steps 1–2 is about η (``lowering``); the curve is an upper bound at
+every ε ≥ 0 and about η·dlnδ/dlnε above the exact pair in relative terms.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+from scipy import special
+
+from dpacct_shuffle.core.bound import MAX_EVALUATED_USERS, VariationRatio
+from dpacct_shuffle.core.lazy_import import LazyModule
+from dpacct_shuffle.core.numerics import _band_masses, _neutral_rate, special_function_rtol
+from dpacct_shuffle.core.validation import check_epsilon, check_num_users, check_range
+
+stats = LazyModule("scipy.stats")
+
+DEFAULT_LOWERING = 5e-4
+DEFAULT_BATCHED_TAIL = 1e-18
+# relative error allowed to the masses (log-factorial pmfs, sums, the matrix product): far above
+# their rounding error (log-factorials of magnitude ≤ 2e7 lose ≤ 1e-8 absolute in the exponent)
+_MASS_RTOL = 1e-6
+_LOSS_RTOL = 1e-12
+# cells of the T grid at most (bounds the work for small n, where T spans a wide range)
+_MAX_LEVELS = 20_000
+# cells with P-mass below this join the truncated mass (placed at the largest loss)
+_NEGLIGIBLE_MASS = 1e-30
+# one scipy cdf/sf evaluation costs about this many log-factorial pmf values
+_PMF_PER_CDF = 12
+_LOG_FACTORIAL_SIZE = 1 << 12
+
+
+def supports_batched_delta(vr: object) -> bool:
+    """Whether :func:`batched_delta` applies: a VariationRatio with finite p, β > 0 and equal clone
+    rates r0 = r1 > 0 (q0 = q1: the pair is symmetric)."""
+    return (isinstance(vr, VariationRatio) and math.isfinite(vr.p) and vr.beta > 0.0
+            and vr.alpha > 0.0 and vr.r0 == vr.r1 and vr.r0 > 0.0)
+
+
+_LOG_FACTORIALS = [np.zeros(0)]
+
+
+def _log_factorials(size: int) -> np.ndarray:
+    """ln k! for k = 0 … ≥ size − 1 (scipy's gammaln), from a table grown by doubling."""
+    table = _LOG_FACTORIALS[0]
+    if len(table) < size:
+        length = _LOG_FACTORIAL_SIZE
+        while length < size:
+            length *= 2
+        table = special.gammaln(np.arange(length, dtype=np.float64) + 1.0)
+        _LOG_FACTORIALS[0] = table
+    return table
+
+
+def _binomial_pmf(k: np.ndarray, trials: np.ndarray, rate: float) -> np.ndarray:
+    """P[Bin(trials, rate) = k] from log-factorials, 0 outside 0 ≤ k ≤ trials (integer arrays)."""
+    k, trials = np.broadcast_arrays(k, trials)
+    inside = (k >= 0) & (k <= trials)
+    if rate <= 0.0 or rate >= 1.0:
+        return np.where(inside & (k == (0 if rate <= 0.0 else trials)), 1.0, 0.0)
+    kk = np.where(inside, k, 0)
+    tt = np.where(inside, trials, 0)
+    table = _log_factorials(int(np.max(tt, initial=0)) + 1)
+    log_pmf = (table[tt] - table[kk] - table[tt - kk]
+               + kk * math.log(rate) + (tt - kk) * math.log1p(-rate))
+    return np.where(inside, np.exp(log_pmf), 0.0)
+
+
+def _window(trials: int, rate: float, z: float) -> tuple[int, int, float]:
+    """[lo, hi] = mean ∓ z standard deviations, and the certified mass of Bin(trials, rate) outside
+    it (scipy's cdf/sf, rounded up by special_function_rtol)."""
+    mean = trials * rate
+    half = z * math.sqrt(trials * rate * (1.0 - rate) + 1.0) + 2.0
+    lo = max(0, math.floor(mean - half))
+    hi = min(trials, math.ceil(mean + half))
+    outside = float(stats.binom.cdf(lo - 1, trials, rate)) if lo > 0 else 0.0
+    outside += float(stats.binom.sf(hi, trials, rate)) if hi < trials else 0.0
+    return lo, hi, outside * (1.0 + float(special_function_rtol(trials)))
+
+
+def _blocks(c_lo: int, c_hi: int, lowering: float, p: float) -> tuple[np.ndarray, np.ndarray]:
+    """Block starts c0 and ends c1 covering [c_lo, c_hi] (step 2 of the module docstring)."""
+    spread_limit = (p + 1.0) / (p - 1.0) * (1.0 - 1e-12)
+    starts, ends = [], []
+    c0 = c_lo
+    while c0 <= c_hi:
+        width = max(1, math.floor(4.0 * lowering * c0))
+        c1 = max(c0, min(c_hi, c0 + width - 1, math.floor(c0 * spread_limit)))
+        starts.append(c0)
+        ends.append(c1)
+        c0 = c1 + 1
+    return np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
+
+
+class BatchedDelta:
+    """Hockey-stick curve δ(ε), ε ≥ 0, of a finite pair dominating the neutral-aware pair of one
+    VariationRatio and n users (see the module docstring); build with :func:`batched_delta`.
+
+    Attributes:
+      losses: privacy losses of the positive-loss cells, increasing (rounded up).
+      truncated_mass: P-mass placed at ``top_loss`` (the truncated windows).
+      top_loss: largest loss of any truncated cell.
+    """
+
+    __slots__ = ("losses", "_p_tail", "_q_tail", "truncated_mass", "top_loss", "epsilon0")
+
+    def __init__(self, losses: np.ndarray, masses: np.ndarray, truncated_mass: float,
+                 top_loss: float, epsilon0: float) -> None:
+        order = np.argsort(losses, kind="stable")
+        self.losses = losses[order]
+        masses = masses[order]
+        # Σ_{j ≥ i} P_j and Σ_{j ≥ i} P_j·e^{−ℓ_j} (reverse cumulative sums, one trailing zero)
+        self._p_tail = np.concatenate([np.cumsum(masses[::-1])[::-1], [0.0]])
+        self._q_tail = np.concatenate([np.cumsum((masses * np.exp(-self.losses))[::-1])[::-1],
+                                       [0.0]])
+        self.truncated_mass = truncated_mass
+        self.top_loss = top_loss
+        self.epsilon0 = epsilon0
+
+    def deltas(self, epsilons: np.ndarray) -> np.ndarray:
+        """Upper bounds on δ(ε) at every ε ≥ 0 of ``epsilons`` (0 at and above ε0).
+
+        δ(ε) = Σ_{ℓ_j > ε} P_j(1 − e^{ε − ℓ_j}) = S_P − e^ε·S_Q over the cells above ε, plus the
+        truncated mass's term; the cumulative sums carry a relative error ≤ (cells + 2)·u, covered
+        by adding 1e-12·(S_P + e^ε·S_Q).
+        """
+        eps = np.asarray(epsilons, dtype=np.float64)
+        first = np.searchsorted(self.losses, eps, side="right")
+        s_p = self._p_tail[first]
+        s_q = self._q_tail[first] * np.exp(eps)
+        value = s_p - s_q + 1e-12 * (s_p + s_q)
+        value = value + self.truncated_mass * np.maximum(-np.expm1(eps - self.top_loss), 0.0)
+        value = np.clip(value, 0.0, 1.0)
+        return np.where(eps >= self.epsilon0, 0.0, value)
+
+    def delta(self, epsilon: float) -> float:
+        """Upper bound on δ(ε) at one ε ≥ 0 (:meth:`deltas`, scalar arithmetic)."""
+        eps = check_epsilon(epsilon)
+        if eps >= self.epsilon0:
+            return 0.0
+        first = int(np.searchsorted(self.losses, eps, side="right"))
+        s_p = float(self._p_tail[first])
+        s_q = float(self._q_tail[first]) * math.exp(eps)
+        value = s_p - s_q + 1e-12 * (s_p + s_q)
+        value += self.truncated_mass * max(-math.expm1(eps - self.top_loss), 0.0)
+        return min(1.0, max(0.0, value))
+
+
+def batched_delta(vr: VariationRatio, n: int, lowering: float = DEFAULT_LOWERING,
+                  tail: float = DEFAULT_BATCHED_TAIL) -> BatchedDelta:
+    """The curve of :class:`BatchedDelta` for ``vr`` and n users (cached per arguments).
+
+    Args:
+      vr: a VariationRatio with :func:`supports_batched_delta`.
+      n: number of users ≥ 1 (evaluated at ``MAX_EVALUATED_USERS`` above it: the bound is
+        non-increasing in n).
+      lowering: η in (0, 0.01], the relative loss error allowed to steps 1–2.
+      tail: mass left out of each window (C, K', Δ) in units of standard deviations' tail level.
+    """
+    if not supports_batched_delta(vr):
+        raise ValueError("vr must be a VariationRatio with finite p, beta > 0 and equal clone rates "
+                         f"r0 = r1 (q0 = q1), got {vr!r}")
+    users = min(check_num_users(n), MAX_EVALUATED_USERS)
+    eta = check_range("lowering", lowering, 0.0, 0.01, low_open=True)
+    level = check_range("tail", tail, 1e-300, 1e-6)
+    return _batched_delta(vr, users, eta, level)
+
+
+@functools.lru_cache(maxsize=1024)
+def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> BatchedDelta:
+    r, m_a, m_b, p = vr.r0, vr.p_alpha, vr.alpha, vr.p
+    share = vr.neutral_share
+    lam = vr.neutral_weight / share if share > 0.0 else 0.0
+    r_c = min(2.0 * r, 1.0)
+    k_rate = _neutral_rate(share, r_c) if lam > 0.0 else 0.0
+    kappa = (m_a + m_b) / (2.0 * r)
+    h = (m_a - m_b) / (2.0 * r)
+    # N/n ≤ max(m_a/r, λ)·(a + b + k)/n ≤ max(m_a/r, λ) for every cell, spread cells included
+    factor = max(m_a / r, lam) * (1.0 + 1e-12)
+    z = float(stats.norm.isf(tail)) + 1.0
+
+    # C window: P-mass outside [c_lo, c_hi] ≤ mass of C' ~ Bin(n − 1, r_c) outside [c_lo, c_hi − 1]
+    # (C = C' + V, V ∈ {0, 1} the victim's own type)
+    if users == 1:
+        c_lo, c_hi, truncated = 0, 1, 0.0
+    else:
+        c_lo, c_hi, outside = _window(users - 1, r_c, z)
+        c_hi = min(users, c_hi + 1)
+        truncated = outside * factor
+    starts, ends = _blocks(c_lo, c_hi, eta, p)
+    blocks = len(starts)
+    c_pmf = _binomial_pmf(np.arange(c_lo, c_hi + 1, dtype=np.int64), np.int64(users), r_c)
+    block_mass = np.add.reduceat(c_pmf, starts - c_lo)
+
+    # Δ > 0 axis (negative losses do not contribute at ε ≥ 0): the c1-step walks, truncated above
+    delta_max = int(max(1, min(c_hi, math.ceil(z * math.sqrt(c_hi) + 2.0))))
+    deltas = np.arange(1, delta_max + 1, dtype=np.int64)
+    a_doubled = ends[:, None] + deltas[None, :]
+    walk = np.where(a_doubled % 2 == 0,
+                    _binomial_pmf(a_doubled // 2, ends[:, None], 0.5), 0.0)
+    weights_u = block_mass[:, None] * walk
+    above = stats.binom.sf(np.floor((ends + delta_max) / 2.0), ends, 0.5)
+    truncated += float(np.sum(block_mass * above)) * factor
+
+    # levels t_j = t_min·(1 + g)^j, g = η (at most _MAX_LEVELS levels), from the smallest positive T
+    # in use (T = 0 only for c = k = 0, a cell with N = D = 0)
+    if k_rate > 0.0:
+        k_lo = _window(users - c_hi, k_rate, z)[0] if users > c_hi else 0
+        k_hi = _window(users - c_lo, k_rate, z)[1]
+    else:
+        k_lo = k_hi = 0
+    t_min = kappa * c_lo + lam * k_lo
+    if not t_min > 0.0:
+        t_min = min(kappa, lam) if lam > 0.0 else kappa
+    # (slightly below the lowest level in use, so that the float margin of the cuts keeps it)
+    t_min *= 1.0 - 1e-9
+    t_max = max(kappa * c_hi + lam * k_hi, t_min)
+    growth = max(eta, math.expm1(math.log(t_max / t_min) / _MAX_LEVELS))
+    levels = int(math.floor(math.log(t_max / t_min) / math.log1p(growth))) + 1
+    t_grid = t_min * np.exp(math.log1p(growth) * np.arange(levels, dtype=np.float64))
+
+    # V[b, j] = P[K' in band j of block b], band j = {k: t_j ≤ κc0 + λk < t_{j+1}} (last one open)
+    trials = users - ends
+    if k_rate > 0.0:
+        # first k of each band, moved up by a float margin (a k put in a lower band stays valid)
+        cuts = (t_grid[None, :] - kappa * starts[:, None]) / lam
+        cuts = np.clip(np.ceil(cuts + 1e-9 * np.abs(cuts)), 0, trials[:, None] + 1)
+        cuts = cuts.astype(np.int64)
+        edges = np.concatenate([cuts, (trials + 1)[:, None]], axis=1)
+        mean = trials * k_rate
+        half = z * np.sqrt(mean * (1.0 - k_rate) + 1.0) + 2.0
+        k_first = np.maximum(cuts[:, 0], np.floor(mean - half).astype(np.int64))
+        k_last = np.maximum(k_first, np.minimum(trials, np.ceil(mean + half).astype(np.int64)))
+        span = int(np.max(k_last - k_first)) + 1
+        if blocks * span <= _PMF_PER_CDF * blocks * levels:
+            # pmf of K' over each block's window by log-factorials, summed per band
+            k_pmf = _binomial_pmf(k_first[:, None] + np.arange(span, dtype=np.int64)[None, :],
+                                  trials[:, None], k_rate)
+            cumulative = np.concatenate([np.zeros((blocks, 1)), np.cumsum(k_pmf, axis=1)], axis=1)
+            local = np.clip(edges - k_first[:, None], 0, span)
+            weights_v = np.diff(np.take_along_axis(cumulative, local, axis=1), axis=1)
+            # above each block's pmf window: the band of its first k (lowered to that band's level)
+            top_k = k_first + span
+            beyond = np.where(top_k <= trials, stats.binom.sf(top_k - 1, trials, k_rate), 0.0)
+            top_band = np.maximum(np.sum(cuts <= top_k[:, None], axis=1) - 1, 0)
+            weights_v[np.arange(blocks), top_band] += beyond
+        else:  # few levels per block (large n): band masses from scipy's cdf/sf
+            k_first = cuts[:, 0]
+            weights_v = _band_masses(edges.astype(np.float64), trials[:, None].astype(np.float64),
+                                     k_rate)
+        below = np.where(k_first > 0, stats.binom.cdf(k_first - 1, trials, k_rate), 0.0)
+    else:
+        weights_v = np.zeros((blocks, levels))
+        level_of_block = np.floor(np.log(np.maximum(kappa * starts, t_min) / t_min)
+                                  / math.log1p(growth) * (1.0 - 1e-12) - 1e-9)
+        weights_v[np.arange(blocks), np.clip(level_of_block, 0, levels - 1).astype(np.int64)] = 1.0
+        below = np.zeros(blocks)
+    # the cell c = k = 0 (T = 0) has no P-mass
+    below = np.where(starts == 0, np.maximum(below - (1.0 - k_rate) ** trials, 0.0), below)
+    # levels with t_j ≤ h·c1 (the lowered D could vanish in the block) join the truncated mass
+    too_low = (t_grid[None, :] <= h * ends[:, None] * (1.0 + 1e-9)) & (ends[:, None] > 0)
+    below = below + np.sum(np.where(too_low, weights_v, 0.0), axis=1)
+    weights_v = np.where(too_low, 0.0, weights_v)
+    truncated += float(np.sum(block_mass * below)) * factor
+
+    # cells (Δ, t_j): M-mass by one matrix product, lowered P-mass and loss
+    cell_mass = (weights_u.T @ weights_v).ravel()
+    h_delta = np.repeat(h * deltas.astype(np.float64), levels)
+    t_cells = np.tile(t_grid, len(deltas))
+    p_mass = cell_mass * (t_cells + h_delta) / users * (1.0 + _MASS_RTOL)
+    keep = p_mass > _NEGLIGIBLE_MASS
+    dropped = p_mass[~keep]
+    truncated += float(np.sum(dropped)) * (1.0 + (len(dropped) + 2) * 2.0**-52)
+    losses = np.log1p(2.0 * h_delta[keep] / (t_cells[keep] - h_delta[keep]))
+    losses = losses * (1.0 + _LOSS_RTOL) + 1e-300
+
+    # largest loss of a truncated cell: ε0 for the pair's own cells; a spread block's cells reach
+    # ln((t + h·c1)/(t − h·c1)) at its lowest level in use
+    top_loss = math.log(p)
+    used = weights_v > 0.0
+    if np.any(used):
+        lowest = np.where(used, t_grid[None, :], np.inf).min(axis=1)
+        finite = np.isfinite(lowest) & (ends > 0)
+        spread = np.log1p(2.0 * h * ends[finite] / (lowest[finite] - h * ends[finite]))
+        top_loss = max(top_loss, float(np.max(spread, initial=0.0)))
+    top_loss *= 1.0 + _LOSS_RTOL
+    return BatchedDelta(losses, p_mass[keep], truncated * (1.0 + _MASS_RTOL), top_loss,
+                        vr.epsilon0)
+
+
+__all__ = ["BatchedDelta", "DEFAULT_LOWERING", "batched_delta", "supports_batched_delta"]
