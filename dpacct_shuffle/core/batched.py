@@ -50,8 +50,9 @@ import numpy as np
 from scipy import special
 
 from dpacct_shuffle.core.bound import MAX_EVALUATED_USERS, VariationRatio
+from dpacct_shuffle.core.inner_expectation import band_masses
 from dpacct_shuffle.core.lazy_import import LazyModule
-from dpacct_shuffle.core.numerics import _band_masses, _neutral_rate, special_function_rtol
+from dpacct_shuffle.core.problem import neutral_rate, special_function_rtol
 from dpacct_shuffle.core.validation import check_epsilon, check_num_users, check_range
 
 stats = LazyModule("scipy.stats")
@@ -213,7 +214,7 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
     share = vr.neutral_share
     lam = vr.neutral_weight / share if share > 0.0 else 0.0
     r_c = min(2.0 * r, 1.0)
-    k_rate = _neutral_rate(share, r_c) if lam > 0.0 else 0.0
+    k_rate = neutral_rate(share, r_c) if lam > 0.0 else 0.0
     kappa = (m_a + m_b) / (2.0 * r)
     h = (m_a - m_b) / (2.0 * r)
     # N/n ≤ max(m_a/r, λ)·(a + b + k)/n ≤ max(m_a/r, λ) for every cell, spread cells included
@@ -287,7 +288,7 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
             weights_v[np.arange(blocks), top_band] += beyond
         else:  # few levels per block (large n): band masses from scipy's cdf/sf
             k_first = cuts[:, 0]
-            weights_v = _band_masses(edges.astype(np.float64), trials[:, None].astype(np.float64),
+            weights_v = band_masses(edges.astype(np.float64), trials[:, None].astype(np.float64),
                                      k_rate)
         below = np.where(k_first > 0, stats.binom.cdf(k_first - 1, trials, k_rate), 0.0)
     else:
