@@ -12,6 +12,7 @@ from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.randomizers.catalog.entry import (Projection, binary_rr_lower, boost_projection,
                                                       catalog_entry, integer_parameter,
                                                       projection_lower, single_entry)
+from dpacct_shuffle.randomizers.laplace_levels import LaplaceBlanketBound
 from dpacct_shuffle.randomizers.multilevel import blanket_variation_ratio
 
 
@@ -23,7 +24,10 @@ def laplace(epsilon0: float) -> Randomizer:
     (0, 1). The blanket min_x f_x(y) = e^{−ε0/2}·(ε0/2)·e^{−ε0|y − 1/2|} has mass
     γ = e^{−ε0/2} = 1 − β: the clone pair of
     :func:`~dpacct_shuffle.randomizers.multilevel.blanket_variation_ratio` (neutral share w, not
-    the generic w/e; at ε0 = 4, n = 1e3, δ = 1e-6 upper ε 1.767 → 1.577).
+    the generic w/e; at ε0 = 4, n = 1e3, δ = 1e-6 upper ε 1.767 → 1.577), and the extreme pair
+    (0, 1) dominates every pair at every ε: its whole privacy-loss spectrum is evaluated by
+    :class:`~dpacct_shuffle.randomizers.laplace_levels.LaplaceBlanketBound` (a fallback;
+    1.577 → 1.213 there).
     Lower bound: pair (0, 1), others all at 0, projected to
     {y < 1/2} (binary) or to the two tails {y ≤ 1/2 − w}, {y ≥ 1/2 + w} for w ∈ {0.2, 0.3, 0.4}
     (:func:`_laplace_tails_projection`; ε0 = 4, n = 1e4, δ = 1e-8: lower ε 0.29, was 0.17).
@@ -37,7 +41,10 @@ def metric_laplace(d01: float, d_max: float) -> Randomizer:
     """Metric-LDP Laplace on R with d(x, x') = |x − x'|/scale: victim distance d01, the largest
     distance from a victim input to any user's input d_max ≥ d01.
 
-    p = e^{d01}, β = 1 − e^{−d01/2}, q = e^{d_max} (published). Generic neutral share.
+    p = e^{d01}, β = 1 − e^{−d01/2}, q = e^{d_max} (published). Generic neutral share; with
+    d_max = d01 the inputs lie in an interval of length d01 and the entry is ``laplace(d01)``'s
+    analysis (blanket clone pair and the fallback
+    :class:`~dpacct_shuffle.randomizers.laplace_levels.LaplaceBlanketBound`).
     """
     dist = check_epsilon0(d01, "d01")
     dmax = check_epsilon0(d_max, "d_max")
@@ -59,7 +66,10 @@ def _laplace(name: str, d01: float, dmax: float, params: dict[str, object]) -> R
     victim0, victim1 = (1.0 - half_tail, half_tail), (half_tail, 1.0 - half_tail)
     lower = projection_lower(victim0, victim1, [victim0], f"{name}: sign of y - midpoint",
                               extra=[_laplace_tails_projection(d01, w) for w in _LAPLACE_GAPS])
-    return single_entry(name, params, vr, lower=lower, published=(p, beta, q, q))
+    randomizer = single_entry(name, params, vr, lower=lower, published=(p, beta, q, q))
+    if d01 == dmax:
+        randomizer.fallbacks = (*randomizer.fallbacks, LaplaceBlanketBound(d01))
+    return randomizer
 
 
 _LAPLACE_GAPS = (0.2, 0.3, 0.4)

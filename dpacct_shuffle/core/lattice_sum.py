@@ -1,0 +1,219 @@
+"""Certified (1/n)·E[(Z_1 + … + Z_n)⁺] for i.i.d. Z on a lattice, by nonnegative convolutions.
+
+This evaluates the multi-level expression of :mod:`dpacct_shuffle.core.multilevel` when the
+per-user law has far too many levels for a sum over count vectors (a continuous privacy-loss
+spectrum, docs/theory.md, "Dominating pair of a continuous randomizer").
+
+Lattice measure. :func:`lattice_measure` maps atoms (value v, mass q) to the lattice h·ℤ
+(h a power of two) by the *hat split*: q·(1 − θ) at h·⌊v/h⌋ and q·θ one step above,
+θ = v/h − ⌊v/h⌋. The split keeps each atom's mean and moves mass to the two ends of an interval
+containing v, a convex-order increase (Jensen), and the order is closed under independent sums
+(Shaked and Shanthikumar, "Stochastic Orders", Springer 2007, Section 4.A), so
+E[(ΣZ)⁺] can only grow. θ is exact in floating point (x − ⌊x⌋ is representable); the two masses
+are taken a relative 4u up (u = 2⁻⁵³). The measure need not be a probability: every entry an
+upper bound on the exact one, at a value at least the exact one, gives an upper bound, since
+(Σ v_i)⁺ is non-negative and non-decreasing in every v_i.
+
+Evaluation (:func:`positive_part_mean`). The law of the sum of n users is built by binary powering,
+with three operations, each keeping the invariant "exact ≤ R·computed + E" entrywise, with E a
+non-negative measure of mass ≤ d on values ≤ the largest reachable sum:
+
+* convolution (:func:`nonnegative_convolve`, direct summation, no FFT): every entry is a sum of
+  at most m products of non-negative floats, in whatever order, so it is exact to a relative
+  (m + 1)u; R multiplies, d becomes M_x·d_y + d_x·M_y (M an upper bound on the exact mass);
+* clamping from below at a level L ≤ 0: the mass of a partial sum below L is moved up to L. This
+  replaces a partial sum S by max(S, L) ≥ S and so only raises E[(S + rest)⁺] (soundness never
+  depends on L; L is chosen where a Chernoff bound puts the rest's chance to make up the
+  difference below ``CLAMP_TAIL``, so tightness hardly suffers);
+* dropping the top entries of total mass ≤ ``DROP_TAIL`` and entries below ``TINY_ENTRY`` (no
+  product of two kept entries underflows): their mass goes to d.
+
+The result is (R·Σ_{k > 0} k·h·P(k)·(1 + (K + 2)u) + d·n·h·k_max⁺)/n, rounded up.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+from scipy import special
+
+from dpacct_shuffle.core.rounding import round_loss_up
+from dpacct_shuffle.core.validation import check_num_users
+
+_U = 2.0**-53
+# a partial sum is clamped where the rest of the users make up the difference with E[·⁺] below this
+CLAMP_TAIL = 1e-15
+# the top entries of a partial law are dropped while their total mass stays below this
+DROP_TAIL = 1e-30
+# entries below this are dropped (their mass is accounted): products of kept entries stay normal
+TINY_ENTRY = 1e-150
+_TILTS = np.geomspace(1e-4, 20.0, 90)
+# above this length a convolution runs as a matrix product (blocks of _BLOCK), below numpy.convolve
+_BLAS_LENGTH = 4096
+_BLOCK = 256
+
+
+def nonnegative_convolve(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, int]:
+    """The full convolution of two non-negative vectors by direct summation, and the number m of
+    terms summed per entry (zeros of the padding included): each entry is exact to a relative
+    (m + 1)u, whatever the order of summation, since all terms are non-negative.
+
+    Long vectors: y is cut into blocks of ``_BLOCK``; the Toeplitz matrix of x (a sliding window
+    view) times the matrix of reversed blocks gives every block's convolution with x in one matrix
+    product, added at its shift (the terms of one entry: one dot product per block).
+    """
+    if min(x.size, y.size) <= _BLAS_LENGTH:
+        return np.convolve(x, y), min(x.size, y.size)
+    if x.size < y.size:
+        x, y = y, x
+    blocks = -(-y.size // _BLOCK)
+    padded = np.zeros(blocks * _BLOCK)
+    padded[:y.size] = y
+    reversed_blocks = np.ascontiguousarray(padded.reshape(blocks, _BLOCK)[:, ::-1].T)
+    window = sliding_window_view(np.concatenate([np.zeros(_BLOCK - 1), x, np.zeros(_BLOCK - 1)]),
+                                 _BLOCK)
+    products = window @ reversed_blocks
+    out = np.zeros(x.size + blocks * _BLOCK - 1)
+    rows = products.shape[0]
+    for j in range(blocks):
+        out[j * _BLOCK: j * _BLOCK + rows] += products[:, j]
+    return out[: x.size + y.size - 1], blocks * _BLOCK + blocks
+
+
+def lattice_measure(values: np.ndarray, masses: np.ndarray, spacing: float
+                    ) -> tuple[np.ndarray, int]:
+    """Hat split of atoms (``values``, non-negative ``masses``) onto ``spacing``·ℤ (module doc).
+
+    Returns (measure, offset): entry i carries the mass at (offset + i)·spacing. ``spacing`` must
+    be a power of two (v/h and its fractional part are then exact).
+    """
+    exponent = math.frexp(spacing)
+    if spacing <= 0.0 or exponent[0] != 0.5:
+        raise ValueError(f"spacing must be a positive power of two, got {spacing!r}")
+    values = np.asarray(values, dtype=float)
+    masses = np.asarray(masses, dtype=float)
+    if values.shape != masses.shape or values.ndim != 1 or values.size == 0:
+        raise ValueError("values and masses must be 1-D arrays of the same positive length")
+    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(masses)) and np.all(masses >= 0.0)):
+        raise ValueError("values must be finite and masses finite and >= 0")
+    scaled = values / spacing
+    low = np.floor(scaled)
+    theta = scaled - low  # exact
+    offset = int(low.min())
+    index = (low - offset).astype(np.int64)
+    measure = np.zeros(int(index.max()) + 2)
+    np.add.at(measure, index, masses * (1.0 - theta))
+    np.add.at(measure, index + 1, masses * theta)
+    # products, 1 − θ and the accumulation of at most a few atoms per entry: a relative 4u, and
+    # a sum of many atoms per entry (np.add.at adds them one by one) a relative (count)·u
+    counts = np.bincount(index, minlength=measure.size) + np.bincount(index + 1, minlength=measure.size)
+    measure *= 1.0 + (4.0 + counts) * _U
+    top = np.flatnonzero(measure > 0.0)
+    return measure[: int(top[-1]) + 1] if top.size else measure[:1], offset
+
+
+class _Partial:
+    """A computed measure on the lattice with its certificate: exact ≤ R·values + E,
+    mass(E) ≤ dropped, exact mass ≤ mass_bound (module docstring)."""
+
+    __slots__ = ("values", "offset", "users", "factor", "dropped", "mass_bound")
+
+    def __init__(self, values: np.ndarray, offset: int, users: int, factor: float, dropped: float,
+                 mass_bound: float) -> None:
+        self.values, self.offset, self.users = values, offset, users
+        self.factor, self.dropped, self.mass_bound = factor, dropped, mass_bound
+
+
+def _convolve(x: _Partial, y: _Partial) -> _Partial:
+    values, terms = nonnegative_convolve(x.values, y.values)
+    factor = x.factor * y.factor * (1.0 + 2.0 * (terms + 1) * _U)
+    dropped = (x.mass_bound * y.dropped + x.dropped * y.mass_bound) * (1.0 + 4.0 * _U)
+    return _Partial(values, x.offset + y.offset, x.users + y.users, factor, dropped,
+                    x.mass_bound * y.mass_bound * (1.0 + 2.0 * _U))
+
+
+def _clamp_and_drop(part: _Partial, level: int) -> _Partial:
+    """Mass below index ``level`` moved up to it (if ``level`` is above the offset), then the top
+    entries of total mass ≤ ``DROP_TAIL`` and entries below ``TINY_ENTRY`` dropped."""
+    values, offset = part.values, part.offset
+    if level > offset:
+        cut = level - offset
+        if cut >= values.size:
+            values = np.array([float(np.sum(values)) * (1.0 + (values.size + 2) * _U)])
+        else:
+            below = float(np.sum(values[:cut]))
+            values = values[cut:].copy()
+            values[0] = (values[0] + below) * (1.0 + (cut + 3) * _U)
+        offset = level
+    from_top = np.cumsum(values[::-1])[::-1]
+    keep = from_top > DROP_TAIL
+    keep &= values >= TINY_ENTRY
+    lost = float(np.sum(values[~keep])) * (1.0 + (values.size + 2) * _U)
+    kept = np.flatnonzero(keep)
+    if kept.size == 0:
+        new_values, new_offset = np.zeros(1), offset
+    else:
+        first, last = int(kept[0]), int(kept[-1])
+        new_values = np.where(keep[first:last + 1], values[first:last + 1], 0.0)
+        new_offset = offset + first
+    dropped = (part.dropped + part.factor * lost) * (1.0 + 2.0 * _U)
+    return _Partial(new_values, new_offset, part.users, part.factor, dropped, part.mass_bound)
+
+
+def _clamp_levels(measure: np.ndarray, offset: int, spacing: float, n: int):
+    """Index L(r) below which a partial sum is clamped when r users remain: the largest x with
+    inf_θ e^{θx}·M(θ)^r/(eθ) ≤ ``CLAMP_TAIL`` (a Chernoff bound on E[(x + S_r)⁺], as
+    z⁺ ≤ e^{θz − 1}/θ), at most 0. Tightness only: any level is sound (module docstring)."""
+    positive = measure > 0.0
+    grid = (np.flatnonzero(positive) + offset) * spacing
+    log_mass = np.log(measure[positive])
+    log_mgf = np.array([special.logsumexp(log_mass + theta * grid) for theta in _TILTS])
+    base = math.log(CLAMP_TAIL) + 1.0 + np.log(_TILTS)
+
+    def level(remaining: int) -> int:
+        if remaining <= 0:
+            return 0
+        best = float(np.max((base - remaining * log_mgf) / _TILTS))
+        return min(0, math.floor(best / spacing))
+
+    return level
+
+
+def positive_part_mean(measure: np.ndarray, offset: int, spacing: float, n: int) -> float:
+    """Certified upper bound on (1/n)·E[(Z_1 + … + Z_n)⁺], Z_i i.i.d. from ``measure`` (entry i at
+    (``offset`` + i)·``spacing``; any non-negative measure, module docstring)."""
+    users = check_num_users(n)
+    measure = np.asarray(measure, dtype=float)
+    if measure.ndim != 1 or measure.size == 0 or not np.all(np.isfinite(measure)) \
+            or np.any(measure < 0.0):
+        raise ValueError("measure must be a non-empty 1-D array of finite non-negative masses")
+    top_index = offset + measure.size - 1
+    if top_index <= 0:
+        return 0.0
+    level = _clamp_levels(measure, offset, spacing, users)
+    mass = float(np.sum(measure)) * (1.0 + (measure.size + 2) * _U)
+    power = _clamp_and_drop(_Partial(measure, offset, 1, 1.0, 0.0, mass), level(users - 1))
+    result: _Partial | None = None
+    remaining = users
+    while True:
+        if remaining & 1:
+            result = power if result is None else _convolve(result, power)
+            result = _clamp_and_drop(result, level(users - result.users))
+        remaining >>= 1
+        if not remaining:
+            break
+        power = _convolve(power, power)
+        power = _clamp_and_drop(power, level(users - power.users))
+    assert result is not None and result.users == users
+    index = np.arange(result.values.size) + result.offset
+    positive = index > 0
+    total = float(np.sum(index[positive] * result.values[positive]))
+    total *= spacing * result.factor * (1.0 + (result.values.size + 4) * _U)
+    largest = users * spacing * top_index
+    value = (total + result.dropped * largest) * (1.0 + 4.0 * _U) / users
+    return round_loss_up(value)
+
+
+__all__ = ["lattice_measure", "nonnegative_convolve", "positive_part_mean", "CLAMP_TAIL", "DROP_TAIL", "TINY_ENTRY"]
