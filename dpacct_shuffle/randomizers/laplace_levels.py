@@ -67,8 +67,8 @@ from dpacct_shuffle.randomizers.base import PairBound
 _U = 2.0**-53
 # cells of the discretised extreme pair (equally spaced in the output y over [0, D/2])
 KNOTS = 1024
-# lattice step: the largest power of two ≤ (range of g)/LATTICE_CELLS
-LATTICE_CELLS = 128
+# lattice step: the largest power of two ≤ min(1, (range of g)/LATTICE_CELLS)
+LATTICE_CELLS = 32
 # the bound is evaluated at min(n, MAX_LATTICE_USERS) users (valid: non-increasing in n)
 MAX_LATTICE_USERS = 10_000
 _SEARCH_RTOL = 2e-4
@@ -119,7 +119,7 @@ def reference_atoms(distance: float, epsilon: float) -> tuple[np.ndarray, np.nda
 
 def _spacing(distance: float, epsilon: float) -> float:
     span = (1.0 + math.exp(epsilon)) * math.expm1(distance)
-    return 2.0 ** math.floor(math.log2(span / LATTICE_CELLS))
+    return 2.0 ** math.floor(math.log2(min(1.0, span / LATTICE_CELLS)))
 
 
 @functools.lru_cache(maxsize=4096)
