@@ -91,6 +91,7 @@ from dpacct_shuffle.profiles import (
 )
 from dpacct_shuffle.randomizers.base import LocalPairBound, PairBound, Randomizer, VariationRatioBound
 from dpacct_shuffle.randomizers.matrix import from_matrix
+from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 
 NeighborRel = privacy_accountant.NeighboringRelation
 _SHARE_SHRINK = 1.0 - 1e-12
@@ -291,6 +292,29 @@ def void_matrix_randomizer(randomizer: RandomizerDescription, sampling_probabili
     return from_matrix(void, name=f"void({randomizer.name}, {gamma!r})")
 
 
+def void_personalized_round(round_: PersonalizedShuffle, sampling_probability: float
+                            ) -> PersonalizedShuffle:
+    """The void view of a Poisson-sampled round of users with different randomizers: every user of
+    group g sends R'_g(x) = γ·R_g(x) + (1 − γ)·⊥, all groups on the common outputs plus ⊥, so the
+    sampled round is the shuffle round of these groups (module docstring, "The void view", group by
+    group) and :class:`~dpacct_shuffle.randomizers.PersonalizedShuffle`'s bound for the N users of
+    the population bounds it. γ is rounded up (module docstring, "Floating point"); each R'_g keeps
+    only its matrix and its local bound (the round's bound reads the matrices)."""
+    gamma = check_sampling_probability(sampling_probability)
+    if gamma == 1.0:
+        return round_
+    g_up = _gamma_up(gamma)
+    groups = []
+    for randomizer, count in round_.groups:
+        rows = np.asarray(randomizer.matrix, dtype=float)
+        void = np.hstack([g_up * rows, np.full((rows.shape[0], 1), 1.0 - g_up)])
+        first, second = np.triu_indices(rows.shape[0], 1)
+        local = LocalPairBound(void[first], void[second]) if first.size else LocalPairBound(void, void)
+        groups.append((Randomizer(f"void({randomizer.name}, {gamma!r})", dict(randomizer.parameters),
+                                  [local], variation_ratio=None, matrix=void), count))
+    return PersonalizedShuffle(groups)
+
+
 class _SampledRound:
     """δ(ε) of a Poisson-sampled round, replace-one: min(void view, participant-count bound),
     entry by entry for a catalog Randomizer, and the analyzed void matrix when the randomizer has a
@@ -341,6 +365,9 @@ class _SampledRound:
         if isinstance(randomizer, VariationRatio):
             return self._best(_min_over(void_variation_ratios(randomizer, gamma)),
                               self.bound.delta_upper)
+        if isinstance(randomizer, PersonalizedShuffle):
+            void_round = void_personalized_round(randomizer, gamma)
+            return self._best(lambda epsilon, n: void_round.delta(epsilon, n), self.bound.delta_upper)
         if isinstance(randomizer, Randomizer):
             covers = [self._best(_void_entry(e, gamma), _entry_delta(e)) for e in randomizer.cover]
             fallbacks = [self._best(_void_entry(e, gamma), _entry_delta(e))
@@ -392,7 +419,12 @@ def poisson_sampled_profile(randomizer: RandomizerDescription, num_users: int, s
     """
     gamma = check_sampling_probability(sampling_probability)
     population = check_num_users(num_users, "num_users")
+    if isinstance(randomizer, PersonalizedShuffle) and len(randomizer.groups) == 1:
+        randomizer = randomizer.groups[0][0]  # one group is the homogeneous round of its randomizer
     if neighboring_relation is NeighborRel.ADD_OR_REMOVE_ONE:
+        if isinstance(randomizer, PersonalizedShuffle):
+            raise TypeError("a PersonalizedShuffle (users with different randomizers) is accounted "
+                            "for replace-one neighbours only; ADD_OR_REMOVE_ONE is not supported")
         users = honest_users(population, honest_fraction)
         return PrivacyProfile(_presence_delta(randomizer, gamma, users), math.inf,
                               f"poisson_add_remove({gamma!r}, {randomizer!r}, N={users})")
@@ -412,5 +444,6 @@ __all__ = [
     "check_sampling_probability",
     "poisson_sampled_profile",
     "void_matrix_randomizer",
+    "void_personalized_round",
     "void_variation_ratios",
 ]

@@ -11,12 +11,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dp_accounting import dp_event, privacy_accountant
+
 from dpacct_shuffle.accountants import ShufflePLDAccountant
 from dpacct_shuffle.core import personalized as core_personalized
 from dpacct_shuffle.events import ShuffleEvent
 from dpacct_shuffle.randomizers import (PersonalizedShuffle, binary_rr, from_matrix, krr,
                                         personalized_krr)
 from dpacct_shuffle.pipeline import load_pipeline
+from dpacct_shuffle.sampling import poisson_sampled_profile
 from tests.oracle import _add_user
 
 
@@ -192,3 +195,40 @@ def test_pipeline_step() -> None:
     with pytest.raises(ValueError, match=r"steps\[0\]\.groups\[0\]: unknown key 'cuont'"):
         load_pipeline({"epsilon": 0.5, "steps": [{"type": "personalized_shuffle", "groups": [
             {**groups[0], "cuont": 2}]}]})
+
+
+@pytest.mark.parametrize("domain, groups, gamma, eps, ratio", [
+    (3, [(1.0, 3), (2.0, 3)], 0.5, 0.3, 1.4),  # measured bound/exact 1.28
+    (2, [(0.5, 4), (2.0, 4)], 0.2, 0.2, 2.5),  # measured 2.29
+])
+def test_poisson_sampled_round_against_exact_laws_with_void(domain: int, groups, gamma: float,
+                                                           eps: float, ratio: float) -> None:
+    """Every user of group g sends γ·R_g(x) + (1 − γ)·⊥; the released multiset with the ⊥ counts is
+    the sampled round's release (a bijection for a known population), so its exact worst case is
+    the exact δ of the sampled round."""
+    round_ = personalized_krr(domain, groups)
+    bound = poisson_sampled_profile(round_, round_.num_users, gamma).delta(eps)
+    void = [(np.hstack([gamma * krr(e0, domain).matrix, np.full((domain, 1), 1.0 - gamma)]), count)
+            for e0, count in groups]
+    exact = exact_round_delta(void, eps)
+    assert exact <= bound <= ratio * exact
+    assert bound < round_.delta(eps)  # sampling helps here
+
+
+def test_sampled_round_in_accountant_and_pipeline() -> None:
+    round_ = personalized_krr(2, [(1.0, 6), (2.0, 6)])
+    event = dp_event.PoissonSampledDpEvent(0.3, ShuffleEvent(round_, 12))
+    groups = [{"randomizer": "krr:epsilon0=1,domain_size=2", "users": 6},
+              {"randomizer": "krr:epsilon0=2,domain_size=2", "users": 6}]
+    pipeline = load_pipeline({"epsilon": 0.5, "steps": [{"type": "personalized_shuffle",
+                                                         "groups": groups,
+                                                         "sampling_probability": 0.3}]})
+    assert pipeline.steps[0].event == event
+    delta = ShufflePLDAccountant().compose(event).get_delta(0.5)
+    assert delta >= poisson_sampled_profile(round_, 12, 0.3).delta(0.5) * (1.0 - 1e-9)
+    one_group = personalized_krr(3, [(1.0, 5), (1.0, 5)])
+    assert (poisson_sampled_profile(one_group, 10, 0.3).delta(0.2)
+            == poisson_sampled_profile(krr(1.0, 3), 10, 0.3).delta(0.2))
+    with pytest.raises(TypeError, match="replace-one neighbours only"):
+        poisson_sampled_profile(round_, 12, 0.3, neighboring_relation=(
+            privacy_accountant.NeighboringRelation.ADD_OR_REMOVE_ONE))
