@@ -60,6 +60,7 @@ turns False). Small populations evaluate every configuration.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -73,13 +74,16 @@ from dpacct_shuffle.randomizers.binary_rr_exact import _SUBNORMAL, _binomial_law
 GRID_RATIO = 1.0 + 1e-3
 GRID_START = 1e-6
 # every configuration one by one up to this many (m ≤ (N − 1)/2); block bounds above
-FULL_SEARCH_CONFIGURATIONS = 48
+FULL_SEARCH_CONFIGURATIONS = 64
 SAMPLED_BINARY_RR_RTOL = 1e-2  # relative slack in ε at which a block counts as settled
 SAMPLED_BINARY_RR_FLOOR = 1e-14  # δ below this need not be matched by a lower bound
-SAMPLED_BINARY_RR_MAX_LAWS = 400  # configuration laws evaluated per profile at most
+SAMPLED_BINARY_RR_MAX_LAWS = 64  # configuration laws evaluated per profile at most
+# the accountants' sampled rounds use the exact profile up to this many expected reports γ·(N − 1)
+TRACTABLE_EXPECTED_REPORTS = 400.0
 # truncated mass per binomial window: ≤ this fraction of floor × rtol
 _TRUNCATION_SHARE = 1e-5
 _LEAF_CONFIGURATIONS = 4  # blocks of at most this many configurations are evaluated one by one
+_PROBED_BLOCK = 64  # an unsettled block of at most this many configurations: its middle is evaluated
 _STEP_ERROR = 6.0 * UNIT_ROUNDOFF  # two products, one sum and the rounded a, 1 − a of one step
 _EXTRA_ETA = 20.0 * UNIT_ROUNDOFF  # forming P, Q from L (rounded γ, a, products, sums) and e^ε
 
@@ -133,13 +137,16 @@ def _others_law(ones: int, zeros: int, gamma: float, keep: float, flip: float,
         matrix[row, 1:] = flip * previous[1:] + keep * previous[:-1]
         outflow[row] = outflow[row - 1] + keep * previous[-1] * margin
     law = np.zeros((rows + steps - 1, width))
-    weights1 = counts1.values
+    weights1 = counts1.values[:, None]
+    scratch = np.empty_like(matrix)
     for step in range(steps):  # one more participating holder of 0: reports 1 w.p. 1 − a
-        law[step: step + rows] += (weights1 * counts0.values[step])[:, None] * matrix
+        np.multiply(matrix, weights1 * counts0.values[step], out=scratch)
+        law[step: step + rows] += scratch
         if step + 1 < steps:
             outflow += flip * matrix[:, -1] * margin
-            matrix[:, 1:] = keep * matrix[:, 1:] + flip * matrix[:, :-1]
-            matrix[:, 0] *= keep
+            np.multiply(matrix[:, :-1], flip, out=scratch[:, 1:])
+            matrix *= keep
+            matrix[:, 1:] += scratch[:, 1:]
     operations = float(law.size) * (steps + 4) + float(matrix.size) * (rows + steps + 4)
     rel = (start.rel_error + counts1.rel_error + counts0.rel_error
            + _STEP_ERROR * (rows + steps + 2) + (steps + 4) * UNIT_ROUNDOFF) * (1.0 + 1e-6)
@@ -349,6 +356,24 @@ class SampledBinaryRRProfile:
         relaxed = np.concatenate((np.full(shift, lower[0]), lower[: lower.size - shift]))
         return bool(np.all(upper <= np.maximum(relaxed, self.floor)))
 
+    def _initial_blocks(self) -> list[tuple[int, int]]:
+        """A stack of blocks [0, 0], [1, 1], [2, 3], [4, 7], ... (the worst configurations sit
+        near the ends; add/remove: mirrored from m = N − 1 for the upper half), ends on top."""
+        top = self.last if self.relation == "replace_one" else self.last // 2
+        blocks, first = [], 0
+        while first <= top:
+            last = min(top, max(first, 2 * first - 1) if first else 0)
+            blocks.append((first, last))
+            first = last + 1
+        if self.relation == "add_remove":
+            mirrored = [(self.last - last, self.last - first) for first, last in blocks
+                        if self.last - last > top]
+            if mirrored and mirrored[-1][0] <= top:
+                mirrored[-1] = (top + 1, mirrored[-1][1])
+            blocks = [block for pair in itertools.zip_longest(blocks, mirrored) for block in pair
+                      if block is not None]
+        return blocks[::-1]
+
     def _search(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         epsilons = self._epsilons()
         shift = max(1, int(math.ceil(math.log1p(self.rtol) / math.log(GRID_RATIO))))
@@ -359,19 +384,14 @@ class SampledBinaryRRProfile:
                 lower, upper = self._configuration(m, epsilons)
                 best_lower, best_upper = np.maximum(best_lower, lower), np.maximum(best_upper, upper)
             return epsilons, best_lower, best_upper
-        seeds = sorted({0, 1, 2, 4, 8, self.last // 2, self.last} & set(range(self.last + 1)))
+        seeds = sorted({0, 1, 2, 4, 8} | ({self.last - j for j in (0, 1, 2, 4, 8)}
+                                          if self.relation == "add_remove" else set()))
         for m in seeds:
             lower, upper = self._configuration(m, epsilons)
             best_lower = np.maximum(best_lower, lower)
             best_upper = np.maximum(best_upper, upper)
         evaluated = set(seeds)
-        pending: list[tuple[int, int]] = []
-        first = 0
-        while first <= self.last:  # [0, 0], [1, 1], [2, 3], [4, 7], ...: the ends first
-            last = min(self.last, max(first, 2 * first - 1) if first else 0)
-            pending.append((first, last))
-            first = last + 1
-        pending.reverse()
+        pending = self._initial_blocks()
         while pending:
             first, last = pending.pop()
             if last - first + 1 <= _LEAF_CONFIGURATIONS:
@@ -389,7 +409,7 @@ class SampledBinaryRRProfile:
                 best_upper = np.maximum(best_upper, block_upper)
                 continue
             middle = (first + last) // 2
-            if middle not in evaluated:
+            if last - first + 1 <= _PROBED_BLOCK and middle not in evaluated:
                 evaluated.add(middle)
                 lower, upper = self._configuration(middle, epsilons)
                 best_lower = np.maximum(best_lower, lower)
@@ -400,6 +420,14 @@ class SampledBinaryRRProfile:
     def __repr__(self) -> str:
         return (f"SampledBinaryRRProfile(epsilon0={self.epsilon0!r}, num_users={self.num_users!r}, "
                 f"sampling_probability={self.gamma!r}, relation={self.relation!r})")
+
+
+def is_tractable(num_users: int, sampling_probability: float) -> bool:
+    """Whether the exact profile is cheap enough for the accountants' sampled rounds: 2 ≤ N,
+    0 < γ < 1 and γ·(N − 1) ≤ :data:`TRACTABLE_EXPECTED_REPORTS` (one configuration law costs
+    about (γN)^{3/2} cell updates)."""
+    return (num_users >= 2 and 0.0 < sampling_probability < 1.0
+            and sampling_probability * (num_users - 1) <= TRACTABLE_EXPECTED_REPORTS)
 
 
 @functools.lru_cache(maxsize=8)
@@ -413,5 +441,7 @@ __all__ = [
     "FULL_SEARCH_CONFIGURATIONS",
     "GRID_RATIO",
     "SampledBinaryRRProfile",
+    "TRACTABLE_EXPECTED_REPORTS",
+    "is_tractable",
     "sampled_binary_rr_profile",
 ]
