@@ -18,7 +18,7 @@ from scipy import stats
 from scipy.signal import fftconvolve
 from scipy.special import gammaln, xlogy
 
-from dpacct_shuffle import randomizers
+from dpacct_shuffle import VariationRatio, randomizers
 from dpacct_shuffle.accountants import event_profile
 from dpacct_shuffle.events import ShuffleEvent
 from dpacct_shuffle.profiles import poisson_sampled_shuffle_profile
@@ -180,15 +180,17 @@ def test_stopped_search_stays_certified() -> None:
 def test_accountants_use_the_exact_round(relation, name) -> None:
     """The profile the accountants compose for a PoissonSampledDpEvent of a binary-RR
     ShuffleEvent (:func:`dpacct_shuffle.accountants.event_profile`) is the exact round's: within
-    its certified interval, far below the participant-count bound."""
+    its certified interval, and below the bound of the worst-case ε0-LDP parameters (binary RR
+    is their extremal member; measured 0.57-0.74 of it here)."""
     event = dp_event.PoissonSampledDpEvent(0.1, ShuffleEvent(randomizers.binary_rr(1.0), 1000))
     profile = event_profile(event, relation)
     exact = SampledBinaryRRProfile(1.0, 1000, 0.1, name)
-    counted = poisson_sampled_shuffle_profile(randomizers.binary_rr(1.0), 1000, 0.1)
+    generic = poisson_sampled_profile(VariationRatio.worst_case(1.0), 1000, 0.1,
+                                      neighboring_relation=relation)
     for eps in (0.005, 0.0125):
         lower, upper = exact.delta_interval(eps)
         assert lower <= profile.delta(eps) <= upper
-        assert profile.delta(eps) < 0.5 * counted.delta(eps)
+        assert profile.delta(eps) < 0.8 * generic.delta(eps)
 
 
 @pytest.mark.parametrize("kwargs, match", [
