@@ -342,10 +342,10 @@ def void_personalized_round(round_: PersonalizedShuffle, sampling_probability: f
     for randomizer, count in round_.groups:
         rows = np.asarray(randomizer.matrix, dtype=float)
         void = np.hstack([g_up * rows, np.full((rows.shape[0], 1), 1.0 - g_up)])
-        first, second = np.triu_indices(rows.shape[0], 1)
-        local = LocalPairBound(void[first], void[second]) if first.size else LocalPairBound(void, void)
+        first, second = np.triu_indices(rows.shape[0], 1)  # every pair of inputs (≥ 2 rows)
         groups.append((Randomizer(f"void({randomizer.name}, {gamma!r})", dict(randomizer.parameters),
-                                  [local], variation_ratio=None, matrix=void), count))
+                                  [LocalPairBound(void[first], void[second])],
+                                  variation_ratio=None, matrix=void), count))
     return PersonalizedShuffle(groups)
 
 
