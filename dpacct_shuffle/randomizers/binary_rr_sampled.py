@@ -99,6 +99,8 @@ _PROBED_BLOCK = 64  # an unsettled block of at most this many configurations: it
 # is at most a few times the cost of a configuration's law
 _COMMON_PART_SPAN = 20.0
 _STEP_ERROR = 6.0 * UNIT_ROUNDOFF  # two products, one sum and the rounded a, 1 − a of one step
+# one symmetric user: three products, two sums and the rounded rate, 1 − rate (10u each)
+_SYMMETRIC_STEP_ERROR = 16.0 * UNIT_ROUNDOFF
 _EXTRA_ETA = 20.0 * UNIT_ROUNDOFF  # forming P, Q from L (rounded γ, a, products, sums) and e^ε
 
 
@@ -169,28 +171,31 @@ def _others_law(ones: int, zeros: int, gamma: float, keep: float, flip: float,
     return _CountLaw(law, first1 + first0, k_first, rel + windows, dropped)
 
 
-def _add_symmetric_users(law: _CountLaw, users: int, rate: float, budget: float) -> _CountLaw:
+def _add_symmetric_users(law: _CountLaw, users: int, rate: float, silent: float,
+                         budget: float) -> _CountLaw:
     """``law`` convolved with ``users`` independent users each reporting a fair bit with
-    probability ``rate`` and nothing otherwise (three-tap steps on a grown array; the mass pushed
-    past the last row or column is added to ``dropped``)."""
+    probability ``rate`` and nothing with probability ``silent`` = 1 − rate (both given to a
+    relative 10u; three-tap steps on a grown array; the mass pushed past the last row or column
+    is added to ``dropped``)."""
     if users == 0:
         return law
-    reports = _binomial_law(users, rate, 1.0 - rate, budget)
+    reports = _binomial_law(users, rate, silent, budget)
     grow = reports.offset + reports.values.size  # rows (and columns) the reports can add
     rows, columns = law.values.shape
     values = np.zeros((rows + grow, columns + grow))
     values[:rows, :columns] = law.values
-    half, silent = 0.5 * rate, 1.0 - rate
+    half = 0.5 * rate
     outflow = 0.0
-    margin = 1.0 + law.rel_error + _STEP_ERROR * (users + 2) + 4.0 * UNIT_ROUNDOFF
+    margin = 1.0 + law.rel_error + _SYMMETRIC_STEP_ERROR * (users + 2) + 4.0 * UNIT_ROUNDOFF
     scratch = np.empty_like(values)
     for _ in range(users):
-        outflow += (float(np.sum(values[-1])) + float(np.sum(values[:-1, -1]))) * rate * margin
+        edge = float(np.sum(values[-1])) + float(np.sum(values[:-1, -1]))
+        outflow += edge * rate * margin * (1.0 + (values.shape[0] + values.shape[1] + 4) * UNIT_ROUNDOFF)
         np.multiply(values, half, out=scratch)
         values *= silent
         values[1:, :] += scratch[:-1, :]  # reports 0
         values[1:, 1:] += scratch[:-1, :-1]  # reports 1
-    rel = (law.rel_error + _STEP_ERROR * (users + 2)) * (1.0 + 1e-6)
+    rel = (law.rel_error + _SYMMETRIC_STEP_ERROR * (users + 2)) * (1.0 + 1e-6)
     dropped = law.dropped + outflow * (1.0 + 4.0 * UNIT_ROUNDOFF) + (
         8.0 * float(values.size) * (users + 2) * _SUBNORMAL)
     return _CountLaw(values, law.t_offset, law.k_offset, rel, dropped)
@@ -291,9 +296,10 @@ class SampledBinaryRRProfile:
         self.others = self.num_users - 1
         # a user's message: its own bit w.p. f = γ(2a − 1), else ν (common to both inputs):
         # a fair bit w.p. 2γ(1 − a)/(1 − f), no report otherwise
+        # (rate and silent each to a relative 10u: tanh, the flip and 1 − γ to ~3u, then ≤ 3 roundings)
         self.differing = self.gamma * math.tanh(self.epsilon0 / 2.0)
-        self.symmetric_rate = min(1.0, 2.0 * self.gamma * self.flip / (1.0 - self.differing)
-                                  * (1.0 + 4.0 * UNIT_ROUNDOFF))
+        self.symmetric_rate = 2.0 * self.gamma * self.flip / (1.0 - self.differing)
+        self.symmetric_silent = (1.0 - self.gamma) / (1.0 - self.differing)  # = 1 − rate
         # replace-one: m and N − 1 − m are the same (relabel); add/remove: victim holding 0, all m
         self.last = self.others // 2 if relation == "replace_one" else self.others
         self.budget = self._budget()
@@ -374,7 +380,8 @@ class SampledBinaryRRProfile:
         the grid."""
         self.laws_evaluated += 1
         law = _others_law(holders, others_zero, self.gamma, self.keep, self.flip, self.budget)
-        law = _add_symmetric_users(law, symmetric, self.symmetric_rate, self.budget)
+        law = _add_symmetric_users(law, symmetric, self.symmetric_rate, self.symmetric_silent,
+                                   self.budget)
         zero = _victim_law(law, self.gamma, self.gamma * self.flip, self.gamma * self.keep)
         if self.relation == "replace_one":
             other = _victim_law(law, self.gamma, self.gamma * self.keep, self.gamma * self.flip)
