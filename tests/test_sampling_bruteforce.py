@@ -333,9 +333,11 @@ def _binary_rr_cohort_pairs(eps0: float, population: int, m: int
 
 # The subsampling theorem alone measures 1.41-3.03 on these cases: it bounds both D(B0‖A) and
 # D(B0‖B1) by the m-user profile at one ε. shuffled_cohort_profile also divides Poisson-sampled
-# rounds of the population by P[Bin(N, γ) ≥ m] (docs/theory.md, "Cohorts from Poisson rounds");
-# measured 1.35 and 1.52 on the first two cases, so the ratio asserted is the Poisson bound's own
-# gap times the price of the tail factor.
+# rounds of the population by P[Bin(N, γ) ≥ m] (docs/theory.md, "Cohorts from Poisson rounds").
+# For the binary_rr entry the Poisson rounds are its exact sampled profile: measured 1.09-1.12 on
+# these cases. For the worst-case VariationRatio (the void view of the clone bound) 1.27-1.52:
+# the Poisson bound's own gap times the price of the tail factor.
+BINARY_RR_COHORT_RATIO = 1.15
 COHORT_EPSILON_RATIO = 1.55
 
 
@@ -345,7 +347,7 @@ COHORT_EPSILON_RATIO = 1.55
 def test_binary_rr_cohort_against_exact(eps0: float, population: int, m: int, delta: float) -> None:
     pairs = _binary_rr_cohort_pairs(eps0, population, m)
     profile = shuffled_cohort_profile(randomizers.binary_rr(eps0), m, population)
-    _check_against_exact(profile, pairs, delta, eps0, ratio=COHORT_EPSILON_RATIO)
+    _check_against_exact(profile, pairs, delta, eps0, ratio=BINARY_RR_COHORT_RATIO)
 
 
 def test_cohort_profile_never_looser_than_the_subsampling_theorem() -> None:
@@ -361,8 +363,9 @@ def test_cohort_profile_never_looser_than_the_subsampling_theorem() -> None:
 
 # The accountants account SampledWithoutReplacementDpEvent(N, m, ShuffleEvent(R, m)) with the
 # minimum of the subsampling theorem and shuffled_cohort_profile. Measured bound ε / exact ε of
-# one round through ShufflePLDAccountant: 1.35 (ε0 = 1, 10 of 40), 1.52 (ε0 = 2, 20 of 60), 1.28
-# (ε0 = 1, 30 of 60), where the subsampling theorem alone gives 1.97, 3.03 and 1.41.
+# one round through ShufflePLDAccountant: binary_rr 1.12 (ε0 = 1, 10 of 40) and 1.11 (ε0 = 2,
+# 20 of 60); worst case 1.35, 1.52 and 1.28 (ε0 = 1, 30 of 60); the subsampling theorem alone
+# gives 1.97, 3.03 and 1.41.
 @pytest.mark.parametrize("form, eps0, population, m, delta", [
     ("binary_rr", 1.0, 40, 10, 1e-3), ("binary_rr", 2.0, 60, 20, 1e-3),
     ("worst_case", 1.0, 40, 10, 1e-3), ("worst_case", 2.0, 60, 20, 1e-3),
@@ -376,7 +379,8 @@ def test_cohort_round_through_the_accountants_against_exact(form: str, eps0: flo
     exact_eps = _epsilon_of(lambda e: _exact_delta(pairs, e), delta, eps0)
     event = dp_event.SampledWithoutReplacementDpEvent(population, m, ShuffleEvent(randomizer, m))
     pld_eps = ShufflePLDAccountant().compose(event).get_epsilon(delta)
-    assert exact_eps <= pld_eps <= COHORT_EPSILON_RATIO * exact_eps
+    ratio = BINARY_RR_COHORT_RATIO if form == "binary_rr" else COHORT_EPSILON_RATIO
+    assert exact_eps <= pld_eps <= ratio * exact_eps
     # never above the subsampling theorem alone (the accountants' previous profile)
     theorem = profile_grid(without_replacement_profile(shuffle_profile(randomizer, m), m, population))
     assert pld_eps <= pld_from_grid(theorem).get_epsilon_for_delta(delta)
