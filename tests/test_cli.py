@@ -158,6 +158,11 @@ GROUP_ERRORS = [
     (("--group", "krr:epsilon0=1,domain_size=3:3", "--group", "krr:epsilon0=1,domain_size=4:3"),
      "same output space"),
     (("--randomizer", "krr", "--domain", "3"), "one of --users N or --group"),
+    (("--group", "krr:epsilon0=1,domain_size=3:3", "--group", "krr:epsilon0=2,domain_size=3:3",
+      "--domain", "5"), "sets domain, which --domain/--param also give"),
+    (("--randomizer", "krr", "--domain", "3", "--param", "epsilon0=2", "--group", "1:3"),
+     "sets epsilon0, which"),
+    (("--group", "no_such:epsilon0=1:3"), "--group no_such:epsilon0=1:3: "),
 ]
 
 
