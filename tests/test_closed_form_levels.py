@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from dpacct_shuffle import randomizers as rz
+from dpacct_shuffle.core import multilevel
 from dpacct_shuffle.randomizers.multilevel import (MultiLevelBound, corner_levels, matrix_levels,
                                                    pair_levels)
 from tests.test_multilevel import worst_exact
@@ -123,3 +124,21 @@ def test_closed_form_levels_tighten_the_clone_bound(make, clone, reported) -> No
     for vr in randomizer.variation_ratios:
         assert vr.delta(clone - 2e-3, 1000) > 1e-6 >= vr.delta(clone + 2e-3, 1000)
     assert randomizer.shuffled(1000).epsilon_lower(1e-6) < upper
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_windowed_sum_over_a_negative_widest_atom_matches_the_exact_sum(seed) -> None:
+    """The windowed sum takes the atom of largest count variance in closed form; here it is a
+    negative one (mass near 1/2, the others small): it stays >= the exact multinomial sum and
+    within its stated relative accuracy, at the levels of the RAPPOR-like corner structure."""
+    rng = np.random.default_rng(400 + seed)
+    values = np.array([-3.0 - rng.uniform(), -1.0 - rng.uniform(), -0.2 * rng.uniform() - 0.05,
+                       1.5 + rng.uniform()])
+    masses = np.array([0.05, 0.02, 0.45, 0.06]) * rng.uniform(0.8, 1.2, size=4)
+    assert np.argmax(masses * (1.0 - masses)) == 2
+    n = 40
+    exact = multilevel.exact_direction(values, masses, n)
+    windowed = multilevel.windowed_direction(values, masses, n, 1e-6)
+    assert windowed is not None
+    assert windowed.lower <= exact
+    assert exact * (1.0 - 1e-10) <= windowed.upper <= exact * (1.0 + 1e-6)

@@ -156,20 +156,23 @@ class MultiLevelBound(PairBound):
             return 1.0  # no bound: never the minimum of an entry's bounds
         return max(levels.delta(epsilon, n) for levels in self.level_sets)
 
-    def epsilon(self, delta: float, n: int) -> float:
+    def epsilon(self, delta: float, n: int, guess: float | None = None) -> float:
         if not self.level_sets:
             return math.inf
-        return max(levels.epsilon(delta, n) for levels in self.level_sets)
+        return max(levels.epsilon(delta, n, guess=guess) for levels in self.level_sets)
 
     def epsilon_below(self, delta: float, n: int, current: float) -> float:
         """:meth:`epsilon`, skipped (``current`` returned) when the bound at
         (1 − ``SKIP_RTOL``)·current already exceeds ``delta``: then it cannot lower ``current`` by
-        more than that fraction. One evaluation instead of a search where it does not help."""
+        more than that fraction. One evaluation instead of a search where it does not help, and
+        otherwise a search starting from that feasible point."""
         if not self.level_sets:
             return math.inf
-        if 0.0 < current < math.inf and self.delta((1.0 - SKIP_RTOL) * current, n) > delta:
+        if not 0.0 < current < math.inf:
+            return self.epsilon(delta, n)
+        if self.delta((1.0 - SKIP_RTOL) * current, n) > delta:
             return current
-        return self.epsilon(delta, n)
+        return self.epsilon(delta, n, guess=(1.0 - SKIP_RTOL) * current)
 
     def __repr__(self) -> str:
         return f"MultiLevelBound({len(self.level_sets)} pair kinds)"
