@@ -90,6 +90,8 @@ from dpacct_shuffle.profiles import (
     DEFAULT_SAMPLING_TAIL,
 )
 from dpacct_shuffle.randomizers.base import LocalPairBound, PairBound, Randomizer, VariationRatioBound
+from dpacct_shuffle.randomizers.binary_rr_exact import BinaryRRExactUpper
+from dpacct_shuffle.randomizers.binary_rr_sampled import is_tractable, sampled_binary_rr_profile
 from dpacct_shuffle.randomizers.matrix import from_matrix
 
 NeighborRel = privacy_accountant.NeighboringRelation
@@ -233,7 +235,25 @@ def _presence_delta(randomizer: RandomizerDescription, gamma: float, users: int)
         absent = 0.0 if epsilon >= absent_cap else direction_delta(epsilon, 1)
         return max(present, absent)
 
-    return delta_upper
+    exact = _exact_binary_rr_fallback(randomizer, gamma, "add_remove")
+    if exact is None:
+        return delta_upper
+
+    def best_delta(epsilon: float) -> float:
+        return min(delta_upper(epsilon), exact(epsilon, users))
+
+    return best_delta
+
+
+def _exact_binary_rr_fallback(randomizer: RandomizerDescription, gamma: float, relation: str
+                              ) -> DeltaFunction | None:
+    """The exact sampled binary-RR δ(ε, N) when ``randomizer`` is a catalog entry whose
+    fallbacks include the exact binary-RR profile (every victim pair is then binary RR's)."""
+    if isinstance(randomizer, Randomizer):
+        for entry in randomizer.fallbacks:
+            if isinstance(entry, BinaryRRExactUpper):
+                return _exact_binary_rr(entry.epsilon0, gamma, relation)
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -261,7 +281,21 @@ def _void_entry(entry: object, gamma: float) -> DeltaFunction | None:
             return min(1.0, factor * entry.delta(epsilon, n))
 
         return local_delta
+    if isinstance(entry, BinaryRRExactUpper):
+        return _exact_binary_rr(entry.epsilon0, gamma, "replace_one")
     return None
+
+
+def _exact_binary_rr(epsilon0: float, gamma: float, relation: str) -> DeltaFunction:
+    """δ(ε, N) of the exact sampled binary-RR round (:mod:`dpacct_shuffle.randomizers.binary_rr_sampled`)
+    where it is tractable, 1 (no information) elsewhere: it enters only minima."""
+
+    def exact_delta(epsilon: float, n: int) -> float:
+        if not is_tractable(n, gamma):
+            return 1.0
+        return sampled_binary_rr_profile(epsilon0, n, gamma, relation).delta(epsilon)
+
+    return exact_delta
 
 
 def _entry_delta(entry: PairBound) -> DeltaFunction:

@@ -28,7 +28,7 @@ import enum
 import math
 import time
 from dataclasses import dataclass
-from typing import Literal, Optional
+from typing import Literal, Optional, Union
 
 from dp_accounting import dp_event
 
@@ -37,9 +37,12 @@ from dpacct_shuffle.core.bound import published_pair
 from dpacct_shuffle.events import ShuffleEvent
 from dpacct_shuffle.lemmas import fmt_shuffle_bound
 from dpacct_shuffle.randomizers.base import LOWER_BOUND_MAX_USERS, Randomizer, ShuffledRandomizer
+from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 from dpacct_shuffle.sampling import check_sampling_probability
 
 Quantity = Literal["epsilon", "delta"]
+#: One randomizer for every user, or groups of users with their own (``users`` is then their total).
+RoundRandomizer = Union[Randomizer, PersonalizedShuffle]
 
 
 class LowerBoundStatus(enum.Enum):
@@ -58,7 +61,8 @@ class RoundBounds:
     """Certified upper and lower bound of ε(δ) or δ(ε) of one shuffle round.
 
     Attributes:
-      randomizer: the local randomizer.
+      randomizer: the local randomizer, or the groups of a
+        :class:`~dpacct_shuffle.randomizers.PersonalizedShuffle`.
       users: the number of users (the population of a sampled round).
       quantity: ``"epsilon"`` (ε at δ = ``level``) or ``"delta"`` (δ at ε = ``level``).
       level: the given δ (resp. ε).
@@ -71,7 +75,7 @@ class RoundBounds:
       lower_max_users: the largest n for which the instance is evaluated (None: any n).
     """
 
-    randomizer: Randomizer
+    randomizer: RoundRandomizer
     users: int
     quantity: Quantity
     level: float
@@ -84,7 +88,7 @@ class RoundBounds:
     lower_max_users: Optional[int]
 
 
-def _sampled_round(randomizer: Randomizer, users: int, sampling_probability: float,
+def _sampled_round(randomizer: RoundRandomizer, users: int, sampling_probability: float,
                    quantity: Quantity, level: float) -> float:
     gamma = check_sampling_probability(sampling_probability)
     accountant = ShufflePLDAccountant().compose(
@@ -94,7 +98,7 @@ def _sampled_round(randomizer: Randomizer, users: int, sampling_probability: flo
     return float(accountant.get_delta(level))
 
 
-def _round_bounds(randomizer: Randomizer, users: int, quantity: Quantity, level: float,
+def _round_bounds(randomizer: RoundRandomizer, users: int, quantity: Quantity, level: float,
                   sampling_probability: Optional[float], lower: bool,
                   lower_max_users: Optional[int]) -> RoundBounds:
     # the lower bound's cost is limited by lower_max_users here, not by the library's default
@@ -128,14 +132,17 @@ def _round_bounds(randomizer: Randomizer, users: int, quantity: Quantity, level:
                        upper_seconds, value, status, seconds, lower_max_users)
 
 
-def epsilon_bounds(randomizer: Randomizer, users: int, delta: float, *,
+def epsilon_bounds(randomizer: RoundRandomizer, users: int, delta: float, *,
                    sampling_probability: Optional[float] = None, lower: bool = True,
                    lower_max_users: Optional[int] = LOWER_BOUND_MAX_USERS) -> RoundBounds:
     """Certified upper and lower bound on ε(δ) of one shuffle round of ``users`` users.
 
     Args:
-      randomizer: the local randomizer (a catalog entry or a :func:`~dpacct_shuffle.randomizers.from_matrix` result).
-      users: number of users, ≥ 1 (the population when ``sampling_probability`` is given).
+      randomizer: the local randomizer (a catalog entry or a :func:`~dpacct_shuffle.randomizers.from_matrix` result),
+        or a :class:`~dpacct_shuffle.randomizers.PersonalizedShuffle` (users with different
+        randomizers; its lower bound is :meth:`~dpacct_shuffle.randomizers.PersonalizedShuffle.lower_bound`).
+      users: number of users, ≥ 1 (the population when ``sampling_probability`` is given; the
+        total of the groups for a PersonalizedShuffle).
       delta: δ in (0, 1).
       sampling_probability: γ ∈ [0, 1] for a Poisson-sampled round, None if every user reports.
       lower: evaluate the explicit lower-bound instance (if the entry has one).
@@ -145,7 +152,7 @@ def epsilon_bounds(randomizer: Randomizer, users: int, delta: float, *,
                          lower_max_users)
 
 
-def delta_bounds(randomizer: Randomizer, users: int, epsilon: float, *,
+def delta_bounds(randomizer: RoundRandomizer, users: int, epsilon: float, *,
                  sampling_probability: Optional[float] = None, lower: bool = True,
                  lower_max_users: Optional[int] = LOWER_BOUND_MAX_USERS) -> RoundBounds:
     """Certified upper and lower bound on δ(ε) of one shuffle round (arguments as in
@@ -194,6 +201,7 @@ __all__ = [
     "ClosedFormReference",
     "LowerBoundStatus",
     "RoundBounds",
+    "RoundRandomizer",
     "delta_bounds",
     "epsilon_bounds",
     "fmt_closed_form",
