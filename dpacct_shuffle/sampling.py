@@ -349,11 +349,11 @@ def void_personalized_round(round_: PersonalizedShuffle, sampling_probability: f
     gamma = check_sampling_probability(sampling_probability)
     if gamma == 1.0:
         return round_
-    g_up = _gamma_up(gamma) if round_up else gamma
+    reporting = _gamma_up(gamma) if round_up else gamma
     groups = []
     for randomizer, count in round_.groups:
         rows = np.asarray(randomizer.matrix, dtype=float)
-        void = np.hstack([g_up * rows, np.full((rows.shape[0], 1), 1.0 - g_up)])
+        void = np.hstack([reporting * rows, np.full((rows.shape[0], 1), 1.0 - reporting)])
         first, second = np.triu_indices(rows.shape[0], 1)  # every pair of inputs (≥ 2 rows)
         groups.append((Randomizer(f"void({randomizer.name}, {gamma!r})", dict(randomizer.parameters),
                                   [LocalPairBound(void[first], void[second])],
