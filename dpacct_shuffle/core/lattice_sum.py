@@ -20,7 +20,8 @@ non-negative measure of mass ≤ d on values ≤ the largest reachable sum:
 
 * convolution (:func:`nonnegative_convolve`, direct summation, no FFT): every entry is a sum of
   at most m products of non-negative floats, in whatever order, so it is exact to a relative
-  (m + 1)u; R multiplies, d becomes M_x·d_y + d_x·M_y (M an upper bound on the exact mass);
+  (m + 1)u; R multiplies, d becomes M_x·d_y + d_x·M_y (M an upper bound on the mass of
+  R·computed + E);
 * clamping from below at a level L ≤ 0: the mass of a partial sum below L is moved up to L. This
   replaces a partial sum S by max(S, L) ≥ S and so only raises E[(S + rest)⁺] (soundness never
   depends on L; L is chosen where a Chernoff bound puts the rest's chance to make up the
@@ -115,23 +116,26 @@ def lattice_measure(values: np.ndarray, masses: np.ndarray, spacing: float
 
 
 class _Partial:
-    """A computed measure on the lattice with its certificate: exact ≤ R·values + E,
-    mass(E) ≤ dropped, exact mass ≤ mass_bound (module docstring)."""
+    """A computed measure on the lattice with its certificate: exact ≤ R·values + E entrywise,
+    mass(E) ≤ dropped; ``mass_bound`` ≥ the mass of R·values + E (module docstring)."""
 
     __slots__ = ("values", "offset", "users", "factor", "dropped", "mass_bound")
 
-    def __init__(self, values: np.ndarray, offset: int, users: int, factor: float, dropped: float,
-                 mass_bound: float) -> None:
+    def __init__(self, values: np.ndarray, offset: int, users: int, factor: float,
+                 dropped: float) -> None:
         self.values, self.offset, self.users = values, offset, users
-        self.factor, self.dropped, self.mass_bound = factor, dropped, mass_bound
+        self.factor, self.dropped = factor, dropped
+        computed = float(np.sum(values)) * (1.0 + (values.size + 2) * _U)
+        self.mass_bound = (factor * computed + dropped) * (1.0 + 4.0 * _U)
 
 
 def _convolve(x: _Partial, y: _Partial) -> _Partial:
+    """exact_x * exact_y ≤ R_xR_y·(P_x * P_y) + R_xP_x * E_y + E_x * (R_yP_y + E_y): the last two
+    have mass ≤ M_x·d_y + d_x·M_y."""
     values, terms = nonnegative_convolve(x.values, y.values)
     factor = x.factor * y.factor * (1.0 + 2.0 * (terms + 1) * _U)
     dropped = (x.mass_bound * y.dropped + x.dropped * y.mass_bound) * (1.0 + 4.0 * _U)
-    return _Partial(values, x.offset + y.offset, x.users + y.users, factor, dropped,
-                    x.mass_bound * y.mass_bound * (1.0 + 2.0 * _U))
+    return _Partial(values, x.offset + y.offset, x.users + y.users, factor, dropped)
 
 
 def _clamp_and_drop(part: _Partial, level: int) -> _Partial:
@@ -159,7 +163,7 @@ def _clamp_and_drop(part: _Partial, level: int) -> _Partial:
         new_values = np.where(keep[first:last + 1], values[first:last + 1], 0.0)
         new_offset = offset + first
     dropped = (part.dropped + part.factor * lost) * (1.0 + 2.0 * _U)
-    return _Partial(new_values, new_offset, part.users, part.factor, dropped, part.mass_bound)
+    return _Partial(new_values, new_offset, part.users, part.factor, dropped)
 
 
 def _clamp_levels(measure: np.ndarray, offset: int, spacing: float, n: int):
@@ -193,8 +197,7 @@ def positive_part_mean(measure: np.ndarray, offset: int, spacing: float, n: int)
     if top_index <= 0:
         return 0.0
     level = _clamp_levels(measure, offset, spacing, users)
-    mass = float(np.sum(measure)) * (1.0 + (measure.size + 2) * _U)
-    power = _clamp_and_drop(_Partial(measure, offset, 1, 1.0, 0.0, mass), level(users - 1))
+    power = _clamp_and_drop(_Partial(measure, offset, 1, 1.0, 0.0), level(users - 1))
     result: _Partial | None = None
     remaining = users
     while True:
