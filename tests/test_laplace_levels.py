@@ -98,6 +98,9 @@ def test_bad_input_is_rejected() -> None:
         lattice_measure(np.array([0.1]), np.array([-1.0]), 0.5)
     with pytest.raises(ValueError, match="distance"):
         LaplaceBlanketBound(-1.0)
+    with pytest.raises(ValueError, match="distance"):
+        LaplaceBlanketBound(60.0)
+    assert not any(isinstance(b, LaplaceBlanketBound) for b in rz.laplace(60.0).fallbacks)
     with pytest.raises(ValueError, match="epsilon"):
         LaplaceBlanketBound(2.0).delta(-0.1, 10)
 

@@ -60,17 +60,22 @@ import numpy as np
 from dpacct_shuffle.core.lattice_sum import lattice_measure, positive_part_mean
 from dpacct_shuffle.core.rounding import ULP, ratio_down, ratio_up, round_loss_up
 from dpacct_shuffle.core.search import epsilon_search
-from dpacct_shuffle.core.validation import (check_delta, check_epsilon, check_epsilon0,
-                                            check_num_users)
+from dpacct_shuffle.core.validation import (MIN_EPSILON0, check_delta, check_epsilon,
+                                            check_num_users, check_range)
 from dpacct_shuffle.randomizers.base import PairBound
 
 _U = 2.0**-53
 # cells of the discretised extreme pair (equally spaced in the output y over [0, D/2])
 KNOTS = 1024
-# lattice step: the largest power of two ≤ min(1, (range of g)/LATTICE_CELLS)
+# lattice step: the largest power of two ≤ max(min(1, (range of g)/LATTICE_CELLS),
+# (range of g)/MAX_LATTICE_CELLS)
 LATTICE_CELLS = 32
+MAX_LATTICE_CELLS = 4096
 # the bound is evaluated at min(n, MAX_LATTICE_USERS) users (valid: non-increasing in n)
 MAX_LATTICE_USERS = 10_000
+# largest distance D evaluated (e^D ≈ 5·10²¹; beyond, the shuffle gains nothing at any practical n,
+# and λ·e^D would overflow near the top of the ε range)
+MAX_DISTANCE = 50.0
 _SEARCH_RTOL = 2e-4
 # an ε search is skipped when the bound cannot lower the entry's ε by this fraction
 SKIP_RTOL = 1e-3
@@ -119,7 +124,8 @@ def reference_atoms(distance: float, epsilon: float) -> tuple[np.ndarray, np.nda
 
 def _spacing(distance: float, epsilon: float) -> float:
     span = (1.0 + math.exp(epsilon)) * math.expm1(distance)
-    return 2.0 ** math.floor(math.log2(min(1.0, span / LATTICE_CELLS)))
+    step = max(min(1.0, span / LATTICE_CELLS), span / MAX_LATTICE_CELLS)
+    return 2.0 ** math.floor(math.log2(step))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -131,16 +137,16 @@ def _laplace_delta(distance: float, epsilon: float, n: int) -> float:
     measure, offset = lattice_measure(values, masses, spacing)
     bound = positive_part_mean(measure, offset, spacing, n)
     total_variation = ratio_up(-math.expm1(-distance / 2.0), 8)
-    return min(bound, total_variation)
+    return min(bound, total_variation, 1.0)
 
 
 class LaplaceBlanketBound(PairBound):
     """The blanket expression of the Laplace pair (0, D) on inputs [0, D] (unit scale), valid for
     every pair (module docstring); a fallback of ``laplace`` and of ``metric_laplace`` with
-    d_max = d01."""
+    d_max = d01, for D ≤ ``MAX_DISTANCE``."""
 
     def __init__(self, distance: float) -> None:
-        self.distance = check_epsilon0(distance, "distance")
+        self.distance = check_range("distance", distance, MIN_EPSILON0, MAX_DISTANCE)
 
     @property
     def total_variation(self) -> float:
@@ -152,7 +158,7 @@ class LaplaceBlanketBound(PairBound):
         (valid, and never the entry's minimum there)."""
         eps, users = check_epsilon(epsilon), check_num_users(n)
         if users > MAX_LATTICE_USERS:
-            return self.total_variation
+            return min(1.0, self.total_variation)
         return _laplace_delta(self.distance, eps, users)
 
     def epsilon(self, delta: float, n: int, guess: float | None = None) -> float:
@@ -187,4 +193,5 @@ class LaplaceBlanketBound(PairBound):
         return f"LaplaceBlanketBound(distance={self.distance!r})"
 
 
-__all__ = ["LaplaceBlanketBound", "reference_atoms", "KNOTS", "LATTICE_CELLS", "MAX_LATTICE_USERS"]
+__all__ = ["LaplaceBlanketBound", "reference_atoms", "KNOTS", "LATTICE_CELLS", "MAX_DISTANCE",
+           "MAX_LATTICE_CELLS", "MAX_LATTICE_USERS"]

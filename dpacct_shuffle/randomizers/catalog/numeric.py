@@ -12,7 +12,7 @@ from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.randomizers.catalog.entry import (Projection, binary_rr_lower, boost_projection,
                                                       catalog_entry, integer_parameter,
                                                       projection_lower, single_entry)
-from dpacct_shuffle.randomizers.laplace_levels import LaplaceBlanketBound
+from dpacct_shuffle.randomizers.laplace_levels import MAX_DISTANCE, LaplaceBlanketBound
 from dpacct_shuffle.randomizers.multilevel import blanket_variation_ratio
 
 
@@ -67,7 +67,7 @@ def _laplace(name: str, d01: float, dmax: float, params: dict[str, object]) -> R
     lower = projection_lower(victim0, victim1, [victim0], f"{name}: sign of y - midpoint",
                               extra=[_laplace_tails_projection(d01, w) for w in _LAPLACE_GAPS])
     randomizer = single_entry(name, params, vr, lower=lower, published=(p, beta, q, q))
-    if d01 == dmax:
+    if d01 == dmax and d01 <= MAX_DISTANCE:
         randomizer.fallbacks = (*randomizer.fallbacks, LaplaceBlanketBound(d01))
     return randomizer
 
