@@ -38,7 +38,7 @@ from dpacct_shuffle.events import ShuffleEvent
 from dpacct_shuffle.lemmas import fmt_shuffle_bound
 from dpacct_shuffle.randomizers.base import LOWER_BOUND_MAX_USERS, Randomizer, ShuffledRandomizer
 from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
-from dpacct_shuffle.sampling import check_sampling_probability
+from dpacct_shuffle.sampling import check_sampling_probability, exact_sampled_profile
 
 Quantity = Literal["epsilon", "delta"]
 #: One randomizer for every user, or groups of users with their own (``users`` is then their total).
@@ -114,7 +114,14 @@ def _round_bounds(randomizer: RoundRandomizer, users: int, quantity: Quantity, l
     if not lower:
         status = LowerBoundStatus.NOT_REQUESTED
     elif sampling_probability is not None:
-        status = LowerBoundStatus.SAMPLED_ROUND
+        exact = exact_sampled_profile(randomizer, users, sampling_probability)
+        if exact is None:
+            status = LowerBoundStatus.SAMPLED_ROUND
+        else:  # binary RR: the exact sampled profile's certified lower end
+            start = time.perf_counter()
+            interval = (exact.epsilon_interval(level) if quantity == "epsilon"
+                        else exact.delta_interval(level))
+            value, seconds, status = interval[0], time.perf_counter() - start, LowerBoundStatus.COMPUTED
     elif lower_max_users is not None and users > lower_max_users:
         status = LowerBoundStatus.ABOVE_MAX_USERS
     else:

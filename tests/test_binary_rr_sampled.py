@@ -23,7 +23,7 @@ from dpacct_shuffle.accountants import event_profile
 from dpacct_shuffle.events import ShuffleEvent
 from dpacct_shuffle.profiles import poisson_sampled_shuffle_profile
 from dpacct_shuffle.randomizers.binary_rr_sampled import GRID_RATIO, SampledBinaryRRProfile
-from dpacct_shuffle.sampling import poisson_sampled_profile
+from dpacct_shuffle.sampling import exact_sampled_profile, poisson_sampled_profile
 
 NR = privacy_accountant.NeighboringRelation
 
@@ -206,3 +206,16 @@ def test_bad_parameters_are_refused(kwargs, match) -> None:
     arguments = {"epsilon0": 1.0, "num_users": 10, "sampling_probability": 0.5, **kwargs}
     with pytest.raises((ValueError, TypeError), match=match):
         SampledBinaryRRProfile(**arguments)
+
+
+def test_exact_sampled_profile_is_offered_for_binary_rr_only() -> None:
+    """The round reports (``shuffle_round``, the CLI) print its lower end beside the upper bound."""
+    profile = exact_sampled_profile(randomizers.binary_rr(1.0), 40, 0.3)
+    assert isinstance(profile, SampledBinaryRRProfile) and profile.gamma == 0.3
+    exact = _exact_deltas(_pairs(1.0, 40, 0.3), [0.1])[0]
+    assert profile.delta_interval(0.1)[0] <= exact + 1e-12
+    assert exact_sampled_profile(randomizers.krr(1.0, 3), 40, 0.3) is None
+    assert exact_sampled_profile(VariationRatio.worst_case(1.0), 40, 0.3) is None
+    assert exact_sampled_profile(randomizers.binary_rr(1.0), 10**6, 0.3) is None  # not tractable
+    with pytest.raises(ValueError, match="sampling_probability"):
+        exact_sampled_profile(randomizers.binary_rr(1.0), 40, 1.5)
