@@ -41,8 +41,8 @@ x = e^ε, with S the cells of κ above a threshold:
 Upper: every cell with P(1 + η)-side above the x·Q(1 − η)-side is in S, and a cell of S below it
 misses by at most a factor e^{−2τ}, i.e. by ≤ 2τ·x·Q̂(1 − η); the rest adds at most D. Lower: any
 set S gives Σ_S (P − xQ) ≤ D_x(P‖Q). Prefix sums of nonnegative terms carry a relative error
-(k + 2)·u (k terms, u = 2⁻⁵³), applied in the safe direction; the final subtraction is rounded
-outward by 4u of the larger term. One sort serves the whole ε grid (:data:`GRID_RATIO` spacing in
+(k + 2)·u (k terms, u = 2⁻⁵³), applied in the safe direction; the final subtraction is widened
+by 8u of the sum of its terms. One sort serves the whole ε grid (:data:`GRID_RATIO` spacing in
 ε, geometric from ε0·10⁻⁶ to ε0 plus ε = 0); between grid points the upper end is the chord of
 H(x) = D_x in x = e^ε (H is convex in x, so the chord through two upper bounds is an upper
 bound), and the lower end is the value at the next grid point (δ is non-increasing).
@@ -245,14 +245,15 @@ def _grid_bounds(big: np.ndarray, small: np.ndarray, rel_error: float, dropped: 
     rho = (count + 2.0) * u * (1.0 + 1e-6)
     plus = (1.0 + eta) * (1.0 + rho) * cum_p[count]
     minus = scale * (1.0 - eta) * (1.0 - rho) * (1.0 - 2.0 * tau) * cum_q[count]
-    upper = plus - minus + 4.0 * u * plus + dropped
+    # plus and minus carry ≤ 3 roundings each, the subtraction one: 8u of their sum covers them
+    upper = (plus - minus + 8.0 * u * (plus + minus) + dropped) * (1.0 + 2.0 * u)
     upper = np.clip(upper, 0.0, 1.0)
 
     count = np.searchsorted(descending, -(epsilons + spread), side="left")
     rho = (count + 2.0) * u * (1.0 + 1e-6)
     plus = (1.0 - eta) * (1.0 - rho) * cum_p[count]
     minus = scale * (1.0 + eta) * (1.0 + rho) * cum_q[count]
-    lower = plus - minus - 4.0 * u * (plus + minus) - scale * dropped
+    lower = plus - minus - 8.0 * u * (plus + minus) - scale * dropped * (1.0 + 2.0 * u)
     lower = np.clip(lower, 0.0, 1.0)
     return lower, upper
 
