@@ -337,7 +337,9 @@ class SampledBinaryRRProfile:
         x_left, x_right, x = math.exp(grid[left]), math.exp(grid[right]), math.exp(eps)
         weight = (x - x_left) / (x_right - x_left)
         chord = (1.0 - weight) * upper[left] + weight * upper[right]
-        chord = min(float(upper[left]), float(chord) * (1.0 + 8.0 * UNIT_ROUNDOFF) + 1e-300)
+        # rounding of the weight and the sum: 8u of the larger end covers it
+        chord = min(float(upper[left]), float(chord) * (1.0 + 8.0 * UNIT_ROUNDOFF)
+                    + 8.0 * UNIT_ROUNDOFF * float(upper[left]) + 1e-300)
         return float(lower[right]), chord
 
     def delta(self, epsilon: float) -> float:
