@@ -253,11 +253,14 @@ def _exact_binary_rr_fallback(randomizer: RandomizerDescription, gamma: float, r
                               ) -> DeltaFunction | None:
     """The exact sampled binary-RR δ(ε, N) when ``randomizer`` is a catalog entry whose
     fallbacks include the exact binary-RR profile (every victim pair is then binary RR's)."""
-    epsilon0 = _binary_rr_epsilon0(randomizer)
+    epsilon0 = binary_rr_epsilon0(randomizer)
     return None if epsilon0 is None else _exact_binary_rr(epsilon0, gamma, relation)
 
 
-def _binary_rr_epsilon0(randomizer: RandomizerDescription) -> float | None:
+def binary_rr_epsilon0(randomizer: RandomizerDescription) -> float | None:
+    """ε0 of a catalog ``binary_rr`` entry (recognised by its exact-profile fallback
+    :class:`~dpacct_shuffle.randomizers.binary_rr_exact.BinaryRRExactUpper`), None for any other
+    randomizer."""
     if isinstance(randomizer, Randomizer):
         for entry in randomizer.fallbacks:
             if isinstance(entry, BinaryRRExactUpper):
@@ -275,7 +278,7 @@ def exact_sampled_profile(randomizer: RandomizerDescription, num_users: int,
     lower ends are certified lower bounds on the round's ε(δ) and δ(ε)."""
     gamma = check_sampling_probability(sampling_probability)
     users = check_num_users(num_users, "num_users")
-    epsilon0 = _binary_rr_epsilon0(randomizer)
+    epsilon0 = binary_rr_epsilon0(randomizer)
     if epsilon0 is None or not is_tractable(users, gamma):
         return None
     return sampled_binary_rr_profile(epsilon0, users, gamma, relation)
@@ -582,6 +585,7 @@ def poisson_sampled_profile(randomizer: RandomizerDescription, num_users: int, s
 
 __all__ = [
     "add_remove_variation_ratios",
+    "binary_rr_epsilon0",
     "check_sampling_probability",
     "exact_sampled_profile",
     "poisson_sampled_profile",

@@ -505,6 +505,86 @@ def is_tractable(num_users: int, sampling_probability: float) -> bool:
             and sampling_probability * (num_users - 1) <= TRACTABLE_EXPECTED_REPORTS)
 
 
+class BinaryRRCohortProfile(SampledBinaryRRProfile):
+    """Shuffled binary RR on a cohort of exactly m of N users drawn uniformly without
+    replacement (replace-one): certified exact worst case over every configuration.
+
+    The release is the number k of ones among the m reports. In the Poisson round of rate
+    γ = m/N the participant count C ~ Bin(N, γ) does not depend on the data and, given C = m, the
+    participants are a uniform m-subset: the cohort's law is row t = m of the Poisson round's
+    (t, k) law divided by B = P[C = m], so δ_m(ε) = D_{e^ε}(row_m P0 ‖ row_m P1)/B.
+
+    Block bound (configurations m1..m2, b = m2 − m1 free users): in the Poisson round reveal the
+    free users' messages, with c_f reports among them. Given c_f, the rest (the victim and the
+    N − 1 − b other users) is the Poisson round conditioned on its count r = m − c_f, and the
+    law of c_f given C = m is Bin(b, γ)(c_f)·Bin(N − b, γ)(m − c_f)/B in both victim worlds. So
+    δ_m ≤ Σ_r λ_r·D_{e^ε}(row_r P0' ‖ row_r P1') with λ_r = Bin(b, γ)(m − r)/B (the rest's row
+    probability cancels), i.e. the divergence of the rest's (t, k) laws with row r scaled by λ_r.
+    A single configuration is b = 0. Rounding: B from its certified binomial window (lower end
+    for upper bounds, upper end for lower bounds), the scaled errors and masses likewise.
+    """
+
+    def __init__(self, epsilon0: float, sample_size: int, population_size: int, *,
+                 rtol: float = SAMPLED_BINARY_RR_RTOL, floor: float = SAMPLED_BINARY_RR_FLOOR,
+                 max_laws: int = SAMPLED_BINARY_RR_MAX_LAWS) -> None:
+        population = check_num_users(population_size, "population_size")
+        size = check_num_users(sample_size, "sample_size")
+        if not 1 <= size < population:
+            raise ValueError(f"sample_size must be in [1, population_size) = [1, {population}), "
+                             f"got {size}")
+        self.sample_size = size
+        super().__init__(epsilon0, population, size / population, "replace_one", rtol=rtol,
+                         floor=floor, max_laws=max_laws)
+
+    def _block_upper(self, first: int, last: int, epsilons: np.ndarray, best_lower: np.ndarray,
+                     shift: int) -> np.ndarray:
+        return self._curves(first, self.others - last, epsilons)[1]
+
+    def _curves(self, holders: int, others_zero: int, epsilons: np.ndarray, symmetric: int = 0
+                ) -> tuple[np.ndarray, np.ndarray]:
+        self.laws_evaluated += 1
+        gamma, u = self.gamma, UNIT_ROUNDOFF
+        free = self.others - holders - others_zero
+        law = _others_law(holders, others_zero, gamma, self.keep, self.flip, self.budget)
+        zero = _victim_law(law, gamma, gamma * self.flip, gamma * self.keep)
+        one = _victim_law(law, gamma, gamma * self.keep, gamma * self.flip)
+        count = _binomial_law(self.num_users, gamma, 1.0 - gamma, self.budget)
+        index = self.sample_size - count.offset
+        if not 0 <= index < count.values.size:  # m outside its own count's window: nothing known
+            return np.zeros_like(epsilons), np.where(epsilons < self.epsilon0, 1.0, 0.0)
+        b_value = float(count.values[index])
+        b_low = b_value * (1.0 - count.rel_error - count.dropped) * (1.0 - 2.0 * u)
+        b_high = b_value * (1.0 + count.rel_error) * (1.0 + 2.0 * u)
+        revealed = _binomial_law(free, gamma, 1.0 - gamma, self.budget)
+        rows = law.t_offset + np.arange(zero.shape[0])  # the rest's report count of each row
+        reveal_index = self.sample_size - rows - revealed.offset
+        inside = (reveal_index >= 0) & (reveal_index < revealed.values.size)
+        weights = np.where(inside, revealed.values[np.clip(reveal_index, 0, revealed.values.size - 1)],
+                           0.0)
+        eta = (law.rel_error + revealed.rel_error + revealed.dropped + 4.0 * u) * (1.0 + 1e-6)
+        # rows whose revealed count lies outside its window: total weight ≤ revealed.dropped
+        dropped = (law.dropped + revealed.dropped) / b_low * (1.0 + 4.0 * u)
+        scaled_zero, scaled_one = zero * weights[:, None], one * weights[:, None]
+        low0, up0 = _grid_bounds(scaled_zero, scaled_one, eta, dropped * b_low, epsilons)
+        low1, up1 = _grid_bounds(scaled_one, scaled_zero, eta, dropped * b_low, epsilons)
+        upper = np.minimum(1.0, np.maximum(up0, up1) / b_low * (1.0 + 2.0 * u))
+        lower = np.maximum(low0, low1) / b_high * (1.0 - 2.0 * u)
+        upper[epsilons >= self.epsilon0] = 0.0  # ε0-LDP: every likelihood ratio ≤ e^ε0
+        lower[epsilons >= self.epsilon0] = 0.0
+        return lower, upper
+
+    def __repr__(self) -> str:
+        return (f"BinaryRRCohortProfile(epsilon0={self.epsilon0!r}, sample_size={self.sample_size!r}, "
+                f"population_size={self.num_users!r})")
+
+
+@functools.lru_cache(maxsize=8)
+def binary_rr_cohort_profile(epsilon0: float, sample_size: int, population_size: int
+                             ) -> BinaryRRCohortProfile:
+    """A cached :class:`BinaryRRCohortProfile` with the default tolerances."""
+    return BinaryRRCohortProfile(epsilon0, sample_size, population_size)
+
+
 @functools.lru_cache(maxsize=8)
 def sampled_binary_rr_profile(epsilon0: float, num_users: int, sampling_probability: float,
                               relation: str = "replace_one") -> SampledBinaryRRProfile:
@@ -513,10 +593,12 @@ def sampled_binary_rr_profile(epsilon0: float, num_users: int, sampling_probabil
 
 
 __all__ = [
+    "BinaryRRCohortProfile",
     "FULL_SEARCH_CONFIGURATIONS",
     "GRID_RATIO",
     "SampledBinaryRRProfile",
     "TRACTABLE_EXPECTED_REPORTS",
+    "binary_rr_cohort_profile",
     "is_tractable",
     "sampled_binary_rr_profile",
 ]
