@@ -562,11 +562,12 @@ class BinaryRRCohortProfile(SampledBinaryRRProfile):
         weights = np.where(inside, revealed.values[np.clip(reveal_index, 0, revealed.values.size - 1)],
                            0.0)
         eta = (law.rel_error + revealed.rel_error + revealed.dropped + 4.0 * u) * (1.0 + 1e-6)
-        # rows whose revealed count lies outside its window: total weight ≤ revealed.dropped
-        dropped = (law.dropped + revealed.dropped) / b_low * (1.0 + 4.0 * u)
+        # the law's misplaced mass times a weight ≤ 1 + η; rows whose revealed count lies
+        # outside its window: total weight ≤ revealed.dropped (each row's divergence ≤ 1)
+        dropped = (law.dropped * (1.0 + eta) + revealed.dropped) * (1.0 + 4.0 * u)
         scaled_zero, scaled_one = zero * weights[:, None], one * weights[:, None]
-        low0, up0 = _grid_bounds(scaled_zero, scaled_one, eta, dropped * b_low, epsilons)
-        low1, up1 = _grid_bounds(scaled_one, scaled_zero, eta, dropped * b_low, epsilons)
+        low0, up0 = _grid_bounds(scaled_zero, scaled_one, eta, dropped, epsilons)
+        low1, up1 = _grid_bounds(scaled_one, scaled_zero, eta, dropped, epsilons)
         upper = np.minimum(1.0, np.maximum(up0, up1) / b_low * (1.0 + 2.0 * u))
         lower = np.maximum(low0, low1) / b_high * (1.0 - 2.0 * u)
         upper[epsilons >= self.epsilon0] = 0.0  # ε0-LDP: every likelihood ratio ≤ e^ε0
