@@ -142,3 +142,18 @@ def test_windowed_sum_over_a_negative_widest_atom_matches_the_exact_sum(seed) ->
     assert windowed is not None
     assert windowed.lower <= exact
     assert exact * (1.0 - 1e-10) <= windowed.upper <= exact * (1.0 + 1e-6)
+
+
+def test_upper_tail_of_many_shared_pairs_equals_the_elementwise_values() -> None:
+    """Large arrays evaluate each distinct (t, c) once: bit-identical to betainc per element."""
+    from scipy import special
+
+    from dpacct_shuffle.core.inner_expectation import upper_tail
+
+    rng = np.random.default_rng(5)
+    c = rng.integers(50, 90, size=200_000).astype(float)
+    t = rng.integers(-2, 95, size=c.size).astype(float)
+    inner = (t >= 1) & (t <= c)
+    expected = np.where(t <= 0, 1.0, 0.0)
+    expected[inner] = special.betainc(t[inner], c[inner] - t[inner] + 1.0, 0.3)
+    assert np.array_equal(upper_tail(t, c, 0.3), expected)
