@@ -134,6 +134,16 @@ def test_groups_by_spec_and_by_epsilon0_are_the_same_round() -> None:
     assert code == 2 and "omit it with --group" in err
 
 
+def test_groups_with_client_sampling_equal_the_accountant() -> None:
+    result = run_json("delta", "--randomizer", "krr", "--domain", "2", "--group", "1:6",
+                      "--group", "2:6", "--epsilon", "0.5", "--sampling-probability", "0.3")
+    round_ = randomizers.personalized_krr(2, [(1.0, 6), (2.0, 6)])
+    accountant = ShufflePLDAccountant().compose(
+        dp_event.PoissonSampledDpEvent(0.3, ShuffleEvent(round_, 12)))
+    assert result["delta_upper"] == accountant.get_delta(0.5)
+    assert result["sampling_probability"] == 0.3 and result["delta_lower"] is None
+
+
 GROUP_ERRORS = [
     (("--randomizer", "krr", "--domain", "3", "--group", "1:5", "--users", "5"), "--users or --group"),
     (("--group", "1:5", "--group", "2:5"), "needs --randomizer"),

@@ -133,12 +133,16 @@ class GroupCountsInstance:
             t2 = _binomial_tail(t, c, 0.5, upper)
             a = prev * (num[0] * t0 + num[1] * t1) + cur * num[2] * t2
             b = prev * (den[0] * t0 + den[1] * t1) + cur * den[2] * t2
-            tail_error = max(TrinomialInstance.TAIL_REL_ERROR,
-                             float(special_function_rtol(float(max(int(c.max()), 1)))))
-            error = self.law_error + tail_error + 8.0 * UNIT_ROUNDOFF
+            trials = float(max(int(c.max()), 1))
+            tail_error = max(TrinomialInstance.TAIL_REL_ERROR, float(special_function_rtol(trials)))
+            # a_g = b_g holds for the floats summed over S0 and S1; the exact sums may differ by an
+            # ulp, which moves each Bin(C, ½) cell by a relative C·8u/½ at most
+            error = self.law_error + tail_error + 8.0 * UNIT_ROUNDOFF + trials * 16.0 * UNIT_ROUNDOFF
+        # the margin is taken on the computed (not the exact) masses: 1.01·η covers η/(1 − η)
+        error *= 1.01
         rows = a - scale * b - error * (a + scale * b) - ABSOLUTE_SLACK * (1.0 + scale)
         total = math.fsum(rows[rows > 0.0].tolist())
-        return max(0.0, (total - scale * self.dropped) * (1.0 - 1e-12))
+        return max(0.0, total * (1.0 - 1e-12) - scale * self.dropped * (1.0 + 1e-12))
 
     def delta(self, epsilon: float) -> float:
         """max(D_{e^ε}(P0‖P1), D_{e^ε}(P1‖P0)) of the counts, rounded down."""
@@ -208,11 +212,14 @@ def _victim_instances(groups: Sequence[tuple[np.ndarray, int]], v: int) -> list[
     return instances
 
 
-def personalized_lower_bound(groups: Sequence[tuple[np.ndarray, int]]) -> InstanceLowerBound:
+def personalized_lower_bound(groups: Sequence[tuple[np.ndarray, int]]) -> InstanceLowerBound | None:
     """Certified lower bound of a round whose group g has ``count`` users of the finite
     randomizer ``matrix`` (pairs (matrix, count), all matrices on one output space, at least
-    two users): the maximum over victim groups of the instances of the module docstring."""
+    two users): the maximum over victim groups of the instances of the module docstring (None if
+    no group has two inputs with different output laws: then every δ(ε) is 0)."""
     instances = [instance for v in range(len(groups)) for instance in _victim_instances(groups, v)]
+    if not instances:
+        return None
     return InstanceLowerBound(instances, "users with different randomizers: counts of S0 and S1 "
                               "for one configuration of the other groups")
 
