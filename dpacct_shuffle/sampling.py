@@ -337,22 +337,23 @@ def void_matrix_randomizer(randomizer: RandomizerDescription, sampling_probabili
     return from_matrix(void, name=f"void({randomizer.name}, {gamma!r})")
 
 
-def void_personalized_round(round_: PersonalizedShuffle, sampling_probability: float
-                            ) -> PersonalizedShuffle:
+def void_personalized_round(round_: PersonalizedShuffle, sampling_probability: float, *,
+                            round_up: bool = True) -> PersonalizedShuffle:
     """The void view of a Poisson-sampled round of users with different randomizers: every user of
     group g sends R'_g(x) = γ·R_g(x) + (1 − γ)·⊥, all groups on the common outputs plus ⊥, so the
     sampled round is the shuffle round of these groups (module docstring, "The void view", group by
-    group) and :class:`~dpacct_shuffle.randomizers.PersonalizedShuffle`'s bound for the N users of
-    the population bounds it. γ is rounded up (module docstring, "Floating point"); each R'_g keeps
-    only its matrix and its local bound (the round's bound reads the matrices)."""
+    group) and :class:`~dpacct_shuffle.randomizers.PersonalizedShuffle`'s bounds for the N users of
+    the population bound it. γ is rounded up for the upper bound (module docstring, "Floating
+    point"); ``round_up=False`` keeps γ as given, the round whose laws a lower bound describes. Each
+    R'_g keeps only its matrix and its local bound (the round's bounds read the matrices)."""
     gamma = check_sampling_probability(sampling_probability)
     if gamma == 1.0:
         return round_
-    g_up = _gamma_up(gamma)
+    reporting = _gamma_up(gamma) if round_up else gamma
     groups = []
     for randomizer, count in round_.groups:
         rows = np.asarray(randomizer.matrix, dtype=float)
-        void = np.hstack([g_up * rows, np.full((rows.shape[0], 1), 1.0 - g_up)])
+        void = np.hstack([reporting * rows, np.full((rows.shape[0], 1), 1.0 - reporting)])
         first, second = np.triu_indices(rows.shape[0], 1)  # every pair of inputs (≥ 2 rows)
         groups.append((Randomizer(f"void({randomizer.name}, {gamma!r})", dict(randomizer.parameters),
                                   [LocalPairBound(void[first], void[second])],
