@@ -93,8 +93,10 @@ from dpacct_shuffle.profiles import (
 )
 from dpacct_shuffle.randomizers.base import LocalPairBound, PairBound, Randomizer, VariationRatioBound
 from dpacct_shuffle.randomizers.binary_rr_exact import BinaryRRExactUpper
-from dpacct_shuffle.randomizers.binary_rr_sampled import is_tractable, sampled_binary_rr_profile
+from dpacct_shuffle.randomizers.binary_rr_sampled import (SampledBinaryRRProfile, is_tractable,
+                                                          sampled_binary_rr_profile)
 from dpacct_shuffle.randomizers.matrix import from_matrix
+from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 
 NeighborRel = privacy_accountant.NeighboringRelation
 _SHARE_SHRINK = 1.0 - 1e-12
@@ -251,11 +253,35 @@ def _exact_binary_rr_fallback(randomizer: RandomizerDescription, gamma: float, r
                               ) -> DeltaFunction | None:
     """The exact sampled binary-RR δ(ε, N) when ``randomizer`` is a catalog entry whose
     fallbacks include the exact binary-RR profile (every victim pair is then binary RR's)."""
+    epsilon0 = binary_rr_epsilon0(randomizer)
+    return None if epsilon0 is None else _exact_binary_rr(epsilon0, gamma, relation)
+
+
+def binary_rr_epsilon0(randomizer: RandomizerDescription) -> float | None:
+    """ε0 of a catalog ``binary_rr`` entry (recognised by its exact-profile fallback
+    :class:`~dpacct_shuffle.randomizers.binary_rr_exact.BinaryRRExactUpper`), None for any other
+    randomizer."""
     if isinstance(randomizer, Randomizer):
         for entry in randomizer.fallbacks:
             if isinstance(entry, BinaryRRExactUpper):
-                return _exact_binary_rr(entry.epsilon0, gamma, relation)
+                return entry.epsilon0
     return None
+
+
+def exact_sampled_profile(randomizer: RandomizerDescription, num_users: int,
+                          sampling_probability: float, relation: str = "replace_one"
+                          ) -> SampledBinaryRRProfile | None:
+    """The exact profile of the Poisson-sampled round
+    (:class:`~dpacct_shuffle.randomizers.binary_rr_sampled.SampledBinaryRRProfile`) when
+    ``randomizer`` is binary RR and the round is tractable
+    (:func:`~dpacct_shuffle.randomizers.binary_rr_sampled.is_tractable`), None otherwise. Its
+    lower ends are certified lower bounds on the round's ε(δ) and δ(ε)."""
+    gamma = check_sampling_probability(sampling_probability)
+    users = check_num_users(num_users, "num_users")
+    epsilon0 = binary_rr_epsilon0(randomizer)
+    if epsilon0 is None or not is_tractable(users, gamma):
+        return None
+    return sampled_binary_rr_profile(epsilon0, users, gamma, relation)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -336,6 +362,30 @@ def void_matrix_randomizer(randomizer: RandomizerDescription, sampling_probabili
     return from_matrix(void, name=f"void({randomizer.name}, {gamma!r})")
 
 
+def void_personalized_round(round_: PersonalizedShuffle, sampling_probability: float, *,
+                            round_up: bool = True) -> PersonalizedShuffle:
+    """The void view of a Poisson-sampled round of users with different randomizers: every user of
+    group g sends R'_g(x) = γ·R_g(x) + (1 − γ)·⊥, all groups on the common outputs plus ⊥, so the
+    sampled round is the shuffle round of these groups (module docstring, "The void view", group by
+    group) and :class:`~dpacct_shuffle.randomizers.PersonalizedShuffle`'s bounds for the N users of
+    the population bound it. γ is rounded up for the upper bound (module docstring, "Floating
+    point"); ``round_up=False`` keeps γ as given, the round whose laws a lower bound describes. Each
+    R'_g keeps only its matrix and its local bound (the round's bounds read the matrices)."""
+    gamma = check_sampling_probability(sampling_probability)
+    if gamma == 1.0:
+        return round_
+    reporting = _gamma_up(gamma) if round_up else gamma
+    groups = []
+    for randomizer, count in round_.groups:
+        rows = np.asarray(randomizer.matrix, dtype=float)
+        void = np.hstack([reporting * rows, np.full((rows.shape[0], 1), 1.0 - reporting)])
+        first, second = np.triu_indices(rows.shape[0], 1)  # every pair of inputs (≥ 2 rows)
+        groups.append((Randomizer(f"void({randomizer.name}, {gamma!r})", dict(randomizer.parameters),
+                                  [LocalPairBound(void[first], void[second])],
+                                  variation_ratio=None, matrix=void), count))
+    return PersonalizedShuffle(groups)
+
+
 class _SampledRound:
     """δ(ε) of a Poisson-sampled round, replace-one: min(void view, participant-count bound),
     entry by entry for a catalog Randomizer, and the analyzed void matrix when the randomizer has a
@@ -386,6 +436,9 @@ class _SampledRound:
         if isinstance(randomizer, VariationRatio):
             return self._best(_min_over(void_variation_ratios(randomizer, gamma)),
                               self.bound.delta_upper)
+        if isinstance(randomizer, PersonalizedShuffle):
+            void_round = void_personalized_round(randomizer, gamma)
+            return self._best(lambda epsilon, n: void_round.delta(epsilon, n), self.bound.delta_upper)
         if isinstance(randomizer, Randomizer):
             covers = [self._best(_void_entry(e, gamma), _entry_delta(e)) for e in randomizer.cover]
             fallbacks = [self._best(_void_entry(e, gamma), _entry_delta(e))
@@ -511,7 +564,12 @@ def poisson_sampled_profile(randomizer: RandomizerDescription, num_users: int, s
     """
     gamma = check_sampling_probability(sampling_probability)
     population = check_num_users(num_users, "num_users")
+    if isinstance(randomizer, PersonalizedShuffle) and len(randomizer.groups) == 1:
+        randomizer = randomizer.groups[0][0]  # one group is the homogeneous round of its randomizer
     if neighboring_relation is NeighborRel.ADD_OR_REMOVE_ONE:
+        if isinstance(randomizer, PersonalizedShuffle):
+            raise TypeError("a PersonalizedShuffle (users with different randomizers) is accounted "
+                            "for replace-one neighbours only; ADD_OR_REMOVE_ONE is not supported")
         users = honest_users(population, honest_fraction)
         return PrivacyProfile(_presence_delta(randomizer, gamma, users), math.inf,
                               f"poisson_add_remove({gamma!r}, {randomizer!r}, N={users})")
@@ -528,9 +586,12 @@ def poisson_sampled_profile(randomizer: RandomizerDescription, num_users: int, s
 
 __all__ = [
     "add_remove_variation_ratios",
+    "binary_rr_epsilon0",
     "check_sampling_probability",
+    "exact_sampled_profile",
     "poisson_sampled_profile",
     "void_matrix_randomizer",
+    "void_personalized_round",
     "void_variation_ratios",
     "void_view_profile",
 ]

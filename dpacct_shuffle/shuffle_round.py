@@ -12,7 +12,9 @@ randomizer and return a :class:`RoundBounds`:
 * ``lower`` — the certified lower bound of the entry's explicit instance
   (:mod:`dpacct_shuffle.randomizers.lower_bounds`), with a :class:`LowerBoundStatus` saying why there is
   none when it is absent (not requested, a sampled round, more than ``lower_max_users`` users — its
-  cost grows with n —, no instance for this entry, or an evaluation that failed).
+  cost grows with n —, no instance for this entry, or an evaluation that failed). A sampled round of
+  users with different randomizers has one: that of its void groups at γ
+  (:func:`~dpacct_shuffle.sampling.void_personalized_round`).
 
 The true ε(δ) (resp. δ(ε)) of the round lies in ``[lower, upper]``.
 
@@ -39,7 +41,8 @@ from dpacct_shuffle.events import ShuffleEvent
 from dpacct_shuffle.lemmas import fmt_shuffle_bound
 from dpacct_shuffle.randomizers.base import LOWER_BOUND_MAX_USERS, Randomizer, ShuffledRandomizer
 from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
-from dpacct_shuffle.sampling import check_sampling_probability
+from dpacct_shuffle.sampling import (check_sampling_probability, exact_sampled_profile,
+                                     void_personalized_round)
 
 Quantity = Literal["epsilon", "delta"]
 #: One randomizer for every user, or groups of users with their own (``users`` is then their total).
@@ -132,11 +135,23 @@ def _round_bounds(randomizer: RoundRandomizer, users: int, quantity: Quantity, l
     seconds: Optional[float] = None
     if not lower:
         status = LowerBoundStatus.NOT_REQUESTED
-    elif sampled:
+    elif sample_size is not None:
         status = LowerBoundStatus.SAMPLED_ROUND
+    elif sampling_probability is not None and not isinstance(randomizer, PersonalizedShuffle):
+        exact = exact_sampled_profile(randomizer, users, sampling_probability)
+        if exact is None:
+            status = LowerBoundStatus.SAMPLED_ROUND
+        else:  # binary RR: the exact sampled profile's certified lower end
+            start = time.perf_counter()
+            interval = (exact.epsilon_interval(level) if quantity == "epsilon"
+                        else exact.delta_interval(level))
+            value, seconds, status = interval[0], time.perf_counter() - start, LowerBoundStatus.COMPUTED
     elif lower_max_users is not None and users > lower_max_users:
         status = LowerBoundStatus.ABOVE_MAX_USERS
     else:
+        if sampling_probability is not None:  # users with different randomizers: the void round
+            shuffled = void_personalized_round(randomizer, sampling_probability, round_up=False
+                                               ).shuffled(users, lower_bound_max_users=None)
         lower_of = shuffled.epsilon_lower if quantity == "epsilon" else shuffled.delta_lower
         start = time.perf_counter()
         value = lower_of(level) if shuffled.lower_bound is not None else None

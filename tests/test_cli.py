@@ -22,6 +22,7 @@ from dpacct_shuffle import randomizers
 from dpacct_shuffle.accountants import ShufflePLDAccountant
 from dpacct_shuffle.cli import format_lower, format_upper, main
 from dpacct_shuffle.events import ShuffleEvent
+from dpacct_shuffle.sampling import void_personalized_round
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -134,6 +135,18 @@ def test_groups_by_spec_and_by_epsilon0_are_the_same_round() -> None:
     assert code == 2 and "omit it with --group" in err
 
 
+def test_groups_with_client_sampling_equal_the_accountant() -> None:
+    result = run_json("delta", "--randomizer", "krr", "--domain", "2", "--group", "1:6",
+                      "--group", "2:6", "--epsilon", "0.5", "--sampling-probability", "0.3")
+    round_ = randomizers.personalized_krr(2, [(1.0, 6), (2.0, 6)])
+    accountant = ShufflePLDAccountant().compose(
+        dp_event.PoissonSampledDpEvent(0.3, ShuffleEvent(round_, 12)))
+    assert result["delta_upper"] == accountant.get_delta(0.5)
+    void = void_personalized_round(round_, 0.3, round_up=False)
+    assert result["sampling_probability"] == 0.3
+    assert 0.0 < result["delta_lower"] == void.shuffled().delta_lower(0.5) <= result["delta_upper"]
+
+
 GROUP_ERRORS = [
     (("--randomizer", "krr", "--domain", "3", "--group", "1:5", "--users", "5"), "--users or --group"),
     (("--group", "1:5", "--group", "2:5"), "needs --randomizer"),
@@ -148,6 +161,11 @@ GROUP_ERRORS = [
     (("--group", "krr:epsilon0=1,domain_size=3:3", "--group", "krr:epsilon0=1,domain_size=4:3"),
      "same output space"),
     (("--randomizer", "krr", "--domain", "3"), "one of --users N or --group"),
+    (("--group", "krr:epsilon0=1,domain_size=3:3", "--group", "krr:epsilon0=2,domain_size=3:3",
+      "--domain", "5"), "sets domain, which --domain/--param also give"),
+    (("--randomizer", "krr", "--domain", "3", "--param", "epsilon0=2", "--group", "1:3"),
+     "sets epsilon0, which"),
+    (("--group", "no_such:epsilon0=1:3"), "--group no_such:epsilon0=1:3: "),
 ]
 
 

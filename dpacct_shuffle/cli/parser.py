@@ -139,13 +139,27 @@ def parse_group(text: str) -> GroupOption:
     return GroupOption(text, None, epsilon0, users)
 
 
+def _refuse_repeated_settings(group: GroupOption, entry: str, own: dict[str, object],
+                              shared: dict[str, object]) -> None:
+    """UsageError if ``--group`` sets a parameter of ``entry`` that ``--domain``/``--param`` also
+    give (one of the two would be ignored)."""
+    from dpacct_shuffle.randomizers.spec import canonical_keyword, catalog_factory, factory_keywords
+
+    accepted = factory_keywords(catalog_factory(entry))
+    named = {canonical_keyword(key, accepted) or key for key in own}
+    repeated = sorted(key for key in shared if (canonical_keyword(key, accepted) or key) in named)
+    if repeated:
+        raise UsageError(f"--group {group.text} sets {', '.join(repeated)}, which --domain/--param "
+                         "also give: give each setting once")
+
+
 def personalized_from_args(args: argparse.Namespace) -> PersonalizedShuffle:
     """The round of the repeated ``--group`` options (users with different randomizers): each
     group's entry gets the shared ``--domain``/``--param`` settings; ``EPS0:COUNT`` groups are
     ``--randomizer``'s entry at that ε0. Combinations that would leave a setting unused are
     refused (``--users``, ``--matrix``, ``--epsilon0``, an unused ``--randomizer``)."""
     from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
-    from dpacct_shuffle.randomizers.spec import build_randomizer
+    from dpacct_shuffle.randomizers.spec import build_randomizer, split_spec
 
     groups: list[GroupOption] = args.group
     if args.users is not None:
@@ -169,9 +183,15 @@ def personalized_from_args(args: argparse.Namespace) -> PersonalizedShuffle:
     for group in groups:
         try:
             if group.epsilon0 is not None:
-                randomizer = build_randomizer(args.randomizer, {**shared, "epsilon0": group.epsilon0})
+                own: dict[str, object] = {"epsilon0": group.epsilon0}
+                _refuse_repeated_settings(group, args.randomizer, own, shared)
+                randomizer = build_randomizer(args.randomizer, {**shared, **own})
             else:
+                base, own = split_spec(group.spec)
+                _refuse_repeated_settings(group, base, own, shared)
                 randomizer = build_randomizer(group.spec, shared)
+        except UsageError:
+            raise
         except (ValueError, TypeError) as exc:
             raise type(exc)(f"--group {group.text}: {exc}") from None
         if getattr(randomizer, "matrix", None) is None:

@@ -41,20 +41,30 @@ x = e^ε, with S the cells of κ above a threshold:
 Upper: every cell with P(1 + η)-side above the x·Q(1 − η)-side is in S, and a cell of S below it
 misses by at most a factor e^{−2τ}, i.e. by ≤ 2τ·x·Q̂(1 − η); the rest adds at most D. Lower: any
 set S gives Σ_S (P − xQ) ≤ D_x(P‖Q). Prefix sums of nonnegative terms carry a relative error
-(k + 2)·u (k terms, u = 2⁻⁵³), applied in the safe direction; the final subtraction is rounded
-outward by 4u of the larger term. One sort serves the whole ε grid (:data:`GRID_RATIO` spacing in
+(k + 2)·u (k terms, u = 2⁻⁵³), applied in the safe direction; the final subtraction is widened
+by 8u of the sum of its terms. One sort serves the whole ε grid (:data:`GRID_RATIO` spacing in
 ε, geometric from ε0·10⁻⁶ to ε0 plus ε = 0); between grid points the upper end is the chord of
 H(x) = D_x in x = e^ε (H is convex in x, so the chord through two upper bounds is an upper
 bound), and the lower end is the value at the next grid point (δ is non-increasing).
 
 Configurations (:class:`SampledBinaryRRProfile`). A block m ∈ [m1, m2] of configurations is
-bounded by revealing the b = m2 − m1 "free" users' messages (those holding 1 for some m of the
-block and 0 for others): their messages are independent of the victim and of the other users, so
-every δ_m of the block is at most the δ of the configuration with m1 holders of 1 and N − 1 − m2
-holders of 0 (N − 1 − b others). Blocks are split, best bound first, until every block's upper
-curve is below the best certified lower curve with ε relaxed by the factor 1 + ``rtol``
-(or below ``floor``), or the evaluation budget is spent (the bounds stay certified; ``is_exact``
-turns False). Small populations evaluate every configuration.
+bounded in two ways through the b = m2 − m1 "free" users (holding 1 for some m of the block and 0
+for others); their messages are independent of the victim and of the other users.
+
+* Revealed: reveal the free users' messages. Every δ_m of the block is at most the δ of the
+  configuration with m1 holders of 1 and N − 1 − m2 holders of 0 (N − 1 − b others).
+* Common part: a user's message is R_h = f·δ_h + (1 − f)·ν for either input h, with f = γ(2a − 1)
+  and ν = "no report w.p. (1 − γ)/(1 − f), else a fair bit" (R_h minus its differing part).
+  Reveal, for each free user, whether it drew the differing part (and then its message h); the
+  revealed data has the same law under both victim inputs, and given it the release is a known
+  shift of the configuration (m1, N − 1 − m2) plus J independent ν-users, J ~ Bin(b, 1 − f)
+  whatever m. Adding an independent user is a post-processing, so D(J) is non-increasing in J and
+  δ_m ≤ D(J_lo) + P[J < J_lo] for the lower end J_lo of J's Chernoff window.
+
+Blocks [0, 0], [1, 1], [2, 3], [4, 7], … (mirrored from m = N − 1 for add/remove) are split until
+every block's upper curve is at most the best certified lower curve at ε/(1 + ``rtol``) or
+(1 + ``rtol``) times it at ε, or below ``floor``; or until the budget of laws is spent (the bounds
+stay certified; ``is_exact`` turns False). Small populations evaluate every configuration.
 """
 
 from __future__ import annotations
@@ -84,7 +94,13 @@ TRACTABLE_EXPECTED_REPORTS = 400.0
 _TRUNCATION_SHARE = 1e-5
 _LEAF_CONFIGURATIONS = 4  # blocks of at most this many configurations are evaluated one by one
 _PROBED_BLOCK = 64  # an unsettled block of at most this many configurations: its middle is evaluated
+# the common-part block bound costs one three-tap step per kept free user on the whole law: it is
+# tried for blocks of at most this many times √(γ(N − 1)) (+ this many) free users, where that
+# is at most a few times the cost of a configuration's law
+_COMMON_PART_SPAN = 20.0
 _STEP_ERROR = 6.0 * UNIT_ROUNDOFF  # two products, one sum and the rounded a, 1 − a of one step
+# one symmetric user: three products, two sums and the rounded rate, 1 − rate (10u each)
+_SYMMETRIC_STEP_ERROR = 16.0 * UNIT_ROUNDOFF
 _EXTRA_ETA = 20.0 * UNIT_ROUNDOFF  # forming P, Q from L (rounded γ, a, products, sums) and e^ε
 
 
@@ -155,6 +171,36 @@ def _others_law(ones: int, zeros: int, gamma: float, keep: float, flip: float,
     return _CountLaw(law, first1 + first0, k_first, rel + windows, dropped)
 
 
+def _add_symmetric_users(law: _CountLaw, users: int, rate: float, silent: float,
+                         budget: float) -> _CountLaw:
+    """``law`` convolved with ``users`` independent users each reporting a fair bit with
+    probability ``rate`` and nothing with probability ``silent`` = 1 − rate (both given to a
+    relative 10u; three-tap steps on a grown array; the mass pushed past the last row or column
+    is added to ``dropped``)."""
+    if users == 0:
+        return law
+    reports = _binomial_law(users, rate, silent, budget)
+    grow = reports.offset + reports.values.size  # rows (and columns) the reports can add
+    rows, columns = law.values.shape
+    values = np.zeros((rows + grow, columns + grow))
+    values[:rows, :columns] = law.values
+    half = 0.5 * rate
+    outflow = 0.0
+    margin = 1.0 + law.rel_error + _SYMMETRIC_STEP_ERROR * (users + 2) + 4.0 * UNIT_ROUNDOFF
+    scratch = np.empty_like(values)
+    for _ in range(users):
+        edge = float(np.sum(values[-1])) + float(np.sum(values[:-1, -1]))
+        outflow += edge * rate * margin * (1.0 + (values.shape[0] + values.shape[1] + 4) * UNIT_ROUNDOFF)
+        np.multiply(values, half, out=scratch)
+        values *= silent
+        values[1:, :] += scratch[:-1, :]  # reports 0
+        values[1:, 1:] += scratch[:-1, :-1]  # reports 1
+    rel = (law.rel_error + _SYMMETRIC_STEP_ERROR * (users + 2)) * (1.0 + 1e-6)
+    dropped = law.dropped + outflow * (1.0 + 4.0 * UNIT_ROUNDOFF) + (
+        8.0 * float(values.size) * (users + 2) * _SUBNORMAL)
+    return _CountLaw(values, law.t_offset, law.k_offset, rel, dropped)
+
+
 def _victim_law(others: _CountLaw, gamma: float, one: float, zero: float) -> np.ndarray:
     """The output law with a victim reporting 1 w.p. ``one``, 0 w.p. ``zero``, nothing w.p. 1 − γ
     (one more row and column; cell (t, k) gets L(t, k), L(t − 1, k), L(t − 1, k − 1))."""
@@ -199,14 +245,15 @@ def _grid_bounds(big: np.ndarray, small: np.ndarray, rel_error: float, dropped: 
     rho = (count + 2.0) * u * (1.0 + 1e-6)
     plus = (1.0 + eta) * (1.0 + rho) * cum_p[count]
     minus = scale * (1.0 - eta) * (1.0 - rho) * (1.0 - 2.0 * tau) * cum_q[count]
-    upper = plus - minus + 4.0 * u * plus + dropped
+    # plus and minus carry ≤ 3 roundings each, the subtraction one: 8u of their sum covers them
+    upper = (plus - minus + 8.0 * u * (plus + minus) + dropped) * (1.0 + 2.0 * u)
     upper = np.clip(upper, 0.0, 1.0)
 
     count = np.searchsorted(descending, -(epsilons + spread), side="left")
     rho = (count + 2.0) * u * (1.0 + 1e-6)
     plus = (1.0 - eta) * (1.0 - rho) * cum_p[count]
     minus = scale * (1.0 + eta) * (1.0 + rho) * cum_q[count]
-    lower = plus - minus - 4.0 * u * (plus + minus) - scale * dropped
+    lower = plus - minus - 8.0 * u * (plus + minus) - scale * dropped * (1.0 + 2.0 * u)
     lower = np.clip(lower, 0.0, 1.0)
     return lower, upper
 
@@ -222,9 +269,9 @@ class SampledBinaryRRProfile:
     protocol's exact value (an evaluated configuration), U a certified upper bound (every
     configuration covered).
 
-    ``is_exact`` is True when every block was settled: its upper curve is at most the lower
-    curve at ε/(1 + rtol) wherever it exceeds ``floor``. Then ε(δ) is exact to a relative
-    rtol + :data:`GRID_RATIO` − 1 for every δ ≥ floor.
+    ``is_exact`` is True when every block was settled: wherever its upper curve exceeds
+    ``floor``, it is at most the lower curve at ε/(1 + rtol) or (1 + rtol) times the lower curve
+    at ε. Every returned value is certified whatever ``is_exact`` says.
     """
 
     def __init__(self, epsilon0: float, num_users: int, sampling_probability: float,
@@ -248,6 +295,12 @@ class SampledBinaryRRProfile:
         self.keep = 1.0 / (1.0 + math.exp(-self.epsilon0))
         self.flip = 1.0 / (1.0 + math.exp(self.epsilon0))
         self.others = self.num_users - 1
+        # a user's message: its own bit w.p. f = γ(2a − 1), else ν (common to both inputs):
+        # a fair bit w.p. 2γ(1 − a)/(1 − f), no report otherwise
+        # (rate and silent each to a relative 10u: tanh, the flip and 1 − γ to ~3u, then ≤ 3 roundings)
+        self.differing = self.gamma * math.tanh(self.epsilon0 / 2.0)
+        self.symmetric_rate = 2.0 * self.gamma * self.flip / (1.0 - self.differing)
+        self.symmetric_silent = (1.0 - self.gamma) / (1.0 - self.differing)  # = 1 − rate
         # replace-one: m and N − 1 − m are the same (relabel); add/remove: victim holding 0, all m
         self.last = self.others // 2 if relation == "replace_one" else self.others
         self.budget = self._budget()
@@ -284,7 +337,9 @@ class SampledBinaryRRProfile:
         x_left, x_right, x = math.exp(grid[left]), math.exp(grid[right]), math.exp(eps)
         weight = (x - x_left) / (x_right - x_left)
         chord = (1.0 - weight) * upper[left] + weight * upper[right]
-        chord = min(float(upper[left]), float(chord) * (1.0 + 8.0 * UNIT_ROUNDOFF) + 1e-300)
+        # rounding of the weight and the sum: 8u of the larger end covers it
+        chord = min(float(upper[left]), float(chord) * (1.0 + 8.0 * UNIT_ROUNDOFF)
+                    + 8.0 * UNIT_ROUNDOFF * float(upper[left]) + 1e-300)
         return float(lower[right]), chord
 
     def delta(self, epsilon: float) -> float:
@@ -320,12 +375,16 @@ class SampledBinaryRRProfile:
         grid[-1] = top
         return np.concatenate(([0.0], grid))
 
-    def _curves(self, holders: int, others_zero: int, epsilons: np.ndarray
+    def _curves(self, holders: int, others_zero: int, epsilons: np.ndarray, symmetric: int = 0
                 ) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) of max over both directions of the configuration with ``holders``
-        users holding 1 and ``others_zero`` holding 0, on the grid."""
+        users holding 1, ``others_zero`` holding 0 and ``symmetric`` users whose message is the
+        part ν common to both inputs (a fair bit w.p. 2γ(1 − a)/(1 − f), module docstring), on
+        the grid."""
         self.laws_evaluated += 1
         law = _others_law(holders, others_zero, self.gamma, self.keep, self.flip, self.budget)
+        law = _add_symmetric_users(law, symmetric, self.symmetric_rate, self.symmetric_silent,
+                                   self.budget)
         zero = _victim_law(law, self.gamma, self.gamma * self.flip, self.gamma * self.keep)
         if self.relation == "replace_one":
             other = _victim_law(law, self.gamma, self.gamma * self.keep, self.gamma * self.flip)
@@ -354,7 +413,8 @@ class SampledBinaryRRProfile:
 
     def _settled(self, upper: np.ndarray, lower: np.ndarray, shift: int) -> bool:
         relaxed = np.concatenate((np.full(shift, lower[0]), lower[: lower.size - shift]))
-        return bool(np.all(upper <= np.maximum(relaxed, self.floor)))
+        allowed = np.maximum(np.maximum(relaxed, lower * (1.0 + self.rtol)), self.floor)
+        return bool(np.all(upper <= allowed))
 
     def _initial_blocks(self) -> list[tuple[int, int]]:
         """A stack of blocks [0, 0], [1, 1], [2, 3], [4, 7], ... (the worst configurations sit
@@ -373,6 +433,21 @@ class SampledBinaryRRProfile:
             blocks = [block for pair in itertools.zip_longest(blocks, mirrored) for block in pair
                       if block is not None]
         return blocks[::-1]
+
+    def _block_upper(self, first: int, last: int, epsilons: np.ndarray, best_lower: np.ndarray,
+                     shift: int) -> np.ndarray:
+        """Upper curve of every δ_m, m ∈ [first, last] (module docstring, "Configurations"):
+        the free users' messages revealed; if that does not settle the block, the smaller of it
+        and the bound keeping the common part ν of the free users' messages."""
+        free = last - first
+        _, revealed = self._curves(first, self.others - last, epsilons)
+        if (self._settled(revealed, best_lower, shift) or self.laws_evaluated >= self.max_laws
+                or free > _COMMON_PART_SPAN * math.sqrt(self.gamma * self.others) + _COMMON_PART_SPAN):
+            return revealed
+        kept = _binomial_law(free, 1.0 - self.differing, self.differing, self.budget)
+        _, common = self._curves(first, self.others - last, epsilons, symmetric=kept.offset)
+        common = np.minimum(1.0, common + kept.dropped * (1.0 + 4.0 * UNIT_ROUNDOFF))
+        return np.minimum(revealed, common)
 
     def _search(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         epsilons = self._epsilons()
@@ -402,7 +477,7 @@ class SampledBinaryRRProfile:
                         best_lower = np.maximum(best_lower, lower)
                         best_upper = np.maximum(best_upper, upper)
                 continue
-            _, block_upper = self._curves(first, self.others - last, epsilons)
+            block_upper = self._block_upper(first, last, epsilons, best_lower, shift)
             if self.laws_evaluated >= self.max_laws or self._settled(block_upper, best_lower, shift):
                 if not self._settled(block_upper, best_lower, shift):
                     self._exact = False
@@ -430,6 +505,87 @@ def is_tractable(num_users: int, sampling_probability: float) -> bool:
             and sampling_probability * (num_users - 1) <= TRACTABLE_EXPECTED_REPORTS)
 
 
+class BinaryRRCohortProfile(SampledBinaryRRProfile):
+    """Shuffled binary RR on a cohort of exactly m of N users drawn uniformly without
+    replacement (replace-one): certified exact worst case over every configuration.
+
+    The release is the number k of ones among the m reports. In the Poisson round of rate
+    γ = m/N the participant count C ~ Bin(N, γ) does not depend on the data and, given C = m, the
+    participants are a uniform m-subset: the cohort's law is row t = m of the Poisson round's
+    (t, k) law divided by B = P[C = m], so δ_m(ε) = D_{e^ε}(row_m P0 ‖ row_m P1)/B.
+
+    Block bound (configurations m1..m2, b = m2 − m1 free users): in the Poisson round reveal the
+    free users' messages, with c_f reports among them. Given c_f, the rest (the victim and the
+    N − 1 − b other users) is the Poisson round conditioned on its count r = m − c_f, and the
+    law of c_f given C = m is Bin(b, γ)(c_f)·Bin(N − b, γ)(m − c_f)/B in both victim worlds. So
+    δ_m ≤ Σ_r λ_r·D_{e^ε}(row_r P0' ‖ row_r P1') with λ_r = Bin(b, γ)(m − r)/B (the rest's row
+    probability cancels), i.e. the divergence of the rest's (t, k) laws with row r scaled by λ_r.
+    A single configuration is b = 0. Rounding: B from its certified binomial window (lower end
+    for upper bounds, upper end for lower bounds), the scaled errors and masses likewise.
+    """
+
+    def __init__(self, epsilon0: float, sample_size: int, population_size: int, *,
+                 rtol: float = SAMPLED_BINARY_RR_RTOL, floor: float = SAMPLED_BINARY_RR_FLOOR,
+                 max_laws: int = SAMPLED_BINARY_RR_MAX_LAWS) -> None:
+        population = check_num_users(population_size, "population_size")
+        size = check_num_users(sample_size, "sample_size")
+        if not 1 <= size < population:
+            raise ValueError(f"sample_size must be in [1, population_size) = [1, {population}), "
+                             f"got {size}")
+        self.sample_size = size
+        super().__init__(epsilon0, population, size / population, "replace_one", rtol=rtol,
+                         floor=floor, max_laws=max_laws)
+
+    def _block_upper(self, first: int, last: int, epsilons: np.ndarray, best_lower: np.ndarray,
+                     shift: int) -> np.ndarray:
+        return self._curves(first, self.others - last, epsilons)[1]
+
+    def _curves(self, holders: int, others_zero: int, epsilons: np.ndarray, symmetric: int = 0
+                ) -> tuple[np.ndarray, np.ndarray]:
+        self.laws_evaluated += 1
+        gamma, u = self.gamma, UNIT_ROUNDOFF
+        free = self.others - holders - others_zero
+        law = _others_law(holders, others_zero, gamma, self.keep, self.flip, self.budget)
+        zero = _victim_law(law, gamma, gamma * self.flip, gamma * self.keep)
+        one = _victim_law(law, gamma, gamma * self.keep, gamma * self.flip)
+        count = _binomial_law(self.num_users, gamma, 1.0 - gamma, self.budget)
+        index = self.sample_size - count.offset
+        if not 0 <= index < count.values.size:  # m outside its own count's window: nothing known
+            return np.zeros_like(epsilons), np.where(epsilons < self.epsilon0, 1.0, 0.0)
+        b_value = float(count.values[index])
+        b_low = b_value * (1.0 - count.rel_error - count.dropped) * (1.0 - 2.0 * u)
+        b_high = b_value * (1.0 + count.rel_error) * (1.0 + 2.0 * u)
+        revealed = _binomial_law(free, gamma, 1.0 - gamma, self.budget)
+        rows = law.t_offset + np.arange(zero.shape[0])  # the rest's report count of each row
+        reveal_index = self.sample_size - rows - revealed.offset
+        inside = (reveal_index >= 0) & (reveal_index < revealed.values.size)
+        weights = np.where(inside, revealed.values[np.clip(reveal_index, 0, revealed.values.size - 1)],
+                           0.0)
+        eta = (law.rel_error + revealed.rel_error + revealed.dropped + 4.0 * u) * (1.0 + 1e-6)
+        # the law's misplaced mass times a weight ≤ 1 + η; rows whose revealed count lies
+        # outside its window: total weight ≤ revealed.dropped (each row's divergence ≤ 1)
+        dropped = (law.dropped * (1.0 + eta) + revealed.dropped) * (1.0 + 4.0 * u)
+        scaled_zero, scaled_one = zero * weights[:, None], one * weights[:, None]
+        low0, up0 = _grid_bounds(scaled_zero, scaled_one, eta, dropped, epsilons)
+        low1, up1 = _grid_bounds(scaled_one, scaled_zero, eta, dropped, epsilons)
+        upper = np.minimum(1.0, np.maximum(up0, up1) / b_low * (1.0 + 2.0 * u))
+        lower = np.maximum(low0, low1) / b_high * (1.0 - 2.0 * u)
+        upper[epsilons >= self.epsilon0] = 0.0  # ε0-LDP: every likelihood ratio ≤ e^ε0
+        lower[epsilons >= self.epsilon0] = 0.0
+        return lower, upper
+
+    def __repr__(self) -> str:
+        return (f"BinaryRRCohortProfile(epsilon0={self.epsilon0!r}, sample_size={self.sample_size!r}, "
+                f"population_size={self.num_users!r})")
+
+
+@functools.lru_cache(maxsize=8)
+def binary_rr_cohort_profile(epsilon0: float, sample_size: int, population_size: int
+                             ) -> BinaryRRCohortProfile:
+    """A cached :class:`BinaryRRCohortProfile` with the default tolerances."""
+    return BinaryRRCohortProfile(epsilon0, sample_size, population_size)
+
+
 @functools.lru_cache(maxsize=8)
 def sampled_binary_rr_profile(epsilon0: float, num_users: int, sampling_probability: float,
                               relation: str = "replace_one") -> SampledBinaryRRProfile:
@@ -438,10 +594,12 @@ def sampled_binary_rr_profile(epsilon0: float, num_users: int, sampling_probabil
 
 
 __all__ = [
+    "BinaryRRCohortProfile",
     "FULL_SEARCH_CONFIGURATIONS",
     "GRID_RATIO",
     "SampledBinaryRRProfile",
     "TRACTABLE_EXPECTED_REPORTS",
+    "binary_rr_cohort_profile",
     "is_tractable",
     "sampled_binary_rr_profile",
 ]

@@ -14,6 +14,8 @@ of group g dominates t_g·S, S = π0·Q0 + π1·Q1 + πK·N, with t_g = min_y c_
 for every input x). For k-ary randomized response on a common domain of d values this is exact:
 c_g = 1/(e^ε_g + d − 1) on every output, S is uniform (π = (1, 1, d − 2)/d) and t_g = d/(e^ε_g + d − 1),
 the neutral share of group g being (d − 2)/(e^ε_g + d − 1).
+
+Lower bounds: explicit configurations of the groups (:mod:`dpacct_shuffle.randomizers.personalized_lower`).
 """
 
 from __future__ import annotations

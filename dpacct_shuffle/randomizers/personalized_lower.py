@@ -4,14 +4,17 @@ randomizers", lower bound).
 
 Each value is the exact hockey-stick divergence of one explicit instance after a post-processing
 (data-processing inequality), so it is below the worst case over neighbouring datasets. An instance
-is a victim of group v with a pair (x⁰, x¹) of its inputs, every other user of group g holding one
-input c_g, and the post-processing that keeps only the numbers of shuffled messages in two disjoint
-output sets S0 and S1 (S0 = {μ0 > μ1}, S1 = {μ1 > μ0}) — or in S0 alone (S1 = ∅).
+is a victim of group v with a pair (x⁰, x¹) of its inputs, fixed inputs of the other users, and
+the post-processing that keeps only the numbers of shuffled messages in two disjoint output sets S0
+and S1 (S0 = {μ0 > μ1}, S1 = {μ1 > μ0}) — or in S0 alone (S1 = ∅).
 
-Laws. An other user of group g lands in S0 with probability a_g, in S1 with b_g. If a_g = b_g for
-every g (e.g. k-ary randomized response, the others at a value outside {x⁰, x¹}), the number C of
-the others' messages in S0 ∪ S1 is a sum of independent Bin(n_g, 2a_g) and, given C, their count in
-S0 is Bin(C, ½). With S1 = ∅ the count in S0 is the sum of Bin(n_g, a_g). With the victim's
+Laws. The n_j other users at one input (of one group) each land in S0 with probability a_j and in
+S1 with b_j. If a_j = b_j for every j (e.g. k-ary randomized response, the others at a value
+outside {x⁰, x¹}), the number C of the others' messages in S0 ∪ S1 is a sum of independent
+Bin(n_j, 2a_j) and, given C, their count in S0 is Bin(C, ½). With S1 = ∅ the count in S0 is the
+sum of Bin(n_j, a_j). Configurations tried: every group at its row with equal, smallest masses on S0
+and S1 (both sets); for one set, k users of each group at its row of least mass and the others at
+its row of most mass, k ∈ {0, ⌊n_g/2⌋, n_g}. With the victim's
 masses u_b = (R_v(x^b)(S0), R_v(x^b)(S1), rest), the two released laws of (C_total, H0) are
 
     P_b(C, h) = u_b0·W(C−1)·β_{C−1}(h−1) + u_b1·W(C−1)·β_{C−1}(h) + u_b2·W(C)·β_C(h),
@@ -53,8 +56,9 @@ from dpacct_shuffle.randomizers.lower_bounds import (
 
 #: Absolute slack for products and sums of floats below the normal range (module docstring).
 ABSOLUTE_SLACK = 1e-280
-#: At most this many configurations "each group at its extreme row" are tried for S1 = ∅.
-MAX_CORNER_CONFIGURATIONS = 16
+#: At most this many configurations "each group split between its extreme rows" are tried for
+#: S1 = ∅ (beyond: all groups at the least, at the split, at the most mass).
+MAX_SPLIT_CONFIGURATIONS = 27
 
 Masses = tuple[float, float, float]
 Others = tuple[tuple[int, float], ...]  # (count, probability) of each group's binomial
@@ -91,8 +95,8 @@ class GroupCountsInstance:
     configuration of grouped others (module docstring).
 
     ``victim0``, ``victim1``: the victim's masses (S0, S1, rest) under x⁰ and x¹ (S1 mass 0 when
-    ``two_sets`` is False); ``others``: pairs (count, a) — each other user lands in S0 with
-    probability a and, if ``two_sets``, in S1 with the same probability a.
+    ``two_sets`` is False); ``others``: pairs (count, a) of users at one input — each lands in S0
+    with probability a and, if ``two_sets``, in S1 with the same probability a.
     """
 
     def __init__(self, victim0: Masses, victim1: Masses, others: Others, two_sets: bool,
@@ -133,12 +137,16 @@ class GroupCountsInstance:
             t2 = _binomial_tail(t, c, 0.5, upper)
             a = prev * (num[0] * t0 + num[1] * t1) + cur * num[2] * t2
             b = prev * (den[0] * t0 + den[1] * t1) + cur * den[2] * t2
-            tail_error = max(TrinomialInstance.TAIL_REL_ERROR,
-                             float(special_function_rtol(float(max(int(c.max()), 1)))))
-            error = self.law_error + tail_error + 8.0 * UNIT_ROUNDOFF
+            trials = float(max(int(c.max()), 1))
+            tail_error = max(TrinomialInstance.TAIL_REL_ERROR, float(special_function_rtol(trials)))
+            # a_g = b_g holds for the floats summed over S0 and S1; the exact sums may differ by an
+            # ulp, which moves each Bin(C, ½) cell by a relative C·8u/½ at most
+            error = self.law_error + tail_error + 8.0 * UNIT_ROUNDOFF + trials * 16.0 * UNIT_ROUNDOFF
+        # the margin is taken on the computed (not the exact) masses: 1.01·η covers η/(1 − η)
+        error *= 1.01
         rows = a - scale * b - error * (a + scale * b) - ABSOLUTE_SLACK * (1.0 + scale)
         total = math.fsum(rows[rows > 0.0].tolist())
-        return max(0.0, (total - scale * self.dropped) * (1.0 - 1e-12))
+        return max(0.0, total * (1.0 - 1e-12) - scale * self.dropped * (1.0 + 1e-12))
 
     def delta(self, epsilon: float) -> float:
         """max(D_{e^ε}(P0‖P1), D_{e^ε}(P1‖P0)) of the counts, rounded down."""
@@ -190,32 +198,41 @@ def _victim_instances(groups: Sequence[tuple[np.ndarray, int]], v: int) -> list[
         instances.append(GroupCountsInstance(
             _masses(mu0, set0, set1), _masses(mu1, set0, set1), tuple(balanced), True,
             f"{label}: counts in S0 and S1, others at rows with equal masses on both"))
-    # one set: every group at the row with the least or the most mass on it
+    # one set: in every group, k users at the row of least mass on it and the others at the row of
+    # most mass, k ∈ {0, ⌊n/2⌋, n} (binary outputs: the worst configurations split the inputs)
     none = np.zeros_like(set0)
     for chosen in (set0, set1):
         if not np.any(chosen):
             continue
-        per_group = [sorted({_masses(row, chosen, none)[0] for row in matrix}) for matrix, _ in others]
-        extremes = [(masses[0], masses[-1]) for masses in per_group]
-        corners = (itertools.product(*[sorted(set(pair)) for pair in extremes])
-                   if 2 ** len(extremes) <= MAX_CORNER_CONFIGURATIONS else
-                   [tuple(low for low, _ in extremes), tuple(high for _, high in extremes)])
-        for corner in corners:
-            configuration = tuple((count, a) for (_, count), a in zip(others, corner))
+        splits = []
+        for matrix, count in others:
+            masses = [_masses(row, chosen, none)[0] for row in matrix]
+            low, high = min(masses), max(masses)
+            splits.append(sorted({((k, low), (count - k, high)) for k in (0, count // 2, count)}))
+        if math.prod(len(options) for options in splits) > MAX_SPLIT_CONFIGURATIONS:
+            splits = [[options[0], options[len(options) // 2], options[-1]] for options in splits]
+            configurations = [tuple(options[index] for options in splits) for index in range(3)]
+        else:
+            configurations = list(itertools.product(*splits))
+        for configuration in configurations:
+            counts = tuple((k, a) for group in configuration for k, a in group if k > 0)
             instances.append(GroupCountsInstance(
-                _masses(mu0, chosen, none), _masses(mu1, chosen, none), configuration, False,
-                f"{label}: count in one set, others at their extreme rows"))
+                _masses(mu0, chosen, none), _masses(mu1, chosen, none), counts, False,
+                f"{label}: count in one set, each group split between its extreme rows"))
     return instances
 
 
-def personalized_lower_bound(groups: Sequence[tuple[np.ndarray, int]]) -> InstanceLowerBound:
+def personalized_lower_bound(groups: Sequence[tuple[np.ndarray, int]]) -> InstanceLowerBound | None:
     """Certified lower bound of a round whose group g has ``count`` users of the finite
     randomizer ``matrix`` (pairs (matrix, count), all matrices on one output space, at least
-    two users): the maximum over victim groups of the instances of the module docstring."""
+    two users): the maximum over victim groups of the instances of the module docstring (None if
+    no group has two inputs with different output laws: then every δ(ε) is 0)."""
     instances = [instance for v in range(len(groups)) for instance in _victim_instances(groups, v)]
+    if not instances:
+        return None
     return InstanceLowerBound(instances, "users with different randomizers: counts of S0 and S1 "
                               "for one configuration of the other groups")
 
 
-__all__ = ["ABSOLUTE_SLACK", "GroupCountsInstance", "MAX_CORNER_CONFIGURATIONS",
+__all__ = ["ABSOLUTE_SLACK", "GroupCountsInstance", "MAX_SPLIT_CONFIGURATIONS",
            "personalized_lower_bound"]

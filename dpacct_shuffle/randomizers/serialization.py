@@ -1,6 +1,6 @@
 """JSON form of randomizers: plain data (dicts, lists, strings, numbers) and back, equal by value.
 
-Three forms, told apart by ``"kind"`` (``docs/serialization.md``):
+Five forms, told apart by ``"kind"`` (``docs/serialization.md``):
 
 * ``{"kind": "catalog", "name": "krr", "arguments": {"epsilon0": 2.0, "domain_size": 100}}`` — a
   catalog entry and the arguments it was called with (by parameter name); decoding calls the entry
