@@ -4,27 +4,33 @@ For each catalog entry and number of users: the upper ε of the variation-ratio 
 (every cover and fallback except the multi-level one), the upper ε the entry reports (the minimum
 including :class:`~dpacct_shuffle.randomizers.multilevel.MultiLevelBound`, where the entry has
 one), the certified lower ε (exact δ of an explicit instance), the gap 1 − lower/upper and the
-wall-clock seconds of the multi-level bound's own ε search (fresh caches per row; for the Laplace
-mechanism its dominating-pair bound, :class:`LaplaceBlanketBound`, skipped as in the entry where
-it cannot lower the clone value).
+wall-clock seconds the entry spends on its multi-level bound (fresh caches per row): one
+evaluation where it cannot lower the clone value by 0.1 %, else a search from there
+(:meth:`~dpacct_shuffle.randomizers.multilevel.MultiLevelBound.epsilon_below`; for the Laplace
+mechanism its dominating-pair bound, :class:`LaplaceBlanketBound`, likewise).
 
 Usage: ``python benchmarks/bench_tightness.py [--users 1e3,1e4,1e6] [--epsilon0s 2,4]
-[--delta 1e-6]`` — prints a markdown table.
+[--delta 1e-6] [--entries "rappor d=100,laplace"] [--markdown docs/tightness.md]`` — prints a
+markdown table; with ``--markdown`` also writes its rows into the page's generated table
+(:mod:`markdown`; ``--entries`` restricts the run, and the update, to some entries).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 from collections.abc import Callable
 
 from dpacct_shuffle import randomizers as rz
+from dpacct_shuffle.cli import format_lower, format_upper
 from dpacct_shuffle.core import bound, multilevel
 from dpacct_shuffle.randomizers import laplace_levels
 from dpacct_shuffle.randomizers.laplace_levels import LaplaceBlanketBound
 from dpacct_shuffle.randomizers.multilevel import MultiLevelBound
 
-from bench_catalog import ENTRIES  # the same catalog entries as the catalog table
+from bench_catalog import DIGITS, ENTRIES  # the same catalog entries as the catalog table
+from markdown import update_generated_table
 
 
 def clone_epsilon(randomizer: rz.Randomizer, n: int, delta: float) -> float:
@@ -39,7 +45,7 @@ def clone_epsilon(randomizer: rz.Randomizer, n: int, delta: float) -> float:
 
 def measure(make: Callable[[float], rz.Randomizer], eps0: float, n: int, delta: float
             ) -> tuple[float, float, float, float | None]:
-    """(clone upper ε, reported upper ε, lower ε, seconds of the multi-level ε or None)."""
+    """(clone upper ε, reported upper ε, lower ε, seconds spent on the multi-level bound or None)."""
     randomizer = make(eps0)
     old = clone_epsilon(randomizer, n, delta)
     levels = [b for b in randomizer.fallbacks if isinstance(b, MultiLevelBound) and b.level_sets]
@@ -50,7 +56,7 @@ def measure(make: Callable[[float], rz.Randomizer], eps0: float, n: int, delta: 
         bound._delta_bracket.cache_clear()
         multilevel._levels_bracket.cache_clear()
         start = time.perf_counter()
-        new = min(old, levels[0].epsilon(delta, n))
+        new = min(old, levels[0].epsilon_below(delta, n, old))
         seconds = time.perf_counter() - start
     elif spectrum:  # as the entry uses it: skipped where it cannot lower the clone value
         laplace_levels._laplace_delta.cache_clear()
@@ -61,6 +67,10 @@ def measure(make: Callable[[float], rz.Randomizer], eps0: float, n: int, delta: 
     return old, new, lower, seconds
 
 
+HEADER = ["randomizer", "eps0", "n", "upper (clone)", "upper (reported)", "lower", "gap",
+          "s (multi-level)"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--users", type=lambda s: [int(float(v)) for v in s.split(",")],
@@ -68,18 +78,32 @@ def main() -> None:
     parser.add_argument("--epsilon0s", type=lambda s: [float(v) for v in s.split(",")],
                         default=[4.0])
     parser.add_argument("--delta", type=float, default=1e-6)
+    parser.add_argument("--entries", type=lambda s: s.split(","), default=list(ENTRIES),
+                        help="comma-separated entry names (default: all)")
+    parser.add_argument("--markdown", type=Path, help="page whose generated table gets the rows")
     args = parser.parse_args()
-    print("| randomizer | eps0 | n | upper (clone) | upper (reported) | lower | gap | "
-          "s (multi-level) |")
-    print("|---|---|---|---|---|---|---|---|")
+    unknown = sorted(set(args.entries) - set(ENTRIES))
+    if unknown:
+        parser.error(f"unknown entries {unknown}; known: {sorted(ENTRIES)}")
+    print("| " + " | ".join(HEADER) + " |")
+    print("|" + "---|" * len(HEADER))
+    rows = []
     for eps0 in args.epsilon0s:
-        for name, make in ENTRIES.items():
+        for name in args.entries:
             for n in args.users:
-                old, new, lower, seconds = measure(make, eps0, n, args.delta)
+                old, new, lower, seconds = measure(ENTRIES[name], eps0, n, args.delta)
                 gap = 1.0 - lower / new if new > 0 else 0.0
                 timing = "—" if seconds is None else f"{seconds:.2f}"
-                print(f"| {name} | {eps0:g} | {n:.0e} | {old:.4g} | {new:.4g} | {lower:.4g} "
-                      f"| {gap:.1%} | {timing} |", flush=True)
+                cells = [name, f"{eps0:g}", f"{n:.0e}", format_upper(old, DIGITS),
+                         format_upper(new, DIGITS), format_lower(lower, DIGITS), f"{gap:.1%}",
+                         timing]
+                rows.append(cells)
+                print("| " + " | ".join(cells) + " |", flush=True)
+    if args.markdown is not None:
+        note = ("Generated by `python benchmarks/bench_tightness.py --markdown "
+                f"{args.markdown.as_posix()}` (δ = {args.delta:g}; upper ends rounded up, lower "
+                "ends down, 4 significant digits; `--entries` regenerates some rows).")
+        update_generated_table(args.markdown, "bench_tightness", note, HEADER, rows)
 
 
 if __name__ == "__main__":
