@@ -17,7 +17,10 @@ Supported, anywhere inside ``ComposedDpEvent`` / ``SelfComposedDpEvent``:
 
 * :class:`~dpacct_shuffle.events.ShuffleEvent`, :class:`~dpacct_shuffle.events.ParallelCompositionEvent`
   (PLD via :func:`dpacct_shuffle.profiles.pld_from_profile`, RDP via
-  :func:`dpacct_shuffle.profiles.rdp_from_profile`);
+  :func:`dpacct_shuffle.profiles.rdp_from_profile`); a round's profile comes from the batched
+  pair curve wherever it carries the randomizer's rule
+  (:func:`dpacct_shuffle.profiles.round_randomizer`: one pass for every ε, within 0.2 % of the
+  core's ε), else from the randomizer's own bound;
 * ``PoissonSampledDpEvent(γ, ·)`` around either of them (client sampling from a population of
   ``num_users``): replace-one and, PLD only, add/remove-one, through the void view of
   :mod:`dpacct_shuffle.sampling` (:func:`~dpacct_shuffle.sampling.poisson_sampled_profile`; the
@@ -93,6 +96,7 @@ from dpacct_shuffle.profiles import (
     profile_grid,
     randomized_response_rdp,
     rdp_from_grid,
+    round_randomizer,
     users_grid_floor,
 )
 from dpacct_shuffle.sampling import poisson_sampled_profile
@@ -157,7 +161,7 @@ def _without_replacement_profile(event: dp_event.SampledWithoutReplacementDpEven
             raise ValueError(
                 f"the shuffle round inside SampledWithoutReplacementDpEvent shuffles "
                 f"{_shuffled_users(inner)} reports, more than sample_size={event.sample_size}")
-        base = inner.profile()
+        base = _round_event(inner).profile() if isinstance(inner, ShuffleEvent) else inner.profile()
     return without_replacement_profile(base, event.sample_size, event.source_dataset_size)
 
 
@@ -172,9 +176,20 @@ def event_profile(event: dp_event.DpEvent,
         return _sampled_profile(event, relation)
     if isinstance(event, dp_event.SampledWithoutReplacementDpEvent):
         return _without_replacement_profile(event)
+    if isinstance(event, ShuffleEvent):
+        return _round_event(event).profile()
     if isinstance(event, _SHUFFLE_EVENTS):
         return event.profile()
     raise TypeError(f"no shuffle profile for {type(event).__name__}")
+
+
+def _round_event(event: ShuffleEvent) -> ShuffleEvent:
+    """The round with the randomizer its PLD is built from by default: the batched pair curve
+    where it carries the randomizer's rule (:func:`dpacct_shuffle.profiles.round_randomizer`)."""
+    randomizer = round_randomizer(event.randomizer)
+    if randomizer is event.randomizer:
+        return event
+    return ShuffleEvent(randomizer, event.num_users, event.honest_fraction)
 
 
 def _is_sampled_shuffle(event: dp_event.DpEvent) -> bool:
