@@ -78,7 +78,7 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Union
+from typing import Optional, Union
 
 import attr
 import numpy as np
@@ -110,6 +110,7 @@ DEFAULT_MAX_STEP = 0.25
 DEFAULT_MIN_DELTA = 1e-16
 DEFAULT_SAMPLING_TAIL = 1e-14
 _INITIAL_POINTS = 32
+_INITIAL_GEOMETRIC_POINTS = 96
 # relative margin on the values fed to Connect-the-Dots (float cancellation in the masses)
 _CONNECT_DOTS_MARGIN = 1e-9
 _RDP_SUBDIVISIONS = 32
@@ -138,11 +139,14 @@ class ShuffleBound:
       delta_upper: ``(epsilon, n) -> δ`` upper bound, both directions, non-increasing in ε and n.
       epsilon0: local guarantee of the victim's report; δ = 0 for ε ≥ epsilon0 (``inf`` if none).
       source: the object this was built from (for ``repr`` and descriptions).
+      deltas_upper: optional ``(epsilons, n) -> δ`` array form of ``delta_upper`` (one call for
+        many ε, e.g. the batched pair curve), used by :func:`profile_grid`.
     """
 
     delta_upper: Callable[[float, int], float]
     epsilon0: float
     source: object
+    deltas_upper: Optional[Callable[[NDArray[np.float64], int], NDArray[np.float64]]] = None
 
 
 #: What :func:`as_shuffle_bound` adapts (its docstring lists the forms; objects carrying a
@@ -165,6 +169,17 @@ def _batched_entry_delta(bound: PairBound, epsilon: float, n: int, lowering: flo
         return bound.delta_at_rtol(epsilon, n, _CORE_RTOL)
     return min(batched_delta(vr, n, lowering).delta(epsilon) if supports_batched_delta(vr)
                else vr.delta(epsilon, n, rtol=_CORE_RTOL) for vr in candidates)
+
+
+def _batched_entry_deltas(bound: PairBound, epsilons: NDArray[np.float64], n: int,
+                          lowering: float) -> NDArray[np.float64]:
+    """:func:`_batched_entry_delta` at every ε of ``epsilons`` (batched curves read at once)."""
+    candidates = getattr(bound, "candidates", None)
+    if not candidates or not any(supports_batched_delta(vr) for vr in candidates):
+        return np.array([bound.delta_at_rtol(float(eps), n, _CORE_RTOL) for eps in epsilons])
+    return np.min([batched_delta(vr, n, lowering).deltas(epsilons) if supports_batched_delta(vr)
+                   else np.array([vr.delta(float(eps), n, rtol=_CORE_RTOL) for eps in epsilons])
+                   for vr in candidates], axis=0)
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
@@ -195,6 +210,18 @@ class BatchedRandomizer:
             return batched_delta(self.randomizer, n, self.lowering).delta(epsilon)
         return self.randomizer.combine(
             lambda bound: _batched_entry_delta(bound, epsilon, n, self.lowering))
+
+    def deltas(self, epsilons: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+        """:meth:`delta` at every ε ≥ 0 of ``epsilons`` (each curve read once for all of them)."""
+        eps = np.asarray(epsilons, dtype=np.float64)
+        if isinstance(self.randomizer, VariationRatio):
+            return batched_delta(self.randomizer, n, self.lowering).deltas(eps)
+        # the rule of Randomizer.combine, elementwise: max over the cover, min over the fallbacks
+        value = np.max([_batched_entry_deltas(bound, eps, n, self.lowering)
+                        for bound in self.randomizer.cover], axis=0)
+        for bound in self.randomizer.fallbacks:
+            value = np.minimum(value, _batched_entry_deltas(bound, eps, n, self.lowering))
+        return value
 
 
 def batched_randomizer(randomizer: RandomizerDescription,
@@ -247,13 +274,13 @@ def as_shuffle_bound(randomizer: RandomizerDescription, name: str = "randomizer"
     if isinstance(randomizer, ShuffleBound):
         return randomizer
     if isinstance(randomizer, BatchedRandomizer):
-        return ShuffleBound(randomizer.delta, randomizer.epsilon0, randomizer)
+        return ShuffleBound(randomizer.delta, randomizer.epsilon0, randomizer, randomizer.deltas)
     if isinstance(randomizer, SupportsShuffleBound):
         return ShuffleBound(functools.partial(randomizer.delta, rtol=_CORE_RTOL),
                             randomizer.epsilon0, randomizer)
     if hasattr(randomizer, "variation_ratio"):
         inner = as_shuffle_bound(randomizer.variation_ratio, f"{name}.variation_ratio")
-        return ShuffleBound(inner.delta_upper, inner.epsilon0, randomizer)
+        return ShuffleBound(inner.delta_upper, inner.epsilon0, randomizer, inner.deltas_upper)
     if isinstance(randomizer, Sequence) and not isinstance(randomizer, str):
         if len(randomizer) == 0:
             raise ValueError(f"{name} must not be an empty sequence")
@@ -349,17 +376,27 @@ class PrivacyProfile:
         neighbouring pairs. Only its values matter, not its shape (see the module docstring).
       epsilon_cap: ε at and above which the profile is 0 (``math.inf``: no cap).
       description: human-readable provenance.
+      deltas_upper: optional array form of ``delta_upper`` (one call for many ε).
     """
 
     delta_upper: Callable[[float], float]
     epsilon_cap: float
     description: str = ""
+    deltas_upper: Optional[Callable[[NDArray[np.float64]], NDArray[np.float64]]] = None
 
     def delta(self, epsilon: float) -> float:
         """The profile at ε ≥ 0 (0 at and above the cap)."""
         if epsilon >= self.epsilon_cap:
             return 0.0
         return self.delta_upper(epsilon)
+
+    def deltas(self, epsilons: NDArray[np.float64]) -> NDArray[np.float64]:
+        """:meth:`delta` at every ε ≥ 0 of ``epsilons`` (one call of ``deltas_upper`` if given)."""
+        eps = np.asarray(epsilons, dtype=np.float64)
+        if self.deltas_upper is None:
+            return np.array([self.delta(float(value)) for value in eps], dtype=np.float64)
+        return np.where(eps >= self.epsilon_cap, 0.0,
+                        np.asarray(self.deltas_upper(eps), dtype=np.float64))
 
 
 def shuffle_profile(randomizer: RandomizerDescription, num_users: int, honest_fraction: float = 1.0) -> PrivacyProfile:
@@ -374,7 +411,11 @@ def shuffle_profile(randomizer: RandomizerDescription, num_users: int, honest_fr
     def delta_upper(epsilon: float) -> float:
         return bound.delta_upper(epsilon, users)
 
-    return PrivacyProfile(delta_upper, bound.epsilon0, f"shuffle({bound.source!r}, n={users})")
+    array_form = bound.deltas_upper
+    deltas_upper = (None if array_form is None
+                    else lambda epsilons: array_form(epsilons, users))
+    return PrivacyProfile(delta_upper, bound.epsilon0, f"shuffle({bound.source!r}, n={users})",
+                          deltas_upper)
 
 
 def max_profile(profiles: Sequence[PrivacyProfile]) -> PrivacyProfile:
@@ -717,14 +758,24 @@ def _adaptive_grid(profile: PrivacyProfile, value_discretization_interval: float
     floor = check_range("min_delta", min_delta, 0.0, 1.0)
     values: dict[int, float] = {}
 
-    def evaluate(k: int) -> float:
-        if k not in values:
-            value = float(profile.delta(k * d))
+    def evaluate_many(ks: Sequence[int]) -> None:
+        """Evaluate the profile at the new points k·d (one call when it has an array form)."""
+        missing = sorted({int(k) for k in ks} - values.keys())
+        if not missing:
+            return
+        if profile.deltas_upper is None:
+            new = [float(profile.delta(k * d)) for k in missing]
+        else:
+            new = [float(v) for v in profile.deltas(np.array(missing, dtype=np.float64) * d)]
+        for k, value in zip(missing, new):
             if not 0.0 <= value <= 1.0:  # also rejects NaN
                 raise ValueError(f"profile returned delta={value!r} at epsilon={k * d!r}; "
                                  "a profile must return values in [0, 1]")
             values[k] = value
             tick()
+
+    def evaluate(k: int) -> float:
+        evaluate_many((k,))
         return values[k]
 
     capped = math.isfinite(profile.epsilon_cap)
@@ -739,9 +790,17 @@ def _adaptive_grid(profile: PrivacyProfile, value_discretization_interval: float
     # initial points in increasing ε, up to the first one with δ <= min_delta: beyond it the chord
     # to the cap point (δ = 0) is already a valid upper bound, so no evaluation is needed there
     # (deep tails are also the most expensive evaluations of the core)
-    for k in np.unique(np.linspace(0, k_end, _INITIAL_POINTS + 1).round().astype(np.int64)):
-        if k < k_end and evaluate(int(k)) <= floor:
-            break
+    initial = [int(k) for k in np.unique(np.linspace(0, k_end, _INITIAL_POINTS + 1).round())
+               if k < k_end]
+    if profile.deltas_upper is not None:
+        # an array form: all of them in one call, with geometrically spaced points from d on
+        # (cheap there; they save most of the bisection passes near ε = 0)
+        geometric = np.geomspace(1.0, k_end, _INITIAL_GEOMETRIC_POINTS).round()
+        evaluate_many(initial + [int(k) for k in np.unique(geometric) if k < k_end])
+    else:
+        for k in initial:
+            if evaluate(k) <= floor:
+                break
     if capped:
         values[k_end] = 0.0  # δ(ε) = 0 for ε >= ε_cap, and k_end·d >= ε_cap
     else:
@@ -756,8 +815,7 @@ def _adaptive_grid(profile: PrivacyProfile, value_discretization_interval: float
         refine = (widths >= 2) & (ys[:-1] > floor) & ((widths > max_width) | (gaps > allowed))
         if not np.any(refine):
             break
-        for k_a, k_b in zip(keys[:-1][refine], keys[1:][refine]):
-            evaluate(int((k_a + k_b) // 2))
+        evaluate_many((keys[:-1][refine] + keys[1:][refine]) // 2)
     keys = np.array(sorted(values), dtype=np.int64)
     deltas = np.minimum.accumulate(np.array([values[int(k)] for k in keys], dtype=np.float64))
     return ProfileGrid(d, keys, deltas, capped)
