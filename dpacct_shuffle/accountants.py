@@ -30,7 +30,9 @@ Supported, anywhere inside ``ComposedDpEvent`` / ``SelfComposedDpEvent``:
   parent does not support this event): profile η·δ(ln(1 + (e^ε − 1)/η)), η = m/N, of
   :func:`dpacct_shuffle.without_replacement.without_replacement_profile`, with the Gaussian's
   exact profile at sensitivity 2 (``ShuffleRdpAccountant`` keeps the parent's RDP bound for the
-  Gaussian, at sensitivity 2 as below);
+  Gaussian, at sensitivity 2 as below); around ``ShuffleEvent(R, m)`` (all m sampled users
+  report) the minimum of that and the Poisson-round bound of
+  :func:`dpacct_shuffle.without_replacement.shuffled_cohort_profile`;
 * :class:`~dpacct_shuffle.events.LDPCompositionEvent` (PLD: leaky randomized response losses,
   dp-accounting's ``from_privacy_parameters``; RDP: binary randomized response, pure LDP only);
 * everything the parent supports.
@@ -82,6 +84,7 @@ from dpacct_shuffle.events import (
     ParallelMode,
     ShuffleEvent,
 )
+from dpacct_shuffle.pld_composition import TAIL_MASS_TRUNCATION, dense, tree_compose
 from dpacct_shuffle.profiles import (
     DEFAULT_VALUE_DISCRETIZATION,
     PrivacyProfile,
@@ -100,9 +103,12 @@ from dpacct_shuffle.profiles import (
     round_randomizer,
     users_grid_floor,
 )
-from dpacct_shuffle.pld_composition import TAIL_MASS_TRUNCATION, dense, tree_compose
 from dpacct_shuffle.sampling import poisson_sampled_profile
-from dpacct_shuffle.without_replacement import gaussian_profile, without_replacement_profile
+from dpacct_shuffle.without_replacement import (
+    gaussian_profile,
+    shuffled_cohort_profile,
+    without_replacement_profile,
+)
 
 NeighborRel = privacy_accountant.NeighboringRelation
 CompositionErrorDetails = privacy_accountant.PrivacyAccountant.CompositionErrorDetails
@@ -146,14 +152,25 @@ def _shuffled_users(event: ShuffleEvent | ParallelCompositionEvent) -> int:
     return users if isinstance(users, int) else sum(users)
 
 
+def _is_whole_cohort(event: dp_event.SampledWithoutReplacementDpEvent) -> bool:
+    """``SampledWithoutReplacementDpEvent(N, m, ShuffleEvent(R, m))`` with every user honest: the
+    m sampled users' reports are exactly what is shuffled."""
+    inner = event.event
+    return (isinstance(inner, ShuffleEvent) and inner.num_users == event.sample_size
+            and inner.honest_fraction == 1.0)
+
+
 def _without_replacement_profile(event: dp_event.SampledWithoutReplacementDpEvent) -> PrivacyProfile:
-    """Profile of ``SampledWithoutReplacementDpEvent(N, m, inner)``, replace-one (see
-    :func:`dpacct_shuffle.without_replacement.without_replacement_profile`).
+    """Profile of ``SampledWithoutReplacementDpEvent(N, m, inner)``, replace-one.
 
     ``inner`` is a ``GaussianDpEvent`` (a sum of updates clipped to norm C with noise σ·C: under
     replace-one the sensitivity is 2C) or a shuffle round of at most m reports (the round on the
     sample; fewer reports than m, e.g. drop-outs independent of the data, only make its bound
-    larger).
+    larger): the subsampling theorem
+    (:func:`dpacct_shuffle.without_replacement.without_replacement_profile`). A shuffle round of
+    exactly the m sampled users (:func:`_is_whole_cohort`) gets the minimum of that theorem and
+    the Poisson-round bound of
+    :func:`dpacct_shuffle.without_replacement.shuffled_cohort_profile`.
     """
     inner = event.event
     if isinstance(inner, dp_event.GaussianDpEvent):
@@ -163,6 +180,9 @@ def _without_replacement_profile(event: dp_event.SampledWithoutReplacementDpEven
             raise ValueError(
                 f"the shuffle round inside SampledWithoutReplacementDpEvent shuffles "
                 f"{_shuffled_users(inner)} reports, more than sample_size={event.sample_size}")
+        if _is_whole_cohort(event):
+            return shuffled_cohort_profile(inner.randomizer, event.sample_size,
+                                           event.source_dataset_size)
         base = _round_event(inner).profile() if isinstance(inner, ShuffleEvent) else inner.profile()
     return without_replacement_profile(base, event.sample_size, event.source_dataset_size)
 
@@ -271,15 +291,17 @@ def event_on_users_grid(event: dp_event.DpEvent, ratio: float) -> dp_event.DpEve
 
     Honest users ⌊γ·n⌋ become the count (honest fraction 1) and are rounded down with
     :func:`dpacct_shuffle.profiles.users_grid_floor`; under ``PoissonSampledDpEvent`` the
-    population is rounded, under ``SampledWithoutReplacementDpEvent`` the round on the sample.
-    Sound: every bound is non-increasing in the number of honest users (see there), so the
-    rounded event's PLD dominates the original's. Other events are returned unchanged.
+    population is rounded, under ``SampledWithoutReplacementDpEvent`` the round on the sample —
+    except a round of exactly the m sampled users, returned unchanged (its cohort bound needs
+    the m reports; a cohort bound is not monotone in m). Sound: every bound is non-increasing in
+    the number of honest users (see there), so the rounded event's PLD dominates the original's.
+    Other events are returned unchanged.
     """
     if isinstance(event, dp_event.PoissonSampledDpEvent) and isinstance(event.event, _SHUFFLE_EVENTS):
         return dp_event.PoissonSampledDpEvent(event.sampling_probability,
                                               event_on_users_grid(event.event, ratio))
     if (isinstance(event, dp_event.SampledWithoutReplacementDpEvent)
-            and isinstance(event.event, _SHUFFLE_EVENTS)):
+            and isinstance(event.event, _SHUFFLE_EVENTS) and not _is_whole_cohort(event)):
         return dp_event.SampledWithoutReplacementDpEvent(
             event.source_dataset_size, event.sample_size, event_on_users_grid(event.event, ratio))
     if isinstance(event, ShuffleEvent):

@@ -35,6 +35,7 @@ from dp_accounting import dp_event
 
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.randomizers.base import Randomizer
+from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 from dpacct_shuffle.randomizers.serialization import (
     JSONValue,
     decode_float,
@@ -50,7 +51,7 @@ _HEADER = ("module_name", "class_name")
 def _encode(value: object, path: str) -> JSONValue:
     if isinstance(value, dp_event.DpEventNamedTuple):
         return {key: _encode(getattr(value, key), f"{path}.{key}") for key in value._fields}
-    if isinstance(value, (Randomizer, VariationRatio)):
+    if isinstance(value, (Randomizer, VariationRatio, PersonalizedShuffle)):
         return randomizer_to_dict(value)
     if isinstance(value, enum.Enum):
         return _encode(value.value, path)

@@ -384,16 +384,22 @@ class PersonalizedGroup(_Strict):
 class PersonalizedShuffleStep(_Step):
     """One shuffle round of several groups of users, each with its own randomizer
     (:class:`~dpacct_shuffle.randomizers.PersonalizedShuffle` in a
-    :class:`~dpacct_shuffle.events.ShuffleEvent` of all their users)."""
+    :class:`~dpacct_shuffle.events.ShuffleEvent` of all their users); with
+    ``sampling_probability`` each user takes part with that probability
+    (``PoissonSampledDpEvent``, client sampling)."""
 
     type: Literal["personalized_shuffle"]
     groups: list[PersonalizedGroup]
     honest_fraction: Real(0.0, 1.0, low_open=True) = 1.0
+    sampling_probability: Optional[Probability] = None
 
     def single_event(self) -> dp_event.DpEvent:
         round_ = PersonalizedShuffle([(group.randomizer.randomizer, group.users)
                                       for group in self.groups])
-        return ShuffleEvent(round_, round_.num_users, self.honest_fraction)
+        event: dp_event.DpEvent = ShuffleEvent(round_, round_.num_users, self.honest_fraction)
+        if self.sampling_probability is not None:
+            event = dp_event.PoissonSampledDpEvent(self.sampling_probability, event)
+        return event
 
 
 class ParallelStep(_Step):

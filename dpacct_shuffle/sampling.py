@@ -75,11 +75,13 @@ import numpy as np
 
 from dp_accounting import privacy_accountant
 
+from dpacct_shuffle.core.batched import batched_delta, supports_batched_delta
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.rounding import ratio_up
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.profiles import (
     PrivacyProfile,
+    batched_randomizer,
     RandomizerDescription,
     ShuffleBound,
     as_shuffle_bound,
@@ -90,7 +92,10 @@ from dpacct_shuffle.profiles import (
     DEFAULT_SAMPLING_TAIL,
 )
 from dpacct_shuffle.randomizers.base import LocalPairBound, PairBound, Randomizer, VariationRatioBound
+from dpacct_shuffle.randomizers.binary_rr_exact import BinaryRRExactUpper
+from dpacct_shuffle.randomizers.binary_rr_sampled import is_tractable, sampled_binary_rr_profile
 from dpacct_shuffle.randomizers.matrix import from_matrix
+from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 
 NeighborRel = privacy_accountant.NeighboringRelation
 _SHARE_SHRINK = 1.0 - 1e-12
@@ -233,7 +238,25 @@ def _presence_delta(randomizer: RandomizerDescription, gamma: float, users: int)
         absent = 0.0 if epsilon >= absent_cap else direction_delta(epsilon, 1)
         return max(present, absent)
 
-    return delta_upper
+    exact = _exact_binary_rr_fallback(randomizer, gamma, "add_remove")
+    if exact is None:
+        return delta_upper
+
+    def best_delta(epsilon: float) -> float:
+        return min(delta_upper(epsilon), exact(epsilon, users))
+
+    return best_delta
+
+
+def _exact_binary_rr_fallback(randomizer: RandomizerDescription, gamma: float, relation: str
+                              ) -> DeltaFunction | None:
+    """The exact sampled binary-RR δ(ε, N) when ``randomizer`` is a catalog entry whose
+    fallbacks include the exact binary-RR profile (every victim pair is then binary RR's)."""
+    if isinstance(randomizer, Randomizer):
+        for entry in randomizer.fallbacks:
+            if isinstance(entry, BinaryRRExactUpper):
+                return _exact_binary_rr(entry.epsilon0, gamma, relation)
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,19 +264,28 @@ def _presence_delta(randomizer: RandomizerDescription, gamma: float, users: int)
 # ---------------------------------------------------------------------------------------------
 
 
-def _min_over(vrs: Sequence[VariationRatio]) -> DeltaFunction:
+def _vr_delta(vr: VariationRatio, epsilon: float, n: int, batched: bool) -> float:
+    """The core's upper bound for ``vr`` and n users, or with ``batched`` the batched pair curve
+    where it applies (:func:`dpacct_shuffle.core.batched.batched_delta`, built once per (vr, n))."""
+    if batched and supports_batched_delta(vr):
+        return batched_delta(vr, n).delta(epsilon)
+    return vr.delta_interval(epsilon, n, rtol=_CORE_RTOL).upper
+
+
+def _min_over(vrs: Sequence[VariationRatio], batched: bool = False) -> DeltaFunction:
     def delta_upper(epsilon: float, n: int) -> float:
-        return min(vr.delta_interval(epsilon, n, rtol=_CORE_RTOL).upper for vr in vrs)
+        return min(_vr_delta(vr, epsilon, n, batched) for vr in vrs)
 
     return delta_upper
 
 
-def _void_entry(entry: object, gamma: float) -> DeltaFunction | None:
+def _void_entry(entry: object, gamma: float, batched: bool = False) -> DeltaFunction | None:
     """Void-view δ(ε, N) of one cover/fallback entry of a catalog Randomizer, None if the entry
     has no void form (e.g. an exact-profile fallback)."""
     if isinstance(entry, VariationRatioBound) and all(
             isinstance(vr, VariationRatio) for vr in entry.candidates):
-        return _min_over([v for vr in entry.candidates for v in void_variation_ratios(vr, gamma)])
+        return _min_over([v for vr in entry.candidates for v in void_variation_ratios(vr, gamma)],
+                         batched)
     if isinstance(entry, LocalPairBound):
         factor = ratio_up(_gamma_up(gamma))
 
@@ -261,7 +293,21 @@ def _void_entry(entry: object, gamma: float) -> DeltaFunction | None:
             return min(1.0, factor * entry.delta(epsilon, n))
 
         return local_delta
+    if isinstance(entry, BinaryRRExactUpper):
+        return _exact_binary_rr(entry.epsilon0, gamma, "replace_one")
     return None
+
+
+def _exact_binary_rr(epsilon0: float, gamma: float, relation: str) -> DeltaFunction:
+    """δ(ε, N) of the exact sampled binary-RR round (:mod:`dpacct_shuffle.randomizers.binary_rr_sampled`)
+    where it is tractable, 1 (no information) elsewhere: it enters only minima."""
+
+    def exact_delta(epsilon: float, n: int) -> float:
+        if not is_tractable(n, gamma):
+            return 1.0
+        return sampled_binary_rr_profile(epsilon0, n, gamma, relation).delta(epsilon)
+
+    return exact_delta
 
 
 def _entry_delta(entry: PairBound) -> DeltaFunction:
@@ -289,6 +335,30 @@ def void_matrix_randomizer(randomizer: RandomizerDescription, sampling_probabili
     g_up = _gamma_up(gamma)
     void = np.hstack([g_up * rows, np.full((rows.shape[0], 1), 1.0 - g_up)])
     return from_matrix(void, name=f"void({randomizer.name}, {gamma!r})")
+
+
+def void_personalized_round(round_: PersonalizedShuffle, sampling_probability: float, *,
+                            round_up: bool = True) -> PersonalizedShuffle:
+    """The void view of a Poisson-sampled round of users with different randomizers: every user of
+    group g sends R'_g(x) = γ·R_g(x) + (1 − γ)·⊥, all groups on the common outputs plus ⊥, so the
+    sampled round is the shuffle round of these groups (module docstring, "The void view", group by
+    group) and :class:`~dpacct_shuffle.randomizers.PersonalizedShuffle`'s bounds for the N users of
+    the population bound it. γ is rounded up for the upper bound (module docstring, "Floating
+    point"); ``round_up=False`` keeps γ as given, the round whose laws a lower bound describes. Each
+    R'_g keeps only its matrix and its local bound (the round's bounds read the matrices)."""
+    gamma = check_sampling_probability(sampling_probability)
+    if gamma == 1.0:
+        return round_
+    reporting = _gamma_up(gamma) if round_up else gamma
+    groups = []
+    for randomizer, count in round_.groups:
+        rows = np.asarray(randomizer.matrix, dtype=float)
+        void = np.hstack([reporting * rows, np.full((rows.shape[0], 1), 1.0 - reporting)])
+        first, second = np.triu_indices(rows.shape[0], 1)  # every pair of inputs (≥ 2 rows)
+        groups.append((Randomizer(f"void({randomizer.name}, {gamma!r})", dict(randomizer.parameters),
+                                  [LocalPairBound(void[first], void[second])],
+                                  variation_ratio=None, matrix=void), count))
+    return PersonalizedShuffle(groups)
 
 
 class _SampledRound:
@@ -341,6 +411,9 @@ class _SampledRound:
         if isinstance(randomizer, VariationRatio):
             return self._best(_min_over(void_variation_ratios(randomizer, gamma)),
                               self.bound.delta_upper)
+        if isinstance(randomizer, PersonalizedShuffle):
+            void_round = void_personalized_round(randomizer, gamma)
+            return self._best(lambda epsilon, n: void_round.delta(epsilon, n), self.bound.delta_upper)
         if isinstance(randomizer, Randomizer):
             covers = [self._best(_void_entry(e, gamma), _entry_delta(e)) for e in randomizer.cover]
             fallbacks = [self._best(_void_entry(e, gamma), _entry_delta(e))
@@ -363,6 +436,80 @@ class _SampledRound:
 
             return sequence_delta
         return self._best(None, self.bound.delta_upper)
+
+
+def _void_view(randomizer: RandomizerDescription, gamma: float) -> DeltaFunction | None:
+    """δ(ε, N) of the void view alone with batched curves (:func:`void_view_profile`), None
+    when the randomizer has no void form."""
+    if isinstance(randomizer, VariationRatio):
+        return _min_over(void_variation_ratios(randomizer, gamma), batched=True)
+    if isinstance(randomizer, Randomizer):
+        covers = [_void_entry(e, gamma, batched=True) for e in randomizer.cover]
+        if any(entry is None for entry in covers):
+            return None
+        fallbacks = [f for f in (_void_entry(e, gamma, batched=True) for e in randomizer.fallbacks)
+                     if f is not None]
+
+        def randomizer_delta(epsilon: float, n: int) -> float:
+            value = max(entry(epsilon, n) for entry in covers)
+            for entry in fallbacks:
+                value = min(value, entry(epsilon, n))
+            return value
+
+        return randomizer_delta
+    if not isinstance(randomizer, ShuffleBound) and hasattr(randomizer, "variation_ratio"):
+        return _void_view(randomizer.variation_ratio, gamma)
+    if isinstance(randomizer, Sequence) and not isinstance(randomizer, str) and randomizer:
+        items = [_void_view(item, gamma) for item in randomizer]
+        if any(item is None for item in items):
+            return None
+
+        def sequence_delta(epsilon: float, n: int) -> float:
+            return max(item(epsilon, n) for item in items)  # type: ignore[misc]
+
+        return sequence_delta
+    return None
+
+
+def void_view_profile(randomizer: RandomizerDescription, num_users: int,
+                      sampling_probability: float) -> PrivacyProfile | None:
+    """The void view of a Poisson-sampled round (replace-one) alone, cheap at every ε.
+
+    The same bound as the void part of :func:`poisson_sampled_profile` — N users of
+    R'(x) = γ·R(x) + (1 − γ)·⊥ (:func:`void_variation_ratios`), entry by entry for a catalog
+    Randomizer (max over the cover, min over the fallbacks that have a void form), and the analyzed
+    void matrix (:func:`void_matrix_randomizer`) for a small matrix — with every VariationRatio
+    that :func:`~dpacct_shuffle.core.batched.supports_batched_delta` accepts evaluated by its
+    batched pair curve (one pass per VariationRatio for every ε; docs/theory.md, "Batched
+    evaluation from the dominating pair"), the others by the core. No participant-count bound.
+    None when a cover entry has no void form (e.g. an exact profile only). Used by
+    :func:`dpacct_shuffle.without_replacement.shuffled_cohort_profile`, which evaluates it for
+    several γ at every ε of a PLD.
+
+    Args:
+      randomizer: anything :func:`~dpacct_shuffle.profiles.as_shuffle_bound` accepts.
+      num_users: the population N ≥ 1 (every user follows the protocol).
+      sampling_probability: γ ∈ [0, 1].
+    """
+    gamma = check_sampling_probability(sampling_probability)
+    population = check_num_users(num_users, "num_users")
+    bound = as_shuffle_bound(randomizer)
+    if gamma == 0.0:
+        return PrivacyProfile(lambda epsilon: 0.0, 0.0, "poisson(0.0): nobody reports")
+    view = _void_view(randomizer, gamma)
+    if view is None:
+        return None
+    analyzed = void_matrix_randomizer(randomizer, gamma)
+    matrix = None if analyzed is None else as_shuffle_bound(batched_randomizer(analyzed)).delta_upper
+
+    def delta_upper(epsilon: float) -> float:
+        value = view(epsilon, population)  # type: ignore[misc]
+        if matrix is not None:
+            value = min(value, matrix(epsilon, population))
+        return min(1.0, value)
+
+    return PrivacyProfile(delta_upper, bound.epsilon0,
+                          f"void_view({gamma!r}, {bound.source!r}, N={population})")
 
 
 def poisson_sampled_profile(randomizer: RandomizerDescription, num_users: int, sampling_probability: float,
@@ -392,7 +539,12 @@ def poisson_sampled_profile(randomizer: RandomizerDescription, num_users: int, s
     """
     gamma = check_sampling_probability(sampling_probability)
     population = check_num_users(num_users, "num_users")
+    if isinstance(randomizer, PersonalizedShuffle) and len(randomizer.groups) == 1:
+        randomizer = randomizer.groups[0][0]  # one group is the homogeneous round of its randomizer
     if neighboring_relation is NeighborRel.ADD_OR_REMOVE_ONE:
+        if isinstance(randomizer, PersonalizedShuffle):
+            raise TypeError("a PersonalizedShuffle (users with different randomizers) is accounted "
+                            "for replace-one neighbours only; ADD_OR_REMOVE_ONE is not supported")
         users = honest_users(population, honest_fraction)
         return PrivacyProfile(_presence_delta(randomizer, gamma, users), math.inf,
                               f"poisson_add_remove({gamma!r}, {randomizer!r}, N={users})")
@@ -412,5 +564,7 @@ __all__ = [
     "check_sampling_probability",
     "poisson_sampled_profile",
     "void_matrix_randomizer",
+    "void_personalized_round",
     "void_variation_ratios",
+    "void_view_profile",
 ]

@@ -12,7 +12,9 @@ randomizer and return a :class:`RoundBounds`:
 * ``lower`` — the certified lower bound of the entry's explicit instance
   (:mod:`dpacct_shuffle.randomizers.lower_bounds`), with a :class:`LowerBoundStatus` saying why there is
   none when it is absent (not requested, a sampled round, more than ``lower_max_users`` users — its
-  cost grows with n —, no instance for this entry, or an evaluation that failed).
+  cost grows with n —, no instance for this entry, or an evaluation that failed). A sampled round of
+  users with different randomizers has one: that of its void groups at γ
+  (:func:`~dpacct_shuffle.sampling.void_personalized_round`).
 
 The true ε(δ) (resp. δ(ε)) of the round lies in ``[lower, upper]``.
 
@@ -28,7 +30,7 @@ import enum
 import math
 import time
 from dataclasses import dataclass
-from typing import Literal, Optional
+from typing import Literal, Optional, Union
 
 from dp_accounting import dp_event
 
@@ -37,9 +39,12 @@ from dpacct_shuffle.core.bound import published_pair
 from dpacct_shuffle.events import ShuffleEvent
 from dpacct_shuffle.lemmas import fmt_shuffle_bound
 from dpacct_shuffle.randomizers.base import LOWER_BOUND_MAX_USERS, Randomizer, ShuffledRandomizer
-from dpacct_shuffle.sampling import check_sampling_probability
+from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
+from dpacct_shuffle.sampling import check_sampling_probability, void_personalized_round
 
 Quantity = Literal["epsilon", "delta"]
+#: One randomizer for every user, or groups of users with their own (``users`` is then their total).
+RoundRandomizer = Union[Randomizer, PersonalizedShuffle]
 
 
 class LowerBoundStatus(enum.Enum):
@@ -58,7 +63,8 @@ class RoundBounds:
     """Certified upper and lower bound of ε(δ) or δ(ε) of one shuffle round.
 
     Attributes:
-      randomizer: the local randomizer.
+      randomizer: the local randomizer, or the groups of a
+        :class:`~dpacct_shuffle.randomizers.PersonalizedShuffle`.
       users: the number of users (the population of a sampled round).
       quantity: ``"epsilon"`` (ε at δ = ``level``) or ``"delta"`` (δ at ε = ``level``).
       level: the given δ (resp. ε).
@@ -71,7 +77,7 @@ class RoundBounds:
       lower_max_users: the largest n for which the instance is evaluated (None: any n).
     """
 
-    randomizer: Randomizer
+    randomizer: RoundRandomizer
     users: int
     quantity: Quantity
     level: float
@@ -84,7 +90,7 @@ class RoundBounds:
     lower_max_users: Optional[int]
 
 
-def _sampled_round(randomizer: Randomizer, users: int, sampling_probability: float,
+def _sampled_round(randomizer: RoundRandomizer, users: int, sampling_probability: float,
                    quantity: Quantity, level: float) -> float:
     gamma = check_sampling_probability(sampling_probability)
     accountant = ShufflePLDAccountant().compose(
@@ -94,7 +100,7 @@ def _sampled_round(randomizer: Randomizer, users: int, sampling_probability: flo
     return float(accountant.get_delta(level))
 
 
-def _round_bounds(randomizer: Randomizer, users: int, quantity: Quantity, level: float,
+def _round_bounds(randomizer: RoundRandomizer, users: int, quantity: Quantity, level: float,
                   sampling_probability: Optional[float], lower: bool,
                   lower_max_users: Optional[int]) -> RoundBounds:
     # the lower bound's cost is limited by lower_max_users here, not by the library's default
@@ -109,11 +115,14 @@ def _round_bounds(randomizer: Randomizer, users: int, quantity: Quantity, level:
     seconds: Optional[float] = None
     if not lower:
         status = LowerBoundStatus.NOT_REQUESTED
-    elif sampling_probability is not None:
+    elif sampling_probability is not None and not isinstance(randomizer, PersonalizedShuffle):
         status = LowerBoundStatus.SAMPLED_ROUND
     elif lower_max_users is not None and users > lower_max_users:
         status = LowerBoundStatus.ABOVE_MAX_USERS
     else:
+        if sampling_probability is not None:  # users with different randomizers: the void round
+            shuffled = void_personalized_round(randomizer, sampling_probability, round_up=False
+                                               ).shuffled(users, lower_bound_max_users=None)
         lower_of = shuffled.epsilon_lower if quantity == "epsilon" else shuffled.delta_lower
         start = time.perf_counter()
         value = lower_of(level) if shuffled.lower_bound is not None else None
@@ -128,14 +137,17 @@ def _round_bounds(randomizer: Randomizer, users: int, quantity: Quantity, level:
                        upper_seconds, value, status, seconds, lower_max_users)
 
 
-def epsilon_bounds(randomizer: Randomizer, users: int, delta: float, *,
+def epsilon_bounds(randomizer: RoundRandomizer, users: int, delta: float, *,
                    sampling_probability: Optional[float] = None, lower: bool = True,
                    lower_max_users: Optional[int] = LOWER_BOUND_MAX_USERS) -> RoundBounds:
     """Certified upper and lower bound on ε(δ) of one shuffle round of ``users`` users.
 
     Args:
-      randomizer: the local randomizer (a catalog entry or a :func:`~dpacct_shuffle.randomizers.from_matrix` result).
-      users: number of users, ≥ 1 (the population when ``sampling_probability`` is given).
+      randomizer: the local randomizer (a catalog entry or a :func:`~dpacct_shuffle.randomizers.from_matrix` result),
+        or a :class:`~dpacct_shuffle.randomizers.PersonalizedShuffle` (users with different
+        randomizers; its lower bound is :meth:`~dpacct_shuffle.randomizers.PersonalizedShuffle.lower_bound`).
+      users: number of users, ≥ 1 (the population when ``sampling_probability`` is given; the
+        total of the groups for a PersonalizedShuffle).
       delta: δ in (0, 1).
       sampling_probability: γ ∈ [0, 1] for a Poisson-sampled round, None if every user reports.
       lower: evaluate the explicit lower-bound instance (if the entry has one).
@@ -145,7 +157,7 @@ def epsilon_bounds(randomizer: Randomizer, users: int, delta: float, *,
                          lower_max_users)
 
 
-def delta_bounds(randomizer: Randomizer, users: int, epsilon: float, *,
+def delta_bounds(randomizer: RoundRandomizer, users: int, epsilon: float, *,
                  sampling_probability: Optional[float] = None, lower: bool = True,
                  lower_max_users: Optional[int] = LOWER_BOUND_MAX_USERS) -> RoundBounds:
     """Certified upper and lower bound on δ(ε) of one shuffle round (arguments as in
@@ -194,6 +206,7 @@ __all__ = [
     "ClosedFormReference",
     "LowerBoundStatus",
     "RoundBounds",
+    "RoundRandomizer",
     "delta_bounds",
     "epsilon_bounds",
     "fmt_closed_form",

@@ -29,11 +29,11 @@ from dpacct_shuffle.core.problem import special_function_rtol
 from dpacct_shuffle.core.rounding import round_loss_down, round_loss_up
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.profiles import PrivacyProfile, shuffle_profile
-from dpacct_shuffle.sampling import poisson_sampled_profile
+from dpacct_shuffle.sampling import void_view_profile
 
 # Poisson rates tried by shuffled_cohort_profile: γ = η + z·√(η(1 − η)/N) for these z (capped at
 # 1), and γ = 1; γ = η was the best of z ∈ [0, 3] on the brute-force cases (tail factor ≈ 1/2)
-_COHORT_RATE_SHIFTS = (0.0, 1.0)
+_COHORT_RATE_SHIFTS = (0.0, 0.5, 1.0)
 
 
 def gaussian_profile(noise_multiplier: float, sensitivity: float = 2.0) -> PrivacyProfile:
@@ -134,13 +134,13 @@ def shuffled_cohort_profile(randomizer: object, sample_size: int,
     clients, not known to the analyst). δ(ε) is the minimum of
 
     * the subsampling theorem on the m-user round (:func:`without_replacement_profile`), and
-    * for each Poisson rate γ in a small set (γ = η + z·√(η(1 − η)/N), z ∈ {0, 1}, capped at 1,
-      η = m/N; γ = 1 is the unsampled N-user round),
+    * for each Poisson rate γ in a small set (γ = η + z·√(η(1 − η)/N), z ∈ {0, 1/2, 1}, capped
+      at 1, η = m/N; and γ = 1, the unsampled N-user round),
 
           δ(ε) ≤ δ_γ(ε) / P[Bin(N, γ) ≥ m],
 
-      with δ_γ the Poisson-sampled round's profile (:func:`dpacct_shuffle.sampling.
-      poisson_sampled_profile`, population N).
+      with δ_γ the void view of the Poisson-sampled round of the population
+      (:func:`dpacct_shuffle.sampling.void_view_profile`).
 
     Proof of the second bound. Fix the others' inputs and the victim's pair. In the Poisson round
     the participant count C ~ Bin(N, γ) is independent of the data and visible (the number of
@@ -151,7 +151,12 @@ def shuffled_cohort_profile(randomizer: object, sample_size: int,
     post-processing of the c-cohort release (keep a uniform m-subset of the c reports: a uniform
     c-subset followed by a uniform m-subset of it is a uniform m-subset), so
     D_{e^ε}(P_m‖Q_m) ≤ D_{e^ε}(P_c‖Q_c), and D_{e^ε}(P‖Q) ≥ P[C ≥ m]·D_{e^ε}(P_m‖Q_m). The
-    Poisson profile bounds the left side for every configuration and both directions. □
+    void view bounds the left side for every configuration and both directions. □
+
+    Cost. The tails P[Bin(N, γ) ≥ m] are computed once per rate, and the void views evaluate
+    their VariationRatios with batched pair curves (one pass per rate for every ε), so a δ(ε)
+    costs about one evaluation of the subsampling theorem: cheap enough for the PLD of a
+    ``SampledWithoutReplacementDpEvent`` (:mod:`dpacct_shuffle.accountants`).
 
     Rounding: the tail P[C ≥ m] is rounded down (special-function tolerance), the quotient up.
     The cap is ε0 = ln p (the victim's local guarantee), the Poisson profiles' cap.
@@ -171,19 +176,20 @@ def shuffled_cohort_profile(randomizer: object, sample_size: int,
     eta = size / population
     spread = math.sqrt(eta * (1.0 - eta) / population)
     rates = sorted({min(1.0, eta + z * spread) for z in _COHORT_RATE_SHIFTS} | {1.0})
-    candidates = []
+    routes = []
     for rate in rates:
         reach = _reaches_sample_size(population, size, rate)
-        if reach > 0.0:
-            candidates.append((poisson_sampled_profile(randomizer, population, rate), reach))
+        view = void_view_profile(randomizer, population, rate)
+        if reach > 0.0 and view is not None:
+            routes.append((view, reach))
 
     def delta_upper(epsilon: float) -> float:
         value = theorem.delta(epsilon)
-        for profile, reach in candidates:
+        for profile, reach in routes:
             value = min(value, round_loss_up(profile.delta(epsilon) / reach, zero_is_exact=True))
         return min(1.0, value)
 
-    cap = min([theorem.epsilon_cap] + [profile.epsilon_cap for profile, _ in candidates])
+    cap = min([theorem.epsilon_cap] + [profile.epsilon_cap for profile, _ in routes])
     return PrivacyProfile(delta_upper, cap,
                           f"shuffled_cohort({size}/{population}, {theorem.description})")
 

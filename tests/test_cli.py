@@ -22,6 +22,7 @@ from dpacct_shuffle import randomizers
 from dpacct_shuffle.accountants import ShufflePLDAccountant
 from dpacct_shuffle.cli import format_lower, format_upper, main
 from dpacct_shuffle.events import ShuffleEvent
+from dpacct_shuffle.sampling import void_personalized_round
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -97,6 +98,83 @@ def test_entry_without_lower_bound_reports_none() -> None:
                       "--param", "num_special=2", "--users", "1e3", "--delta", "1e-6")
     assert result["epsilon_lower"] is None
     assert result["epsilon_upper"] == randomizers.balls_into_bins(10, 2).shuffled(1000).epsilon(1e-6)
+
+
+# -- users with different randomizers --------------------------------------------------------------
+def test_groups_json_equals_library() -> None:
+    result = run_json("epsilon", "--randomizer", "krr", "--domain", "4", "--group", "1:100",
+                      "--group", "2:50", "--delta", "1e-4")
+    round_ = randomizers.personalized_krr(4, [(1.0, 100), (2.0, 50)])
+    assert result["epsilon_upper"] == round_.epsilon(1e-4)
+    assert result["epsilon_lower"] == round_.shuffled().epsilon_lower(1e-4)
+    assert 0.0 < result["epsilon_lower"] <= result["epsilon_upper"]
+    assert result["randomizer"] == "personalized" and result["users"] == 150
+    assert result["groups"] == [
+        {"randomizer": "krr", "parameters": {"epsilon0": 1.0, "domain_size": 4}, "users": 100},
+        {"randomizer": "krr", "parameters": {"epsilon0": 2.0, "domain_size": 4}, "users": 50}]
+
+
+def test_groups_by_spec_and_by_epsilon0_are_the_same_round() -> None:
+    by_spec = run_json("delta", "--group", "krr:epsilon0=1,domain_size=3:20",
+                       "--group", "krr:epsilon0=2,domain_size=3:20", "--epsilon", "0.4")
+    mixed = run_json("delta", "--randomizer", "krr", "--param", "domain_size=3", "--group", "1:20",
+                     "--group", "krr:epsilon0=2:20", "--epsilon", "0.4")
+    round_ = randomizers.personalized_krr(3, [(1.0, 20), (2.0, 20)])
+    for result in (by_spec, mixed):
+        assert result["delta_upper"] == round_.delta(0.4)
+        assert result["delta_lower"] == round_.shuffled().delta_lower(0.4)
+    code, out, err = run("delta", "--randomizer", "krr", "--domain", "3", "--group", "1:20",
+                         "--group", "2:20", "--epsilon", "0.4")
+    assert code == 0 and err == ""
+    assert out.startswith("personalized[krr(epsilon0=1.0, domain_size=3) x 20, "
+                          "krr(epsilon0=2.0, domain_size=3) x 20], n = 40, epsilon = 0.4\n")
+    assert f"delta upper bound: {format_upper(round_.delta(0.4))} " in out
+    assert f"delta lower bound: {format_lower(round_.shuffled().delta_lower(0.4))} " in out
+    code, _, err = run("epsilon", "--randomizer", "krr", "--domain", "3", "--group", "1:5",
+                       "--group", "2:5", "--delta", "1e-3", "--compare")
+    assert code == 2 and "omit it with --group" in err
+
+
+def test_groups_with_client_sampling_equal_the_accountant() -> None:
+    result = run_json("delta", "--randomizer", "krr", "--domain", "2", "--group", "1:6",
+                      "--group", "2:6", "--epsilon", "0.5", "--sampling-probability", "0.3")
+    round_ = randomizers.personalized_krr(2, [(1.0, 6), (2.0, 6)])
+    accountant = ShufflePLDAccountant().compose(
+        dp_event.PoissonSampledDpEvent(0.3, ShuffleEvent(round_, 12)))
+    assert result["delta_upper"] == accountant.get_delta(0.5)
+    void = void_personalized_round(round_, 0.3, round_up=False)
+    assert result["sampling_probability"] == 0.3
+    assert 0.0 < result["delta_lower"] == void.shuffled().delta_lower(0.5) <= result["delta_upper"]
+
+
+GROUP_ERRORS = [
+    (("--randomizer", "krr", "--domain", "3", "--group", "1:5", "--users", "5"), "--users or --group"),
+    (("--group", "1:5", "--group", "2:5"), "needs --randomizer"),
+    (("--randomizer", "krr", "--group", "krr:epsilon0=1,domain_size=3:5"), "--randomizer is unused"),
+    (("--randomizer", "krr", "--domain", "3", "--epsilon0", "1", "--group", "1:5"), "--epsilon0 cannot"),
+    (("--group", "krr:epsilon0=1,domain_size=3"), "COUNT of a group must be a positive integer"),
+    (("--group", "krr:epsilon0=1,domain_size=3:0"), "COUNT of a group must be a positive integer"),
+    (("--group", "5"), "expected ENTRY:COUNT or EPS0:COUNT"),
+    (("--randomizer", "krr", "--domain", "3", "--group", "nan:5"), "EPS0 of a group must be a finite"),
+    (("--randomizer", "krr", "--domain", "3", "--group=-1:5"), "--group -1:5: epsilon0"),
+    (("--group", "laplace:epsilon0=1:3", "--group", "laplace:epsilon0=2:3"), "no finite matrix"),
+    (("--group", "krr:epsilon0=1,domain_size=3:3", "--group", "krr:epsilon0=1,domain_size=4:3"),
+     "same output space"),
+    (("--randomizer", "krr", "--domain", "3"), "one of --users N or --group"),
+    (("--group", "krr:epsilon0=1,domain_size=3:3", "--group", "krr:epsilon0=2,domain_size=3:3",
+      "--domain", "5"), "sets domain, which --domain/--param also give"),
+    (("--randomizer", "krr", "--domain", "3", "--param", "epsilon0=2", "--group", "1:3"),
+     "sets epsilon0, which"),
+    (("--group", "no_such:epsilon0=1:3"), "--group no_such:epsilon0=1:3: "),
+]
+
+
+@pytest.mark.parametrize("options, message", GROUP_ERRORS)
+def test_bad_groups_exit_2_naming_the_flag(options: tuple[str, ...], message: str) -> None:
+    code, out, err = run("delta", *options, "--epsilon", "0.5")
+    assert code == 2 and out == ""
+    assert err.startswith("dpacct-shuffle: error: ") and err.count("\n") == 1
+    assert message in err
 
 
 # -- matrices and params --------------------------------------------------------------------------

@@ -29,6 +29,8 @@ RANDOMIZERS = ["krr", "oue", "worst_case_ldp", "binary_rr", "piecewise", "laplac
 PARAMS = ["domain_size=3", "x=1", "epsilon0=1e400", "num_bins=10", "num_special=2", "=1", "a"]
 USERS = ["1", "2", "10", "300", "1e10", "0", "-5", "1.5", "1e400", "nan", str(10**30), "x"]
 LIMITS = ["1", "0", "1e3", "x", "nan", "-1"]  # --lower-max-users: never large (lower bounds cost)
+GROUPS = ["1:3", "2:2", "krr:epsilon0=1,domain_size=3:3", "binary_rr:epsilon0=2:2", "0:2", "nan:3",
+          "1:0", "1", ":3", "krr:3", "1:1e400", "laplace:epsilon0=1:2", "1e400:2", "x:y:z", ""]
 
 COMMON_FLAGS = {
     "--randomizer": RANDOMIZERS, "--epsilon0": NUMBERS, "--domain": NUMBERS,
@@ -36,9 +38,10 @@ COMMON_FLAGS = {
 }
 FLAGS = {
     "epsilon": {**COMMON_FLAGS, "--users": USERS, "--delta": NUMBERS, "--no-lower": None,
-                "--lower-max-users": LIMITS, "--compare": None, "--matrix": ["MATRIX", "MISSING"]},
+                "--lower-max-users": LIMITS, "--compare": None, "--matrix": ["MATRIX", "MISSING"],
+                "--group": GROUPS},
     "delta": {**COMMON_FLAGS, "--users": USERS, "--epsilon": NUMBERS, "--no-lower": None,
-              "--lower-max-users": LIMITS, "--matrix": ["MATRIX", "MISSING"]},
+              "--lower-max-users": LIMITS, "--matrix": ["MATRIX", "MISSING"], "--group": GROUPS},
     "calibrate": {**COMMON_FLAGS, "--users": USERS, "--target-epsilon": NUMBERS,
                   "--delta": NUMBERS, "--max-epsilon0": NUMBERS, "--max-users": LIMITS,
                   "--rtol": NUMBERS, "--quiet": None},

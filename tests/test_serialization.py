@@ -93,6 +93,37 @@ def test_randomizer_json_errors_name_the_problem(data, error, match) -> None:
         randomizer_from_dict(data)
 
 
+def test_personalized_round_json_round_trip_is_equal_and_gives_the_same_bounds() -> None:
+    round_ = randomizers.PersonalizedShuffle([
+        (randomizers.krr(1.0, 3), 4), (randomizers.krr(2.0, 3), 3),
+        (randomizers.from_matrix([[0.5, 0.3, 0.2], [0.3, 0.4, 0.3]], name="m"), 2)])
+    text = randomizer_to_json(round_)
+    assert json.loads(text) == {"kind": "personalized", "groups": [
+        {"randomizer": randomizer_to_dict(member), "users": count} for member, count in round_.groups]}
+    restored = randomizer_from_json(text)
+    assert restored == round_ and restored is not round_
+    assert restored.delta(0.3) == round_.delta(0.3)
+    assert restored.shuffled().delta_lower(0.3) == round_.shuffled().delta_lower(0.3)
+
+
+@pytest.mark.parametrize("groups, error, match", [
+    ({"randomizer": "krr"}, TypeError, "must be a list"),
+    ([], TypeError, "non-empty sequence"),
+    ([{"randomizer": {"kind": "catalog", "name": "krr",
+                      "arguments": {"epsilon0": 1.0, "domain_size": 3}}, "count": 2}],
+     ValueError, r"groups\[0\]: the keys are randomizer and users"),
+    ([{"randomizer": randomizer_to_dict(VariationRatio(2.0, 0.1, 2.0)), "users": 2}],
+     TypeError, r"groups\[0\]\.randomizer must be a Randomizer"),
+    ([{"randomizer": {"kind": "catalog", "name": "krr",
+                      "arguments": {"epsilon0": 1.0, "domain_size": 3}}, "users": 0}],
+     ValueError, r"groups\[0\]\[1\] must be a positive integer"),
+    (["krr"], TypeError, r"groups\[0\] must be an object"),
+])
+def test_personalized_json_errors_name_the_problem(groups, error, match) -> None:
+    with pytest.raises(error, match=match):
+        randomizer_from_dict({"kind": "personalized", "groups": groups})
+
+
 def test_randomizers_without_an_origin_have_no_json_form() -> None:
     vr = VariationRatio(2.0, 0.2, 2.0)
     custom = Randomizer("custom", {}, [VariationRatioBound([vr])], variation_ratio=vr)
@@ -118,6 +149,7 @@ EVENTS = [
     dp_event.SampledWithoutReplacementDpEvent(1000, 10, dp_event.GaussianDpEvent(2.0)),
     dp_event.ZCDpEvent(0.5, 0.1),
     ShuffleEvent(randomizers.rappor(1.0, 4), 100, honest_fraction=0.5),
+    ShuffleEvent(randomizers.personalized_krr(4, [(1.0, 50), (2.0, 50)]), 100),
 ]
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:  # the command line imports the library only when a command runs (lean --help)
     from dpacct_shuffle.randomizers.base import Randomizer
+    from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 
 DISPLAY_DIGITS = 6
 
@@ -43,8 +44,15 @@ def format_lower(value: float, digits: int = DISPLAY_DIGITS) -> str:
     return _round_significant(float(value), digits, decimal.ROUND_FLOOR)
 
 
-def describe_randomizer(randomizer: Randomizer) -> str:
-    """``name(key=value, ...)`` of a randomizer and its parameters."""
+def describe_randomizer(randomizer: Randomizer | PersonalizedShuffle) -> str:
+    """``name(key=value, ...)`` of a randomizer and its parameters; for users with different
+    randomizers ``personalized[name(...) x count, ...]``."""
+    from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
+
+    if isinstance(randomizer, PersonalizedShuffle):
+        inner = ", ".join(f"{describe_randomizer(member)} x {count}"
+                          for member, count in randomizer.groups)
+        return f"personalized[{inner}]"
     params = ", ".join(f"{k}={v}" for k, v in randomizer.parameters.items())
     return f"{randomizer.name}({params})"
 

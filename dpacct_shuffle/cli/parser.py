@@ -10,12 +10,13 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from dpacct_shuffle.cli.errors import EXIT_BAD_INPUT, PROG, UsageError
 
 if TYPE_CHECKING:
     from dpacct_shuffle.randomizers.base import Randomizer
+    from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 
 LOWER_BOUND_MAX_USERS = 10**7  # = randomizers.LOWER_BOUND_MAX_USERS (not imported: lean --help)
 MAX_RANGE_COUNT = 1000
@@ -105,6 +106,104 @@ def parse_param(text: str) -> tuple[str, object]:
         raise argparse.ArgumentTypeError(f"--param: {exc}") from None
 
 
+class GroupOption(NamedTuple):
+    """One ``--group``: its text, the catalog spec or the ε0 of ``--randomizer``'s entry, and the
+    number of users."""
+
+    text: str
+    spec: str | None
+    epsilon0: float | None
+    users: int
+
+
+GROUP_FORM = "ENTRY:COUNT or EPS0:COUNT (e.g. krr:epsilon0=1,domain_size=4:5000, or 1.5:5000 with --randomizer)"
+
+
+def parse_group(text: str) -> GroupOption:
+    """``--group ENTRY:COUNT`` (a catalog spec ``NAME[:key=value,...]``) or ``--group EPS0:COUNT``
+    (ε0 of the ``--randomizer`` entry); COUNT is the group's number of users."""
+    spec, colon, count_text = text.rpartition(":")
+    if not colon or not spec.strip():
+        raise argparse.ArgumentTypeError(f"expected {GROUP_FORM}, got {text!r}")
+    try:
+        users = positive_integer("the COUNT of a group")(count_text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} (the form is {GROUP_FORM})") from None
+    try:
+        epsilon0: float | None = float(spec)
+    except ValueError:
+        return GroupOption(text, spec.strip(), None, users)
+    if not math.isfinite(epsilon0):
+        raise argparse.ArgumentTypeError(f"the EPS0 of a group must be a finite real number, "
+                                         f"got {text!r}")
+    return GroupOption(text, None, epsilon0, users)
+
+
+def _refuse_repeated_settings(group: GroupOption, entry: str, own: dict[str, object],
+                              shared: dict[str, object]) -> None:
+    """UsageError if ``--group`` sets a parameter of ``entry`` that ``--domain``/``--param`` also
+    give (one of the two would be ignored)."""
+    from dpacct_shuffle.randomizers.spec import canonical_keyword, catalog_factory, factory_keywords
+
+    accepted = factory_keywords(catalog_factory(entry))
+    named = {canonical_keyword(key, accepted) or key for key in own}
+    repeated = sorted(key for key in shared if (canonical_keyword(key, accepted) or key) in named)
+    if repeated:
+        raise UsageError(f"--group {group.text} sets {', '.join(repeated)}, which --domain/--param "
+                         "also give: give each setting once")
+
+
+def personalized_from_args(args: argparse.Namespace) -> PersonalizedShuffle:
+    """The round of the repeated ``--group`` options (users with different randomizers): each
+    group's entry gets the shared ``--domain``/``--param`` settings; ``EPS0:COUNT`` groups are
+    ``--randomizer``'s entry at that ε0. Combinations that would leave a setting unused are
+    refused (``--users``, ``--matrix``, ``--epsilon0``, an unused ``--randomizer``)."""
+    from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
+    from dpacct_shuffle.randomizers.spec import build_randomizer, split_spec
+
+    groups: list[GroupOption] = args.group
+    if args.users is not None:
+        raise UsageError("give either --users or --group, not both (the groups' COUNTs add up "
+                         "to the number of users)")
+    if getattr(args, "matrix", None) is not None:
+        raise UsageError("--matrix cannot be combined with --group (give each group's catalog "
+                         "entry as --group ENTRY:COUNT)")
+    if args.epsilon0 is not None:
+        raise UsageError("--epsilon0 cannot be combined with --group (give each group's eps0 as "
+                         "--group EPS0:COUNT)")
+    by_epsilon0 = [group for group in groups if group.epsilon0 is not None]
+    if by_epsilon0 and args.randomizer is None:
+        raise UsageError(f"--group {by_epsilon0[0].text} gives an eps0: it needs --randomizer "
+                         f"NAME (the entry it sets eps0 of); the form is {GROUP_FORM}")
+    if not by_epsilon0 and args.randomizer is not None:
+        raise UsageError("--randomizer is unused: every --group names its own entry (use "
+                         "--group EPS0:COUNT for groups of --randomizer's entry)")
+    shared = randomizer_params(args)
+    pairs = []
+    for group in groups:
+        try:
+            if group.epsilon0 is not None:
+                own: dict[str, object] = {"epsilon0": group.epsilon0}
+                _refuse_repeated_settings(group, args.randomizer, own, shared)
+                randomizer = build_randomizer(args.randomizer, {**shared, **own})
+            else:
+                base, own = split_spec(group.spec)
+                _refuse_repeated_settings(group, base, own, shared)
+                randomizer = build_randomizer(group.spec, shared)
+        except UsageError:
+            raise
+        except (ValueError, TypeError) as exc:
+            raise type(exc)(f"--group {group.text}: {exc}") from None
+        if getattr(randomizer, "matrix", None) is None:
+            raise UsageError(f"--group {group.text}: {randomizer.name} has no finite matrix; "
+                             "every group needs a finite randomizer on the same outputs")
+        pairs.append((randomizer, group.users))
+    try:
+        return PersonalizedShuffle(pairs)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"--group: {exc}") from None
+
+
 def randomizer_from_args(args: argparse.Namespace) -> Randomizer:
     """The randomizer selected by ``--randomizer NAME [params]`` or ``--matrix FILE``."""
     from dpacct_shuffle.randomizers.spec import build_randomizer, matrix_file_randomizer
@@ -157,7 +256,9 @@ exit codes: 0 ok; 2 bad input (one line on stderr); 1 missing optional dependenc
     "epsilon": """examples:
   dpacct-shuffle epsilon --randomizer krr --epsilon0 2 --domain 100 --users 1e6 --delta 1e-8
   dpacct-shuffle epsilon --randomizer worst_case_ldp --epsilon0 1 --users 1e4 --delta 1e-6 --compare
-  dpacct-shuffle epsilon --matrix rr3.csv --users 1e4 --delta 1e-8 --json""",
+  dpacct-shuffle epsilon --matrix rr3.csv --users 1e4 --delta 1e-8 --json
+  # users with different eps0: 5000 at eps0 = 1 and 5000 at eps0 = 2
+  dpacct-shuffle epsilon --randomizer krr --domain 4 --group 1:5000 --group 2:5000 --delta 1e-8""",
     "delta": """examples:
   dpacct-shuffle delta --randomizer krr --epsilon0 2 --domain 10 --users 1e4 --epsilon 0.3""",
     "calibrate": """examples:
@@ -211,6 +312,14 @@ def _add_randomizer_options(parser: argparse.ArgumentParser, *, multiple: bool =
                        help="any other parameter of the catalog entry (repeatable)")
 
 
+def _add_group_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--group", type=parse_group, action="append", metavar="ENTRY:COUNT",
+                        help="users with different randomizers (repeat, one per group, instead of "
+                        "--users): a catalog spec and its number of users, e.g. "
+                        "krr:epsilon0=1,domain_size=4:5000, or EPS0:COUNT for --randomizer's "
+                        "entry at that eps0 (--domain, --param apply to every group)")
+
+
 def _add_sampling_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sampling-probability", type=parse_real, metavar="GAMMA",
                         help="client sampling: each of the N users reports with probability GAMMA "
@@ -247,7 +356,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "is printed where available.", epilog=_EXAMPLES["epsilon"],
                        formatter_class=formatter)
     _add_randomizer_options(p)
-    p.add_argument("--users", "-n", type=parse_users, required=True, metavar="N", help="number of users (1e6 ok)")
+    p.add_argument("--users", "-n", type=parse_users, metavar="N", help="number of users (1e6 ok)")
+    _add_group_option(p)
     p.add_argument("--delta", type=parse_real, required=True, help="target delta in (0, 1)")
     _add_lower_options(p)
     p.add_argument("--compare", action="store_true",
@@ -260,7 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "lower bound of an explicit instance).", epilog=_EXAMPLES["delta"],
                        formatter_class=formatter)
     _add_randomizer_options(p)
-    p.add_argument("--users", "-n", type=parse_users, required=True, metavar="N")
+    p.add_argument("--users", "-n", type=parse_users, metavar="N", help="number of users")
+    _add_group_option(p)
     p.add_argument("--epsilon", type=parse_real, required=True, help="epsilon >= 0")
     _add_sampling_option(p)
     _add_lower_options(p)
@@ -320,6 +431,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-__all__ = ["LOWER_BOUND_MAX_USERS", "MAX_RANGE_COUNT", "build_parser", "parse_list", "parse_param",
-           "parse_real", "positive_integer", "randomizer_from_args", "randomizer_params",
-           "show_progress"]
+__all__ = ["GROUP_FORM", "GroupOption", "LOWER_BOUND_MAX_USERS", "MAX_RANGE_COUNT", "build_parser",
+           "parse_group", "parse_list", "parse_param", "parse_real", "personalized_from_args",
+           "positive_integer", "randomizer_from_args", "randomizer_params", "show_progress"]

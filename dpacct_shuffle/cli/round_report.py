@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, TextIO
 
+from dpacct_shuffle.cli.errors import UsageError
 from dpacct_shuffle.cli.output import describe_randomizer, format_lower, format_upper
-from dpacct_shuffle.cli.parser import randomizer_from_args
+from dpacct_shuffle.cli.parser import personalized_from_args, randomizer_from_args
 
 if TYPE_CHECKING:
     from dpacct_shuffle.shuffle_round import Quantity, RoundBounds
@@ -17,17 +18,24 @@ LEVEL_OPTION = {"epsilon": "delta", "delta": "epsilon"}
 
 
 def round_bounds_from_args(args: argparse.Namespace, quantity: Quantity) -> RoundBounds:
-    """The bounds of the round the arguments describe (``--randomizer``/``--matrix``, ``--users``,
-    the level, ``--sampling-probability``, ``--no-lower``, ``--lower-max-users``)."""
+    """The bounds of the round the arguments describe (``--randomizer``/``--matrix`` and
+    ``--users``, or the ``--group`` options; the level, ``--sampling-probability``, ``--no-lower``,
+    ``--lower-max-users``)."""
     from dpacct_shuffle.sampling import check_sampling_probability
     from dpacct_shuffle.shuffle_round import delta_bounds, epsilon_bounds
 
-    randomizer = randomizer_from_args(args)
+    if args.group:
+        randomizer = personalized_from_args(args)
+        users = randomizer.num_users
+    elif args.users is None:
+        raise UsageError("one of --users N or --group ENTRY:COUNT (repeated) is required")
+    else:
+        randomizer, users = randomizer_from_args(args), args.users
     gamma = args.sampling_probability
     if gamma is not None:
         gamma = check_sampling_probability(gamma, "--sampling-probability")
     evaluate = epsilon_bounds if quantity == "epsilon" else delta_bounds
-    return evaluate(randomizer, args.users, getattr(args, LEVEL_OPTION[quantity]),
+    return evaluate(randomizer, users, getattr(args, LEVEL_OPTION[quantity]),
                     sampling_probability=gamma, lower=not args.no_lower,
                     lower_max_users=args.lower_max_users)
 
@@ -37,13 +45,20 @@ def round_payload(bounds: RoundBounds) -> dict[str, object]:
     (key absent with ``--no-lower``; None with the reason where it is not available)."""
     from dpacct_shuffle.shuffle_round import LowerBoundStatus
 
+    from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
+
     quantity = bounds.quantity
-    payload: dict[str, object] = {
-        "command": quantity, "randomizer": bounds.randomizer.name,
-        "parameters": dict(bounds.randomizer.parameters), "users": bounds.users,
-        LEVEL_OPTION[quantity]: bounds.level, f"{quantity}_upper": bounds.upper,
-        "seconds_upper": bounds.upper_seconds,
-    }
+    payload: dict[str, object] = {"command": quantity}
+    if isinstance(bounds.randomizer, PersonalizedShuffle):
+        payload["randomizer"] = "personalized"
+        payload["groups"] = [{"randomizer": randomizer.name,
+                              "parameters": dict(randomizer.parameters), "users": count}
+                             for randomizer, count in bounds.randomizer.groups]
+    else:
+        payload["randomizer"] = bounds.randomizer.name
+        payload["parameters"] = dict(bounds.randomizer.parameters)
+    payload.update({"users": bounds.users, LEVEL_OPTION[quantity]: bounds.level,
+                    f"{quantity}_upper": bounds.upper, "seconds_upper": bounds.upper_seconds})
     if bounds.sampling_probability is not None:
         payload["sampling_probability"] = bounds.sampling_probability
     status = bounds.lower_status

@@ -10,14 +10,36 @@ from dpacct_shuffle.core.binomial import binomial_cdf, binomial_pmf, binomial_sf
 from dpacct_shuffle.core.problem import UNIT_ROUNDOFF, special_function_rtol, stats
 
 
+# from this many values on, upper_tail evaluates each distinct (t, c) pair once
+_DISTINCT_PAIRS_FROM = 1 << 16
+
+
 def upper_tail(t: np.ndarray, c: np.ndarray, pi: float) -> np.ndarray:
-    """P[Bin(c, π) ≥ t] for integer-valued float arrays (broadcast), exact at the ends."""
+    """P[Bin(c, π) ≥ t] for integer-valued float arrays (broadcast), exact at the ends.
+
+    Large arrays whose pairs (t, c) fill a small grid (windowed sums, where many cells share
+    them) evaluate each distinct pair once: the same betainc values, fewer calls."""
     t, c = np.broadcast_arrays(t, c)
     out = np.where(t <= 0, 1.0, 0.0)
     inner = (t >= 1) & (t <= c)
     if np.any(inner):
-        ti = t[inner]
-        out[inner] = special.betainc(ti, c[inner] - ti + 1.0, pi)
+        ti, ci = t[inner], c[inner]
+        t_low, c_low = float(ti.min()), float(ci.min())
+        width = float(ti.max()) - t_low + 1.0
+        grid = (float(ci.max()) - c_low + 1.0) * width
+        if ti.size >= _DISTINCT_PAIRS_FROM and grid <= 4.0 * ti.size:
+            # many cells share (t, c): index the pairs on their (c, t) grid, evaluate each once
+            index = ((ci - c_low) * width + (ti - t_low)).astype(np.int64)
+            present = np.zeros(int(grid), dtype=bool)
+            present[index] = True
+            distinct = np.flatnonzero(present)
+            position = np.cumsum(present) - 1
+            c_distinct = c_low + (distinct // int(width)).astype(float)
+            t_distinct = t_low + (distinct % int(width)).astype(float)
+            values = special.betainc(t_distinct, c_distinct - t_distinct + 1.0, pi)
+            out[inner] = values[position[index]]
+        else:
+            out[inner] = special.betainc(ti, ci - ti + 1.0, pi)
     return out
 
 

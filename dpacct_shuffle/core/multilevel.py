@@ -88,7 +88,8 @@ _ULP = 2.0**-52
 _U = 2.0**-53
 EXACT_CELL_LIMIT = 200_000
 # windowed sum: at most this many count vectors of the atoms other than the closed-form one
-WINDOW_CELL_LIMIT = 300_000
+WINDOW_CELL_LIMIT = 2_500_000
+_CHUNK_CELLS = 1 << 19
 _WINDOW_TAILS = (1e-12, 1e-18, 1e-30)
 _MERGE_RTOL = 1e-9
 _MASS_RTOL = 16.0 * _U
@@ -195,15 +196,18 @@ class PrivacyLossLevels:
         """Certified upper bound on the shuffled δ(ε) of the pair with n users."""
         return self.delta_interval(epsilon, n).upper
 
-    def epsilon(self, delta: float, n: int, rtol: float = 1e-4) -> float:
+    def epsilon(self, delta: float, n: int, rtol: float = 1e-4, guess: float | None = None
+                ) -> float:
         """Smallest ε (relative ``rtol``) where the certified :meth:`delta` is ≤ ``delta``
-        (the core's secant search, :func:`dpacct_shuffle.core.search.epsilon_search`)."""
+        (the core's secant search, :func:`dpacct_shuffle.core.search.epsilon_search`, from
+        ``guess`` when given — a starting point only)."""
         target = check_delta(delta)
         users = min(check_num_users(n), MAX_EVALUATED_USERS)
         tolerance = check_range("rtol", rtol, 0.0, 1.0, low_open=True)
+        start = self._initial_guess(target, users) if guess is None else check_range(
+            "guess", guess, 0.0, math.inf, low_open=True, high_open=True)
         return epsilon_search(lambda eps: _levels_bracket(self, eps, users, _SEARCH_RTOL).upper,
-                              target, self.total_variation, self.epsilon0,
-                              self._initial_guess(target, users), tolerance)
+                              target, self.total_variation, self.epsilon0, start, tolerance)
 
     def _initial_guess(self, delta: float, n: int) -> float:
         """Starting point only: μ-Gaussian DP with μ² = Σ_t m_t (a_t − b_t)²/n (the ε = 0 law)."""
@@ -346,18 +350,107 @@ def _threshold_slack(trials: np.ndarray, y: np.ndarray, c_a: float) -> np.ndarra
     return np.where(near, rounding, 0.0)
 
 
+def _window_cell_sums(axes: list[np.ndarray], values: np.ndarray, masses: np.ndarray, n: int,
+                      c_a: float, pi: float, closed_mass: float) -> tuple[float, float, int]:
+    """(upper, lower, cells) of Σ over the product window ``axes`` of P[cell]·E[(c_A·Bin(M, π) + y)⁺]
+    (:func:`windowed_direction`, before its summation factors), in chunks of at most
+    ``_CHUNK_CELLS`` cells.
+
+    The log terms of a cell's probability are sums of per-axis terms (lnΓ(N_j + 1), N_j·ln m_j)
+    and of terms of M = n − Σ N_j alone (lnΓ(M + 1), M·ln(m_A + m_0)), tabulated once.
+    """
+    k = len(axes)
+    rows = np.arange(axes[0].size)
+    inner_cells = math.prod(axis.size for axis in axes[1:])
+    step = max(1, _CHUNK_CELLS // max(inner_cells, 1))
+    shape = [axis.size for axis in axes]
+    floats = [axis.astype(float) for axis in axes]
+    lowest = int(sum(int(axis[0]) for axis in axes))
+    highest = int(sum(int(axis[-1]) for axis in axes))
+    total = np.arange(lowest, highest + 1, dtype=float)
+    remaining_all = n - total
+    valid_all = remaining_all >= 0.0
+    rest_all = np.where(valid_all, remaining_all, 0.0)
+    log_gamma_rest = special.gammaln(rest_all + 1.0)
+    log_mass_rest = rest_all * math.log(closed_mass)
+    log_n = float(special.gammaln(n + 1.0))
+    per_axis = [(-special.gammaln(f + 1.0), f * math.log(float(m)), f * float(v), f * abs(float(v)))
+                for f, m, v in zip(floats, masses, values)]
+    upper = lower = 0.0
+    cells = 0
+    for first in range(0, rows.size, step):
+        pieces = []
+        for j in range(k):
+            view = [1] * k
+            view[j] = shape[j]
+            sl = slice(first, first + step) if j == 0 else slice(None)
+            pieces.append([term.reshape(view)[sl] if j == 0 else term.reshape(view)
+                           for term in (*per_axis[j], axes[j])])
+        out_shape = (min(step, rows.size - first), *shape[1:])
+
+        def summed(index: int) -> np.ndarray:
+            acc = np.zeros(out_shape)
+            for piece in pieces:
+                acc = acc + piece[index]
+            return acc.ravel()
+
+        count_sum = np.zeros(out_shape, dtype=np.int64)
+        for piece in pieces:
+            count_sum = count_sum + piece[4]
+        position = count_sum.ravel() - lowest
+        level = summed(2)
+        scale = summed(3)
+        remaining = remaining_all[position]
+        if c_a > 0.0:
+            level_up = level + 2.0 * (k + 1) * _U * scale
+            best = level_up + c_a * remaining  # every closed-form user at c_A
+        else:
+            # all M closed-form users at c_A < 0, plus c_A·(M − X'), X' ~ Bin(M, π) the users at 0
+            level_up = level + c_a * remaining
+            level_up += 2.0 * (k + 2) * _U * (scale - c_a * remaining)
+            best = level + 2.0 * (k + 1) * _U * scale  # every closed-form user at 0
+        # cells beyond n users, and cells where no closed-form outcome makes the sum positive
+        live = valid_all[position] & (best > 0.0)
+        if not np.any(live):
+            continue
+        gamma_terms, mass_terms = summed(0)[live], summed(1)[live]
+        position, remaining, level_up = position[live], remaining[live], level_up[live]
+        log_terms = [np.full(remaining.size, log_n), gamma_terms, -log_gamma_rest[position],
+                     mass_terms, log_mass_rest[position]]
+        log_pmf, margin = _log_pmf_with_margin(log_terms, n)
+        # the sum is x·Bin(M, π) + y with slope x = |c_A| and offset y = level_up
+        # y ≥ 0: every term is positive and the value is the mean x·M·π + y; y < 0: closed form
+        slope = abs(c_a)
+        mean_value = slope * remaining * pi + level_up
+        g_lower, g_upper = mean_value * (1.0 - 4.0 * _U), mean_value * (1.0 + 4.0 * _U)
+        negative = level_up < 0.0
+        if np.any(negative):
+            lo_neg, up_neg = inner_expectation(remaining[negative], level_up[negative], slope, 0.0,
+                                               1.0, pi, slope)
+            g_lower[negative], g_upper[negative] = lo_neg, up_neg
+            g_upper[negative] += _threshold_slack(remaining[negative], level_up[negative], slope)
+        cells += remaining.size
+        upper += float(np.sum(np.exp(log_pmf + margin) * g_upper))
+        lower += float(np.sum(np.exp(log_pmf - margin) * g_lower))
+    return upper, lower, cells
+
+
 def windowed_direction(values: np.ndarray, masses: np.ndarray, n: int, rtol: float
                        ) -> Bracket | None:
     """Bracket of (1/n)·E[(Σ_{i ≤ n} Z_i)⁺] summing the count vectors of a window, or None when
     the window needs more than ``WINDOW_CELL_LIMIT`` cells.
 
-    One positive atom A (value c_A, mass m_A; the one with the largest count variance) is summed in
-    closed form: given the counts N_j of the other non-zero atoms, the M = n − Σ N_j remaining users
-    are A with probability π = m_A/(m_A + m_0) (m_0 the zero atom), and
-    E[(c_A·Bin(M, π) + y)⁺], y = Σ v_j N_j, is :func:`~dpacct_shuffle.core.numerics.inner_expectation`
-    (certified against special-function error; y taken 2(K + 1)u·Σ|v_j|N_j up, π 4u up: the
-    value is non-decreasing in both), or c_A·M·π + y where y ≥ 0 (no positive part is cut). Each N_j is summed over [lo_j, hi_j + 1] where
-    P[Bin(n − 1, m_j) ∉ [lo_j, hi_j]] ≤ tail (certified by scipy's cdf/sf with their error margin).
+    One atom A (value c_A ≠ 0, mass m_A; the one with the largest count variance, whose window
+    would be the widest) is summed in closed form: given the counts N_j of the other non-zero
+    atoms, the M = n − Σ N_j remaining users are A with probability m_A/(m_A + m_0) (m_0 the zero
+    atom), else 0. For c_A > 0 the sum is c_A·Bin(M, π) + y with π = m_A/(m_A + m_0) and
+    y = Σ v_j N_j; for c_A < 0 it is |c_A|·Bin(M, π) + (y + c_A·M) with π = m_0/(m_A + m_0)
+    (Bin(M, π) counting the users at 0). E[(x·Bin(M, π) + y')⁺] is
+    :func:`~dpacct_shuffle.core.numerics.inner_expectation` (certified against special-function
+    error; y' taken 2(K + 2)u·(Σ|v_j|N_j + |c_A|·M) up, π 4u up: the value is non-decreasing in
+    both), or x·M·π + y' where y' ≥ 0 (no positive part is cut). Each N_j is summed over
+    [lo_j, hi_j + 1] where P[Bin(n − 1, m_j) ∉ [lo_j, hi_j]] ≤ tail (certified by scipy's cdf/sf
+    with their error margin).
 
     Truncation: (ΣZ)⁺ ≤ Σ_i Z_i⁺ and exchangeability give
     (1/n)·E[(ΣZ)⁺; N ∉ W] ≤ E[Z_1⁺; N ∉ W] = Σ_{v_t > 0} v_t m_t·P[N ∉ W | Z_1 = t]. Given Z_1,
@@ -365,15 +458,16 @@ def windowed_direction(values: np.ndarray, masses: np.ndarray, n: int, rtol: flo
     N'_j ~ Bin(n − 1, m_j), and N ∉ W forces some N'_j ∉ [lo_j, hi_j]: the dropped part is at most
     E[Z⁺]·Σ_j P[N'_j ∉ [lo_j, hi_j]]. Cells are weighted by their multinomial probability with the
     log margin of :func:`_log_pmf_with_margin`; the threshold of the closed form may be off by one
-    where the level c_A·t + y is within rounding of 0 (:func:`_threshold_slack`, added). The lower end drops the truncated part and every margin.
+    where the level x·t + y' is within rounding of 0 (:func:`_threshold_slack`, added). The lower end drops the truncated part and every margin.
     """
     positive = np.flatnonzero(values > 0.0)
-    a_index = int(positive[np.argmax((masses * (1.0 - masses))[positive])])
+    a_index = int(np.argmax(masses * (1.0 - masses)))  # the widest window is not summed
     c_a, m_a = float(values[a_index]), float(masses[a_index])
     others = np.delete(np.arange(values.size), a_index)
     other_values, other_masses = values[others], masses[others]
     zero_mass = max(0.0, 1.0 - math.fsum(masses.tolist()))
-    pi = min(1.0, m_a / (m_a + zero_mass) * (1.0 + 4.0 * _U))
+    # P[a closed-form user takes the atom's value] for c_A > 0, P[it takes 0] for c_A < 0
+    pi = min(1.0, (m_a if c_a > 0.0 else zero_mass) / (m_a + zero_mass) * (1.0 + 4.0 * _U))
     positive_mean = math.fsum((masses[positive] * values[positive]).tolist()) * (1.0 + 4.0 * _U)
     k = other_values.size
     lower = upper = 0.0
@@ -383,35 +477,11 @@ def windowed_direction(values: np.ndarray, masses: np.ndarray, n: int, rtol: flo
         if math.prod(sizes) > WINDOW_CELL_LIMIT:
             return None
         outside = math.fsum(out for _, _, out in windows) * (1.0 + 4.0 * (k + 1) * _U)
-        grids = np.meshgrid(*[np.arange(lo, hi + 2, dtype=np.int64) for lo, hi, _ in windows],
-                            indexing="ij")
-        counts = np.stack([g.ravel() for g in grids], axis=1)
-        remaining = n - counts.sum(axis=1)
-        keep = remaining >= 0
-        counts, remaining = counts[keep], remaining[keep].astype(float)
-        level = counts @ other_values
-        scale = counts @ np.abs(other_values)
-        level_up = level + 2.0 * (k + 1) * _U * scale
-        # cells where no number of A reports makes the sum positive contribute 0
-        live = level_up + c_a * remaining > 0.0
-        counts, remaining, level_up, scale = (counts[live], remaining[live], level_up[live],
-                                              scale[live])
-        log_terms = [np.full(counts.shape[0], special.gammaln(n + 1.0)),
-                     -special.gammaln(counts + 1.0).sum(axis=1), -special.gammaln(remaining + 1.0),
-                     counts @ np.log(other_masses), remaining * math.log(m_a + zero_mass)]
-        log_pmf, margin = _log_pmf_with_margin(log_terms, n)
-        # y ≥ 0: every term is positive and the value is the mean c_A·M·π + y; y < 0: closed form
-        mean_value = c_a * remaining * pi + level_up
-        g_lower, g_upper = mean_value * (1.0 - 4.0 * _U), mean_value * (1.0 + 4.0 * _U)
-        negative = level_up < 0.0
-        if np.any(negative):
-            lo_neg, up_neg = inner_expectation(remaining[negative], level_up[negative], c_a, 0.0,
-                                               1.0, pi, c_a)
-            g_lower[negative], g_upper[negative] = lo_neg, up_neg
-            g_upper[negative] += _threshold_slack(remaining[negative], level_up[negative], c_a)
-        cells = counts.shape[0]
-        upper_cells = float(np.sum(np.exp(log_pmf + margin) * g_upper)) * (1.0 + (cells + 8.0) * _U)
-        lower = float(np.sum(np.exp(log_pmf - margin) * g_lower)) * (1.0 - (cells + 8.0) * _U) / n
+        axes = [np.arange(lo, hi + 2, dtype=np.int64) for lo, hi, _ in windows]
+        upper_cells, lower_cells, cells = _window_cell_sums(axes, other_values, other_masses, n,
+                                                            c_a, pi, m_a + zero_mass)
+        upper_cells *= 1.0 + (cells + 8.0) * _U
+        lower = lower_cells * (1.0 - (cells + 8.0) * _U) / n
         dropped = positive_mean * outside
         upper = min(1.0, (upper_cells / n) * (1.0 + 2.0 * _U) + dropped * (1.0 + 2.0 * _U))
         if dropped <= 0.1 * rtol * upper:

@@ -16,7 +16,8 @@ expression is the clone pair the variation-ratio analysis already evaluates. The
 on first use (:class:`MatrixMultiLevelBound`).
 
 Without the levels of each pair, a ratio bound and the blanket mass alone give a clone pair valid
-for every pair (:func:`blanket_variation_ratio`, used by continuous catalog entries).
+for every pair (:func:`blanket_variation_ratio`, used by continuous catalog entries). Set-boost
+catalog entries give their levels in closed form on the corners of {1, ρ}² (:func:`corner_levels`).
 """
 
 from __future__ import annotations
@@ -155,20 +156,23 @@ class MultiLevelBound(PairBound):
             return 1.0  # no bound: never the minimum of an entry's bounds
         return max(levels.delta(epsilon, n) for levels in self.level_sets)
 
-    def epsilon(self, delta: float, n: int) -> float:
+    def epsilon(self, delta: float, n: int, guess: float | None = None) -> float:
         if not self.level_sets:
             return math.inf
-        return max(levels.epsilon(delta, n) for levels in self.level_sets)
+        return max(levels.epsilon(delta, n, guess=guess) for levels in self.level_sets)
 
     def epsilon_below(self, delta: float, n: int, current: float) -> float:
         """:meth:`epsilon`, skipped (``current`` returned) when the bound at
         (1 − ``SKIP_RTOL``)·current already exceeds ``delta``: then it cannot lower ``current`` by
-        more than that fraction. One evaluation instead of a search where it does not help."""
+        more than that fraction. One evaluation instead of a search where it does not help, and
+        otherwise a search starting from that feasible point."""
         if not self.level_sets:
             return math.inf
-        if 0.0 < current < math.inf and self.delta((1.0 - SKIP_RTOL) * current, n) > delta:
+        if not 0.0 < current < math.inf:
+            return self.epsilon(delta, n)
+        if self.delta((1.0 - SKIP_RTOL) * current, n) > delta:
             return current
-        return self.epsilon(delta, n)
+        return self.epsilon(delta, n, guess=(1.0 - SKIP_RTOL) * current)
 
     def __repr__(self) -> str:
         return f"MultiLevelBound({len(self.level_sets)} pair kinds)"
@@ -230,6 +234,25 @@ def blanket_variation_ratio(p: float, blanket_mass: float) -> VariationRatio:
     return VariationRatio(ratio, beta, ratio, neutral_parts=((share, share), (neutral - share, 0.0)))
 
 
+def corner_levels(ratio: float, both: float, first: float, second: float, neither: float
+                  ) -> PrivacyLossLevels:
+    """Levels of a victim pair whose ratios to the blanket lie on the corners of {1, ρ}²:
+    (ρ, ρ; ``both``), (ρ, 1; ``first``), (1, ρ; ``second``), (1, 1; ``neither``), ρ = ``ratio``
+    (levels of zero mass left out).
+
+    Set-boost randomizers (an input boosts a set of outputs by the factor ρ over a common base
+    law that every input reaches) have these levels against the blanket "base law": an output is
+    boosted by both victim inputs, only by x⁰, only by x¹ or by neither; the masses are the base
+    law's mass of each kind (proofs at the catalog entries). With ``both`` = t and
+    ``first`` = ``second`` = A − t the bound is non-increasing in t: replacing t·(δ_ρρ + δ_11) by
+    t·(δ_ρ1 + δ_1ρ) keeps the mean and spreads the values (docs/theory.md, "Blanket clone pair"),
+    so a lower bound on ``both`` (with the marginals kept) gives a valid bound.
+    """
+    rows = [(ratio, ratio, both), (ratio, 1.0, first), (1.0, ratio, second), (1.0, 1.0, neither)]
+    a, b, m = zip(*[row for row in rows if row[2] > 0.0])
+    return PrivacyLossLevels(a, b, m)
+
+
 def attach_multilevel(randomizer: Randomizer) -> Randomizer:
     """Add the multi-level fallback of ``randomizer.matrix`` (if it has one) to its fallbacks."""
     if randomizer.matrix is not None:
@@ -238,4 +261,4 @@ def attach_multilevel(randomizer: Randomizer) -> Randomizer:
 
 
 __all__ = ["MultiLevelBound", "blanket_variation_ratio", "MatrixMultiLevelBound", "matrix_levels", "pair_levels",
-           "attach_multilevel", "MAX_LEVEL_SETS", "MAX_PAIR_CELLS"]
+           "attach_multilevel", "corner_levels", "MAX_LEVEL_SETS", "MAX_PAIR_CELLS"]

@@ -14,6 +14,8 @@ of group g dominates t_g·S, S = π0·Q0 + π1·Q1 + πK·N, with t_g = min_y c_
 for every input x). For k-ary randomized response on a common domain of d values this is exact:
 c_g = 1/(e^ε_g + d − 1) on every output, S is uniform (π = (1, 1, d − 2)/d) and t_g = d/(e^ε_g + d − 1),
 the neutral share of group g being (d − 2)/(e^ε_g + d − 1).
+
+Lower bounds: explicit configurations of the groups (:mod:`dpacct_shuffle.randomizers.personalized_lower`).
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ import numpy as np
 from dpacct_shuffle.core.personalized import PersonalizedPair, pairs_delta, pairs_epsilon
 from dpacct_shuffle.core.rounding import ULP, ratio_up
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users
-from dpacct_shuffle.randomizers.base import Randomizer
+from dpacct_shuffle.randomizers.base import LOWER_BOUND_MAX_USERS, Randomizer, ShuffledRandomizer
 from dpacct_shuffle.randomizers.catalog import krr
+from dpacct_shuffle.randomizers.lower_bounds import InstanceLowerBound
+from dpacct_shuffle.randomizers.personalized_lower import personalized_lower_bound
 
 _RATE_ROUNDING = 1e-12
 
@@ -194,6 +198,27 @@ class PersonalizedShuffle:
             return self.groups[0][0].shuffled(users).epsilon(target)
         pairs = [pair for group in self.victim_pairs(users) for pair in group]
         return pairs_epsilon(pairs, target, rtol) if pairs else 0.0
+
+    def shuffled(self, n: int | None = None, *,
+                 lower_bound_max_users: int | None = LOWER_BOUND_MAX_USERS) -> ShuffledRandomizer:
+        """The round with ``n`` honest users (default: all) as a
+        :class:`~dpacct_shuffle.randomizers.base.ShuffledRandomizer`: its upper bounds are
+        :meth:`delta` and :meth:`epsilon`, its lower bounds those of :meth:`lower_bound`."""
+        return ShuffledRandomizer(self, self._honest(n),  # type: ignore[arg-type]
+                                  lower_bound_max_users=lower_bound_max_users)
+
+    def lower_bound(self, n: int | None = None) -> InstanceLowerBound | None:
+        """Certified lower bound of the round with all its users: explicit instances (one
+        configuration of the others, the counts of two output sets; docs/theory.md, "Users with
+        different randomizers", lower bound). None for ``n`` below the round's users (robust
+        shuffling: no instance is offered) and for a round of fewer than 2 users."""
+        users = self._honest(n)
+        if users != self.num_users or users < 2:
+            return None
+        if len(self.groups) == 1:
+            return self.groups[0][0].lower_bound(users)
+        return personalized_lower_bound([(np.asarray(randomizer.matrix, dtype=float), count)
+                                         for randomizer, count in self.groups])
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PersonalizedShuffle):

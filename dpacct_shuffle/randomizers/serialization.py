@@ -1,6 +1,6 @@
 """JSON form of randomizers: plain data (dicts, lists, strings, numbers) and back, equal by value.
 
-Three forms, told apart by ``"kind"`` (``docs/serialization.md``):
+Five forms, told apart by ``"kind"`` (``docs/serialization.md``):
 
 * ``{"kind": "catalog", "name": "krr", "arguments": {"epsilon0": 2.0, "domain_size": 100}}`` — a
   catalog entry and the arguments it was called with (by parameter name); decoding calls the entry
@@ -13,6 +13,9 @@ Three forms, told apart by ``"kind"`` (``docs/serialization.md``):
   randomizer: its analyzed (row-renormalised) matrix, analyzed again as it is on decoding.
 * ``{"kind": "variation_ratio", "p": ..., "beta": ..., "q": ..., "q1": ..., "neutral_share": ...,
   "neutral_weight": ...}`` — a :class:`~dpacct_shuffle.VariationRatio` by its fields.
+* ``{"kind": "personalized", "groups": [{"randomizer": {...}, "users": 500}, ...]}`` — a
+  :class:`~dpacct_shuffle.randomizers.PersonalizedShuffle` (users with different randomizers): each
+  group's randomizer in its own JSON form and its number of users, in the round's group order.
 
 Floats are written with ``repr`` precision (the JSON text round-trips them exactly); an infinite
 value (p = ∞) is the string ``"inf"``, so the text is strict JSON. A Randomizer built directly with
@@ -36,12 +39,13 @@ from dpacct_shuffle.randomizers import matrix as matrix_module
 from dpacct_shuffle.randomizers.approximate import approximate
 from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.randomizers.catalog import CATALOG
+from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 from dpacct_shuffle.randomizers.spec import APPROXIMATE_FACTORIES
 
 _FACTORIES = {**CATALOG, **APPROXIMATE_FACTORIES}  # entries written as {"kind": "catalog", ...}
 
 JSONValue = Union[None, bool, int, float, str, list["JSONValue"], dict[str, "JSONValue"]]
-SerializableRandomizer = Union[Randomizer, VariationRatio]
+SerializableRandomizer = Union[Randomizer, VariationRatio, PersonalizedShuffle]
 
 _VARIATION_RATIO_FIELDS = ("p", "beta", "q", "q1", "neutral_share", "neutral_weight")
 
@@ -77,15 +81,19 @@ def plain_value(name: str, value: object) -> JSONValue:
 
 
 def randomizer_to_dict(randomizer: SerializableRandomizer) -> dict[str, JSONValue]:
-    """The JSON form (module docstring) of a catalog entry, a ``from_matrix`` randomizer or a
-    VariationRatio. TypeError for anything else."""
+    """The JSON form (module docstring) of a catalog entry, a ``from_matrix`` randomizer, a
+    VariationRatio or a PersonalizedShuffle of such randomizers. TypeError for anything else."""
+    if isinstance(randomizer, PersonalizedShuffle):
+        return {"kind": "personalized",
+                "groups": [{"randomizer": randomizer_to_dict(member), "users": int(count)}
+                           for member, count in randomizer.groups]}
     if isinstance(randomizer, VariationRatio):
         return {"kind": "variation_ratio",
                 **{field: encode_float(value)
                    for field, value in zip(_VARIATION_RATIO_FIELDS, randomizer._key())}}
     if not isinstance(randomizer, Randomizer):
-        raise TypeError("only catalog Randomizers, from_matrix Randomizers and VariationRatio have a "
-                        f"JSON form, got {type(randomizer).__name__}")
+        raise TypeError("only catalog Randomizers, from_matrix Randomizers, VariationRatio and "
+                        f"PersonalizedShuffle have a JSON form, got {type(randomizer).__name__}")
     rebuild = randomizer._rebuild
     if not isinstance(rebuild, functools.partial):
         raise TypeError(f"{randomizer!r} has no JSON form: only catalog entries and from_matrix "
@@ -154,8 +162,30 @@ def randomizer_from_dict(data: Mapping[str, Any]) -> SerializableRandomizer:
         values = {key: decode_float(f"{name}({key})", value)
                   if value in ("inf", "-inf") else value for key, value in arguments.items()}
         return constructor(**values)
+    if kind == "personalized":
+        _check_keys(data, ("kind", "groups"))
+        return _personalized_from_groups(data["groups"])
     raise ValueError("kind must be one of 'catalog', 'approximate', 'matrix', 'variation_ratio', "
-                     f"got {kind!r}")
+                     f"'personalized', got {kind!r}")
+
+
+def _personalized_from_groups(groups: object) -> PersonalizedShuffle:
+    if not isinstance(groups, list):
+        raise TypeError(f"groups of a personalized round must be a list, got {type(groups).__name__}")
+    pairs = []
+    for index, group in enumerate(groups):
+        if not isinstance(group, Mapping):
+            raise TypeError(f"groups[{index}] must be an object with randomizer and users, got {group!r}")
+        unknown = sorted(set(group) - {"randomizer", "users"})
+        missing = [key for key in ("randomizer", "users") if key not in group]
+        if unknown or missing:
+            raise ValueError(f"groups[{index}]: the keys are randomizer and users "
+                             f"(missing {missing}, unknown {unknown})")
+        member = randomizer_from_dict(group["randomizer"])
+        if not isinstance(member, Randomizer):
+            raise TypeError(f"groups[{index}].randomizer must be a Randomizer's form, got {member!r}")
+        pairs.append((member, group["users"]))
+    return PersonalizedShuffle(pairs)
 
 
 def randomizer_to_json(randomizer: SerializableRandomizer) -> str:
