@@ -797,6 +797,10 @@ def _adaptive_grid(profile: PrivacyProfile, value_discretization_interval: float
         # (cheap there; they save most of the bisection passes near ε = 0)
         geometric = np.geomspace(1.0, k_end, _INITIAL_GEOMETRIC_POINTS).round()
         evaluate_many(initial + [int(k) for k in np.unique(geometric) if k < k_end])
+        # as in the sequential order: nothing beyond the first point with δ <= min_delta
+        negligible = [k for k in sorted(values) if values[k] <= floor]
+        for k in [k for k in values if negligible and k > negligible[0]]:
+            del values[k]
     else:
         for k in initial:
             if evaluate(k) <= floor:
@@ -822,7 +826,16 @@ def _adaptive_grid(profile: PrivacyProfile, value_discretization_interval: float
 
 
 def _lower_convex_hull(xs: NDArray[np.float64], ys: NDArray[np.float64]) -> NDArray[np.int64]:
-    """Indices of the lower convex hull of points sorted by x (Andrew's monotone chain)."""
+    """Indices of the lower convex hull of points sorted by x (Andrew's monotone chain).
+
+    When every consecutive triple turns strictly left (the usual case for a profile), the chain
+    keeps every point, which the same cross products decide at once with numpy.
+    """
+    if len(xs) >= 3:
+        o, a, b = slice(None, -2), slice(1, -1), slice(2, None)
+        cross = (xs[a] - xs[o]) * (ys[b] - ys[o]) - (ys[a] - ys[o]) * (xs[b] - xs[o])
+        if np.all(cross > 0.0):
+            return np.arange(len(xs), dtype=np.int64)
     hull: list[int] = []
     for i in range(len(xs)):
         while len(hull) >= 2:
