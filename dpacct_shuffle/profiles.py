@@ -110,7 +110,6 @@ DEFAULT_MAX_STEP = 0.25
 DEFAULT_MIN_DELTA = 1e-16
 DEFAULT_SAMPLING_TAIL = 1e-14
 _INITIAL_POINTS = 32
-_INITIAL_GEOMETRIC_POINTS = 96
 # relative margin on the values fed to Connect-the-Dots (float cancellation in the masses)
 _CONNECT_DOTS_MARGIN = 1e-9
 _RDP_SUBDIVISIONS = 32
@@ -793,11 +792,9 @@ def _adaptive_grid(profile: PrivacyProfile, value_discretization_interval: float
     initial = [int(k) for k in np.unique(np.linspace(0, k_end, _INITIAL_POINTS + 1).round())
                if k < k_end]
     if profile.deltas_upper is not None:
-        # an array form: all of them in one call, with geometrically spaced points from d on
-        # (cheap there; they save most of the bisection passes near ε = 0)
-        geometric = np.geomspace(1.0, k_end, _INITIAL_GEOMETRIC_POINTS).round()
-        evaluate_many(initial + [int(k) for k in np.unique(geometric) if k < k_end])
-        # as in the sequential order: nothing beyond the first point with δ <= min_delta
+        # an array form: all of them in one call, then the same points as the sequential order
+        # keeps (nothing beyond the first one with δ <= min_delta)
+        evaluate_many(initial)
         negligible = [k for k in sorted(values) if values[k] <= floor]
         for k in [k for k in values if negligible and k > negligible[0]]:
             del values[k]
