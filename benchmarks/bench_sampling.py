@@ -4,7 +4,7 @@ For each case: the exact ε (bisection on the exact δ, every multiset of the ot
 victim pair, both directions; the exact laws of tests/test_sampling_bruteforce.py), the bound's ε
 (bisection on its profile) and their ratio. Poisson-sampled rounds under replace-one and
 add/remove-one, and fixed-size cohorts (m of N, replace-one); then the time of one exact sampled
-binary-RR profile at N = 10³, 10⁴, 10⁵.
+binary-RR profile at N = 10³, 10⁴, 10⁵ (Poisson rounds and fixed-size cohorts).
 
 Usage: ``python benchmarks/bench_sampling.py`` (from the repository root) — prints a markdown table.
 """
@@ -19,7 +19,7 @@ import numpy as np
 
 from dpacct_shuffle import randomizers
 from dpacct_shuffle.profiles import PrivacyProfile, shuffle_profile
-from dpacct_shuffle.randomizers.binary_rr_sampled import SampledBinaryRRProfile
+from dpacct_shuffle.randomizers.binary_rr_sampled import BinaryRRCohortProfile, SampledBinaryRRProfile
 from dpacct_shuffle.sampling import NeighborRel, poisson_sampled_profile
 from dpacct_shuffle.without_replacement import shuffled_cohort_profile, without_replacement_profile
 from tests.test_sampling_bruteforce import (
@@ -87,7 +87,7 @@ def main() -> None:
 
 def exact_profile_timings() -> None:
     """Time of one exact sampled binary-RR profile (the whole ε grid, every configuration covered),
-    ε0 = 1, with its certified interval of ε at δ = 1e-6."""
+    ε0 = 1, with its certified interval of ε at δ = 1e-6; then exact fixed-size cohorts."""
     print()
     print("| exact sampled binary RR, ε0 = 1 | N | γ | ε at δ=1e-6 in | certified to rtol | laws | s |")
     print("|---|---|---|---|---|---|---|")
@@ -99,6 +99,13 @@ def exact_profile_timings() -> None:
             seconds = time.perf_counter() - start
             print(f"| {relation} | {n} | {gamma:g} | [{low:.5g}, {high:.5g}] | {profile.is_exact} | "
                   f"{profile.laws_evaluated} | {seconds:.1f} |", flush=True)
+    for n, m in [(10**3, 100), (10**4, 100), (10**5, 300)]:
+        start = time.perf_counter()
+        cohort = BinaryRRCohortProfile(1.0, m, n)
+        low, high = cohort.epsilon_interval(1e-6)
+        seconds = time.perf_counter() - start
+        print(f"| cohort of {m} | {n} | {m / n:g} | [{low:.5g}, {high:.5g}] | {cohort.is_exact} | "
+              f"{cohort.laws_evaluated} | {seconds:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -103,15 +103,16 @@ def saving(ours: float, baseline: float | None) -> float | None:
 
 
 def single_message(epsilon0s: Sequence[float], users: Sequence[int], delta: float,
-                   lower_max_users: int, log: Callable[[str], None]) -> list[dict[str, Any]]:
-    """Comparison 1: one row per (randomizer, ε0, n)."""
+                   lower_max_users: int, log: Callable[[str], None],
+                   labels: Sequence[str] = tuple(SINGLE_MESSAGE)) -> list[dict[str, Any]]:
+    """Comparison 1: one row per (randomizer, ε0, n), for the entries ``labels``."""
     rows = []
     for eps0 in epsilon0s:
         for n in users:
             clone, clone_s = timed(lambda: randomizers.worst_case_ldp(eps0).shuffled(n).epsilon(delta))
             closed = fmt_or_none(eps0, n, delta)
-            for label, make in SINGLE_MESSAGE.items():
-                entry = make(eps0)
+            for label in labels:
+                entry = SINGLE_MESSAGE[label](eps0)
                 shuffled = entry.shuffled(n)
                 ours, ours_s = timed(lambda: shuffled.epsilon(delta))
                 lower = lower_s = None
@@ -246,59 +247,84 @@ def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str, str]
     return "\n".join([head, rule, *body])
 
 
+Columns = Sequence[tuple[str, str, str]]
+SINGLE_COLUMNS: Columns = [
+    ("randomizer", "randomizer", "g"), ("ε0", "epsilon0", "g"), ("n", "users", "g"),
+    ("β / β_worst", "beta_ratio", "g"),
+    ("FMT closed form", "fmt_closed_form", "g"), ("FMT numerical (clone)", "fmt_numerical_clone", "g"),
+    ("ours (certified)", "ours_upper", "up"), ("lower bound", "ours_lower", "down"),
+    ("published pair (not a guarantee)", "published_pair_not_a_guarantee", "g"),
+    ("saving vs FMT numerical", "saving_vs_fmt_numerical", "pct"),
+    ("saving vs FMT closed form", "saving_vs_fmt_closed_form", "pct"),
+    ("time ours [s]", "seconds_ours", "s")]
+PARALLEL_COLUMNS: Columns = [
+    ("k queries", "queries", "g"), ("n/k", "users_per_query", "g"),
+    ("FMT closed form, n/k users", "fmt_closed_form_per_query_group", "g"),
+    ("FMT numerical, n/k users", "fmt_numerical_per_query_group", "g"),
+    ("ours k-RR, n/k users", "ours_krr_per_query_group", "up"),
+    ("ours composite, n users", "ours_composite_all_users", "up"),
+    ("saving vs FMT numerical (n/k)", "saving_vs_fmt_numerical_groups", "pct"),
+    ("saving vs ours (n/k)", "saving_vs_ours_groups", "pct"),
+    ("time [s]", "seconds_ours", "s")]
+MULTI_COLUMNS: Columns = [
+    ("protocol", "protocol", "g"), ("n", "users", "g"), ("p", "p", "g"), ("β", "beta", "g"),
+    ("q", "q", "g"), ("FMT closed form at ln p", "fmt_closed_form_ln_p", "g"),
+    ("FMT numerical at ln p", "fmt_numerical_clone_ln_p", "g"),
+    ("ours (certified)", "ours_upper", "up"),
+    ("saving vs FMT numerical", "saving_vs_fmt_numerical", "pct"),
+    ("time [s]", "seconds_ours", "s")]
+REFERENCE_COLUMNS: Columns = [
+    ("randomizer", "randomizer", "g"), ("ε0", "epsilon0", "g"), ("n", "users", "g"),
+    ("paper code, lower", "paper_code_published_pair_lower", "g"),
+    ("paper code, upper", "paper_code_published_pair_upper", "g"),
+    ("ours (certified)", "ours_upper", "up"), ("time [s]", "seconds_ours", "s")]
+# (results key, generated block of docs/comparison.md, columns, key columns of a row)
+SECTIONS = {"single": ("single_message", "compare_single", SINGLE_COLUMNS, 3),
+            "parallel": ("parallel", "compare_parallel", PARALLEL_COLUMNS, 1),
+            "multi": ("multi_message", "compare_multi", MULTI_COLUMNS, 2),
+            "reference": ("reference", "compare_reference", REFERENCE_COLUMNS, 3)}
+
+
 def report(results: dict[str, Any]) -> str:
     """The Markdown report (tables and the claimed savings)."""
     parts = []
-    single = results["single_message"]
-    parts.append(f"### 1. Single message (δ = {results['delta']:g})\n")
-    parts.append(table(single, [
-        ("randomizer", "randomizer", "g"), ("ε0", "epsilon0", "g"), ("n", "users", "g"),
-        ("β / β_worst", "beta_ratio", "g"),
-        ("FMT closed form", "fmt_closed_form", "g"), ("FMT numerical (clone)", "fmt_numerical_clone", "g"),
-        ("ours (certified)", "ours_upper", "up"), ("lower bound", "ours_lower", "down"),
-        ("published pair (not a guarantee)", "published_pair_not_a_guarantee", "g"),
-        ("saving vs FMT numerical", "saving_vs_fmt_numerical", "pct"),
-        ("saving vs FMT closed form", "saving_vs_fmt_closed_form", "pct"),
-        ("time ours [s]", "seconds_ours", "s")]))
+    single = results.get("single_message", [])
     if single:
+        parts.append(f"### 1. Single message (δ = {results['delta']:g})\n")
+        parts.append(table(single, SINGLE_COLUMNS))
         best = max(single, key=lambda r: r["saving_vs_fmt_numerical"])
         parts.append(f"\nLargest saving vs the FMT numerical bound: "
                      f"{100 * best['saving_vs_fmt_numerical']:.1f}% ({best['randomizer']}, "
                      f"ε0 = {best['epsilon0']:g}, n = {best['users']}); published pair on the same "
                      f"row: {100 * best['published_saving_vs_fmt_numerical']:.1f}%.")
-    parallel = results["parallel"]
+    parallel = results.get("parallel", [])
     if parallel:
         first = parallel[0]
         parts.append(f"\n### 2. Parallel composition (k-RR d = {first['domain']}, ε0 = "
                      f"{first['epsilon0']:g}, n = {first['users']}, δ = {first['delta']:g})\n")
-        parts.append(table(parallel, [
-            ("k queries", "queries", "g"), ("n/k", "users_per_query", "g"),
-            ("FMT closed form, n/k users", "fmt_closed_form_per_query_group", "g"),
-            ("FMT numerical, n/k users", "fmt_numerical_per_query_group", "g"),
-            ("ours k-RR, n/k users", "ours_krr_per_query_group", "up"),
-            ("ours composite, n users", "ours_composite_all_users", "up"),
-            ("saving vs FMT numerical (n/k)", "saving_vs_fmt_numerical_groups", "pct"),
-            ("saving vs ours (n/k)", "saving_vs_ours_groups", "pct"),
-            ("time [s]", "seconds_ours", "s")]))
-    multi = results["multi_message"]
+        parts.append(table(parallel, PARALLEL_COLUMNS))
+    multi = results.get("multi_message", [])
     if multi:
         parts.append(f"\n### 3. Multi-message protocols (δ = {results['delta']:g})\n")
-        parts.append(table(multi, [
-            ("protocol", "protocol", "g"), ("n", "users", "g"), ("p", "p", "g"), ("β", "beta", "g"),
-            ("q", "q", "g"), ("FMT closed form at ln p", "fmt_closed_form_ln_p", "g"),
-            ("FMT numerical at ln p", "fmt_numerical_clone_ln_p", "g"),
-            ("ours (certified)", "ours_upper", "up"),
-            ("saving vs FMT numerical", "saving_vs_fmt_numerical", "pct"),
-            ("time [s]", "seconds_ours", "s")]))
-    reference = results["reference"]
+        parts.append(table(multi, MULTI_COLUMNS))
+    reference = results.get("reference", [])
     if reference:
         parts.append("\n### Consistency with the paper authors' code (published pair, δ = 1e-8)\n")
-        parts.append(table(reference, [
-            ("randomizer", "randomizer", "g"), ("ε0", "epsilon0", "g"), ("n", "users", "g"),
-            ("paper code, lower", "paper_code_published_pair_lower", "g"),
-            ("paper code, upper", "paper_code_published_pair_upper", "g"),
-            ("ours (certified)", "ours_upper", "up"), ("time [s]", "seconds_ours", "s")]))
+        parts.append(table(reference, REFERENCE_COLUMNS))
     return "\n".join(parts) + "\n"
+
+
+def write_markdown(results: dict[str, Any], page: Path, sections: Sequence[str]) -> None:
+    """Write the rows of ``sections`` into the generated tables of ``page`` (``markdown``)."""
+    from markdown import update_generated_table  # benchmarks/markdown.py (the script's folder)
+
+    for section in sections:
+        key, block, columns, key_columns = SECTIONS[section]
+        rows = [[cell(row.get(name), kind) for _, name, kind in columns] for row in results[key]]
+        note = (f"Generated by `python benchmarks/compare.py --markdown {page.as_posix()}` "
+                f"(δ = {results['delta']:g}; `--sections` and `--entries` regenerate some rows).")
+        update_generated_table(page, block, note, [header for header, _, _ in columns], rows,
+                               key_columns)
 
 
 def draw_figure(results: dict[str, Any], path: Path, curve_users: Sequence[int], epsilon0: float,
@@ -335,7 +361,7 @@ def draw_figure(results: dict[str, Any], path: Path, curve_users: Sequence[int],
     left.set_title(f"single message, ε0 = {epsilon0:g}")
     left.grid(True, which="both", alpha=0.3)
     left.legend(fontsize=7.5)
-    parallel = results["parallel"]
+    parallel = results.get("parallel", [])
     if parallel:
         ks = [row["queries"] for row in parallel]
         series = [("fmt_closed_form_per_query_group", "FMT closed form, n/k users per query", "k:"),
@@ -380,7 +406,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reference", type=Path, default=REFERENCE_CSV,
                         help="CSV of the paper authors' published-pair values (skipped if missing)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--sections", type=lambda s: s.split(","), default=list(SECTIONS),
+                        help="comma-separated subset of " + ",".join(SECTIONS))
+    parser.add_argument("--entries", type=lambda s: s.split(","), default=list(SINGLE_MESSAGE),
+                        help="comma-separated single-message entries (default: all)")
+    parser.add_argument("--markdown", type=Path,
+                        help="page whose generated tables get the rows (docs/comparison.md)")
     args = parser.parse_args(argv)
+    unknown = sorted(set(args.sections) - set(SECTIONS)) + sorted(set(args.entries) - set(SINGLE_MESSAGE))
+    if unknown:
+        parser.error(f"unknown sections or entries {unknown}")
 
     def log(message: str) -> None:
         if not args.quiet:
@@ -388,14 +423,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     start = time.perf_counter()
     results: dict[str, Any] = {"delta": args.delta}
-    results["single_message"] = single_message(args.epsilon0s, args.users, args.delta,
-                                               int(args.lower_max_users), log)
-    for row in results["single_message"]:
-        row["beta_ratio"] = row["beta"] / row["beta_worst"]
-    results["parallel"] = parallel_composition(2.0, 10, args.parallel_ks, int(args.parallel_users),
-                                               args.delta, log)
-    results["multi_message"] = multi_message(args.users, args.delta, log)
-    results["reference"] = reference_check(args.reference, log)
+    if "single" in args.sections:
+        results["single_message"] = single_message(args.epsilon0s, args.users, args.delta,
+                                                   int(args.lower_max_users), log, args.entries)
+        for row in results["single_message"]:
+            row["beta_ratio"] = row["beta"] / row["beta_worst"]
+    if "parallel" in args.sections:
+        results["parallel"] = parallel_composition(2.0, 10, args.parallel_ks,
+                                                   int(args.parallel_users), args.delta, log)
+    if "multi" in args.sections:
+        results["multi_message"] = multi_message(args.users, args.delta, log)
+    if "reference" in args.sections:
+        results["reference"] = reference_check(args.reference, log)
     if args.figure is not None:
         draw_figure(results, args.figure, args.figure_users, 2.0, log)
     results["total_seconds"] = time.perf_counter() - start
@@ -407,6 +446,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"total time: {results['total_seconds']:.0f} s")
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=2))
+    if args.markdown is not None:
+        write_markdown(results, args.markdown, args.sections)
     return 0
 
 

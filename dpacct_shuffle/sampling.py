@@ -93,7 +93,8 @@ from dpacct_shuffle.profiles import (
 )
 from dpacct_shuffle.randomizers.base import LocalPairBound, PairBound, Randomizer, VariationRatioBound
 from dpacct_shuffle.randomizers.binary_rr_exact import BinaryRRExactUpper
-from dpacct_shuffle.randomizers.binary_rr_sampled import is_tractable, sampled_binary_rr_profile
+from dpacct_shuffle.randomizers.binary_rr_sampled import (SampledBinaryRRProfile, is_tractable,
+                                                          sampled_binary_rr_profile)
 from dpacct_shuffle.randomizers.matrix import from_matrix
 from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 
@@ -252,11 +253,35 @@ def _exact_binary_rr_fallback(randomizer: RandomizerDescription, gamma: float, r
                               ) -> DeltaFunction | None:
     """The exact sampled binary-RR δ(ε, N) when ``randomizer`` is a catalog entry whose
     fallbacks include the exact binary-RR profile (every victim pair is then binary RR's)."""
+    epsilon0 = binary_rr_epsilon0(randomizer)
+    return None if epsilon0 is None else _exact_binary_rr(epsilon0, gamma, relation)
+
+
+def binary_rr_epsilon0(randomizer: RandomizerDescription) -> float | None:
+    """ε0 of a catalog ``binary_rr`` entry (recognised by its exact-profile fallback
+    :class:`~dpacct_shuffle.randomizers.binary_rr_exact.BinaryRRExactUpper`), None for any other
+    randomizer."""
     if isinstance(randomizer, Randomizer):
         for entry in randomizer.fallbacks:
             if isinstance(entry, BinaryRRExactUpper):
-                return _exact_binary_rr(entry.epsilon0, gamma, relation)
+                return entry.epsilon0
     return None
+
+
+def exact_sampled_profile(randomizer: RandomizerDescription, num_users: int,
+                          sampling_probability: float, relation: str = "replace_one"
+                          ) -> SampledBinaryRRProfile | None:
+    """The exact profile of the Poisson-sampled round
+    (:class:`~dpacct_shuffle.randomizers.binary_rr_sampled.SampledBinaryRRProfile`) when
+    ``randomizer`` is binary RR and the round is tractable
+    (:func:`~dpacct_shuffle.randomizers.binary_rr_sampled.is_tractable`), None otherwise. Its
+    lower ends are certified lower bounds on the round's ε(δ) and δ(ε)."""
+    gamma = check_sampling_probability(sampling_probability)
+    users = check_num_users(num_users, "num_users")
+    epsilon0 = binary_rr_epsilon0(randomizer)
+    if epsilon0 is None or not is_tractable(users, gamma):
+        return None
+    return sampled_binary_rr_profile(epsilon0, users, gamma, relation)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -561,7 +586,9 @@ def poisson_sampled_profile(randomizer: RandomizerDescription, num_users: int, s
 
 __all__ = [
     "add_remove_variation_ratios",
+    "binary_rr_epsilon0",
     "check_sampling_probability",
+    "exact_sampled_profile",
     "poisson_sampled_profile",
     "void_matrix_randomizer",
     "void_personalized_round",

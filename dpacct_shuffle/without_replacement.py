@@ -29,7 +29,8 @@ from dpacct_shuffle.core.problem import special_function_rtol
 from dpacct_shuffle.core.rounding import round_loss_down, round_loss_up
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.profiles import PrivacyProfile, shuffle_profile
-from dpacct_shuffle.sampling import void_view_profile
+from dpacct_shuffle.randomizers.binary_rr_sampled import binary_rr_cohort_profile, is_tractable
+from dpacct_shuffle.sampling import binary_rr_epsilon0, void_view_profile
 
 # Poisson rates tried by shuffled_cohort_profile: γ = η + z·√(η(1 − η)/N) for these z (capped at
 # 1), and γ = 1; γ = η was the best of z ∈ [0, 3] on the brute-force cases (tail factor ≈ 1/2)
@@ -140,7 +141,10 @@ def shuffled_cohort_profile(randomizer: object, sample_size: int,
           δ(ε) ≤ δ_γ(ε) / P[Bin(N, γ) ≥ m],
 
       with δ_γ the void view of the Poisson-sampled round of the population
-      (:func:`dpacct_shuffle.sampling.void_view_profile`).
+      (:func:`dpacct_shuffle.sampling.void_view_profile`), and
+    * for the ``binary_rr`` entry with γ(N − 1) ≤ 400 at γ = m/N, the exact cohort profile
+      (:class:`dpacct_shuffle.randomizers.binary_rr_sampled.BinaryRRCohortProfile`: row m of
+      the Poisson round's count law, certified worst case over every configuration).
 
     Proof of the second bound. Fix the others' inputs and the victim's pair. In the Poisson round
     the participant count C ~ Bin(N, γ) is independent of the data and visible (the number of
@@ -183,10 +187,16 @@ def shuffled_cohort_profile(randomizer: object, sample_size: int,
         if reach > 0.0 and view is not None:
             routes.append((view, reach))
 
+    epsilon0 = binary_rr_epsilon0(randomizer)
+    exact = (binary_rr_cohort_profile(epsilon0, size, population)
+             if epsilon0 is not None and is_tractable(population, eta) else None)
+
     def delta_upper(epsilon: float) -> float:
         value = theorem.delta(epsilon)
         for profile, reach in routes:
             value = min(value, round_loss_up(profile.delta(epsilon) / reach, zero_is_exact=True))
+        if exact is not None:
+            value = min(value, exact.delta(epsilon))
         return min(1.0, value)
 
     cap = min([theorem.epsilon_cap] + [profile.epsilon_cap for profile, _ in routes])

@@ -22,8 +22,9 @@ from dpacct_shuffle import VariationRatio, randomizers
 from dpacct_shuffle.accountants import event_profile
 from dpacct_shuffle.events import ShuffleEvent
 from dpacct_shuffle.profiles import poisson_sampled_shuffle_profile
-from dpacct_shuffle.randomizers.binary_rr_sampled import GRID_RATIO, SampledBinaryRRProfile
-from dpacct_shuffle.sampling import poisson_sampled_profile
+from dpacct_shuffle.randomizers.binary_rr_sampled import (GRID_RATIO, BinaryRRCohortProfile,
+                                                          SampledBinaryRRProfile)
+from dpacct_shuffle.sampling import exact_sampled_profile, poisson_sampled_profile
 
 NR = privacy_accountant.NeighboringRelation
 
@@ -206,3 +207,70 @@ def test_bad_parameters_are_refused(kwargs, match) -> None:
     arguments = {"epsilon0": 1.0, "num_users": 10, "sampling_probability": 0.5, **kwargs}
     with pytest.raises((ValueError, TypeError), match=match):
         SampledBinaryRRProfile(**arguments)
+
+
+def test_exact_sampled_profile_is_offered_for_binary_rr_only() -> None:
+    """The round reports (``shuffle_round``, the CLI) print its lower end beside the upper bound."""
+    profile = exact_sampled_profile(randomizers.binary_rr(1.0), 40, 0.3)
+    assert isinstance(profile, SampledBinaryRRProfile) and profile.gamma == 0.3
+    exact = _exact_deltas(_pairs(1.0, 40, 0.3), [0.1])[0]
+    assert profile.delta_interval(0.1)[0] <= exact + 1e-12
+    assert exact_sampled_profile(randomizers.krr(1.0, 3), 40, 0.3) is None
+    assert exact_sampled_profile(VariationRatio.worst_case(1.0), 40, 0.3) is None
+    assert exact_sampled_profile(randomizers.binary_rr(1.0), 10**6, 0.3) is None  # not tractable
+    with pytest.raises(ValueError, match="sampling_probability"):
+        exact_sampled_profile(randomizers.binary_rr(1.0), 40, 1.5)
+
+
+def _cohort_pairs(eps0: float, population: int, m: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Exact laws of the number of ones among a uniform m-subset of the N users, victim holding
+    0 vs 1, for every number h of the N − 1 others holding 1: the victim is drawn with
+    probability m/N, the holders of 1 among the other drawn users are hypergeometric."""
+    a = math.exp(eps0) / (1.0 + math.exp(eps0))
+    others = population - 1
+    ks = np.arange(m + 1)
+
+    def conditional(drawn: int) -> np.ndarray:  # row j: ones of j holders of 1, drawn − j of 0
+        rows = np.zeros((drawn + 1, m + 1))
+        for j in range(drawn + 1):
+            rows[j, : drawn + 1] = np.convolve(stats.binom.pmf(ks[: j + 1], j, a),
+                                               stats.binom.pmf(ks[: drawn - j + 1], drawn - j, 1 - a))
+        return rows
+
+    full, short = conditional(m), conditional(m - 1)
+    pairs = []
+    for h in range(others + 1):
+        out = stats.hypergeom.pmf(np.arange(m + 1), others, h, m) @ full
+        rest = stats.hypergeom.pmf(np.arange(m), others, h, m - 1) @ short
+        shifted = np.concatenate(([0.0], rest[:-1]))
+        laws = [m / population * (keep * shifted + (1 - keep) * rest) + (1 - m / population) * out
+                for keep in (1 - a, a)]
+        pairs.append((laws[0], laws[1]))
+    return pairs
+
+
+@pytest.mark.parametrize("eps0, population, m, delta", [
+    (1.0, 40, 10, 1e-3), (2.0, 60, 20, 1e-3), (1.0, 300, 60, 1e-3),  # 300: block bounds
+])
+def test_cohort_profile_contains_the_exact_value(eps0: float, population: int, m: int,
+                                                 delta: float) -> None:
+    pairs = _cohort_pairs(eps0, population, m)
+    profile = BinaryRRCohortProfile(eps0, m, population)
+    exact_eps = _epsilon_of(lambda e: _exact_deltas(pairs, e)[0], delta, eps0)
+    epsilons = np.linspace(0.0, 1.5 * exact_eps, 7)
+    for eps, value in zip(epsilons, _exact_deltas(pairs, epsilons)):
+        lower, upper = profile.delta_interval(float(eps))
+        assert lower <= value + 1e-12 and value <= upper + 1e-12
+    assert profile.is_exact
+    eps_lo, eps_hi = profile.epsilon_interval(delta)
+    assert eps_lo <= exact_eps <= eps_hi * (1 + 1e-9)
+    assert eps_hi <= exact_eps * (1.0 + profile.rtol) * GRID_RATIO
+
+
+def test_cohort_profile_refuses_bad_sizes() -> None:
+    with pytest.raises(ValueError, match="sample_size"):
+        BinaryRRCohortProfile(1.0, 40, 40)
+    with pytest.raises(ValueError, match="sample_size"):
+        BinaryRRCohortProfile(1.0, 0, 40)
+    with pytest.raises(ValueError, match="population_size"):
+        BinaryRRCohortProfile(1.0, 10, 0)

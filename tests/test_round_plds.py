@@ -14,9 +14,8 @@ from dp_accounting import dp_event
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from scipy import stats
 
-from dpacct_shuffle import VariationRatio
+from dpacct_shuffle import VariationRatio, randomizers
 from dpacct_shuffle import profiles
-from dpacct_shuffle import randomizers as rz
 from dpacct_shuffle.accountants import (
     ShufflePLDAccountant,
     event_epsilon_cap,
@@ -62,8 +61,8 @@ def test_one_round_through_the_accountant_is_within_0_2_percent_of_the_core(eps0
 
 
 @pytest.mark.parametrize("randomizer,n", [
-    (rz.krr(2.0, 100), 100_000),
-    (rz.krr(4.0, 10), 1_000),
+    (randomizers.krr(2.0, 100), 100_000),
+    (randomizers.krr(4.0, 10), 1_000),
     (VariationRatio.worst_case(0.5), 1_000_000),
     (VariationRatio(math.exp(2.0), 0.5, math.exp(2.0), neutral_share=0.3), 1_000_000),
     (VariationRatio.worst_case(3.0), 10_000),
@@ -85,8 +84,22 @@ def test_batched_round_through_the_accountant_is_within_0_2_percent_of_the_core(
 def test_round_randomizer_keeps_randomizers_the_curve_does_not_support() -> None:
     asymmetric = VariationRatio(math.exp(2.0), 0.5, math.exp(2.0), q1=math.exp(1.5) * 1.6)
     assert profiles.round_randomizer(asymmetric) is asymmetric
-    wrapped = profiles.round_randomizer(rz.binary_rr(1.0))  # its exact fallback stays in the rule
+    # binary RR: its exact fallback stays in the rule
+    wrapped = profiles.round_randomizer(randomizers.binary_rr(1.0))
     assert wrapped.lowering == profiles.ROUND_LOWERING and wrapped.randomizer.fallbacks
+
+
+def test_one_catalog_round_through_the_accountant_is_within_0_2_percent_of_shuffled() -> None:
+    """A catalog entry (k-RR, its cover and fallbacks): the PLD's ε is within 0.2 % of the
+    entry's own ``shuffled(n).epsilon(δ)``, never below its certified lower bound, and finite at
+    δ = 1e-20 (capped at ε0)."""
+    krr, n = randomizers.krr(2.0, 10), 500
+    accountant = ShufflePLDAccountant().compose(ShuffleEvent(krr, n))
+    shuffled = krr.shuffled(n)
+    for delta in (1e-5, 1e-8):
+        ours = accountant.get_epsilon(delta)
+        assert shuffled.epsilon_lower(delta) <= ours <= 1.002 * shuffled.epsilon(delta), delta
+    assert accountant.get_epsilon(1e-20) <= krr.epsilon0 * (1 + 1e-9)
 
 
 def test_round_pld_has_no_mass_at_infinity_and_losses_below_the_cap() -> None:

@@ -27,7 +27,8 @@ def upper_tail(t: np.ndarray, c: np.ndarray, pi: float) -> np.ndarray:
         t_low, c_low = float(ti.min()), float(ci.min())
         width = float(ti.max()) - t_low + 1.0
         grid = (float(ci.max()) - c_low + 1.0) * width
-        if ti.size >= _DISTINCT_PAIRS_FROM and grid <= 4.0 * ti.size:
+        if (ti.size >= _DISTINCT_PAIRS_FROM and grid <= 4.0 * ti.size
+                and np.array_equal(ti, np.floor(ti)) and np.array_equal(ci, np.floor(ci))):
             # many cells share (t, c): index the pairs on their (c, t) grid, evaluate each once
             index = ((ci - c_low) * width + (ti - t_low)).astype(np.int64)
             present = np.zeros(int(grid), dtype=bool)

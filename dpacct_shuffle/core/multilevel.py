@@ -88,9 +88,10 @@ _ULP = 2.0**-52
 _U = 2.0**-53
 EXACT_CELL_LIMIT = 200_000
 # windowed sum: at most this many count vectors of the atoms other than the closed-form one
-WINDOW_CELL_LIMIT = 2_500_000
+WINDOW_CELL_LIMIT = 3_500_000
 _CHUNK_CELLS = 1 << 19
-_WINDOW_TAILS = (1e-12, 1e-18, 1e-30)
+_FIRST_WINDOW_TAIL = 1e-12
+_WINDOW_PASSES = 4
 _MERGE_RTOL = 1e-9
 _MASS_RTOL = 16.0 * _U
 _SEARCH_RTOL = 1e-3
@@ -440,6 +441,12 @@ def windowed_direction(values: np.ndarray, masses: np.ndarray, n: int, rtol: flo
     """Bracket of (1/n)·E[(Σ_{i ≤ n} Z_i)⁺] summing the count vectors of a window, or None when
     the window needs more than ``WINDOW_CELL_LIMIT`` cells.
 
+    The first window leaves out a tail 1e-12 per side and atom; while the dropped part exceeds a
+    tenth of ``rtol`` times the value, the tail is scaled down by the factor that would bring it
+    to half of that (at most ``_WINDOW_PASSES`` passes). When the next window would exceed the
+    limit, the last pass is returned: its upper end includes its dropped part, so it is valid,
+    only looser (the caller takes the minimum with the convex-order reduction).
+
     One atom A (value c_A ≠ 0, mass m_A; the one with the largest count variance, whose window
     would be the widest) is summed in closed form: given the counts N_j of the other non-zero
     atoms, the M = n − Σ N_j remaining users are A with probability m_A/(m_A + m_0) (m_0 the zero
@@ -471,11 +478,14 @@ def windowed_direction(values: np.ndarray, masses: np.ndarray, n: int, rtol: flo
     positive_mean = math.fsum((masses[positive] * values[positive]).tolist()) * (1.0 + 4.0 * _U)
     k = other_values.size
     lower = upper = 0.0
-    for tail in _WINDOW_TAILS:
+    tail = _FIRST_WINDOW_TAIL
+    for _ in range(_WINDOW_PASSES):
         windows = [_binomial_window(n - 1, float(rate), tail) for rate in other_masses]
         sizes = [hi + 2 - lo for lo, hi, _ in windows]
         if math.prod(sizes) > WINDOW_CELL_LIMIT:
-            return None
+            # the previous pass (if any) is a valid, looser bracket: its upper end holds the
+            # dropped part
+            return Bracket(max(0.0, min(lower, upper)), upper) if upper > 0.0 else None
         outside = math.fsum(out for _, _, out in windows) * (1.0 + 4.0 * (k + 1) * _U)
         axes = [np.arange(lo, hi + 2, dtype=np.int64) for lo, hi, _ in windows]
         upper_cells, lower_cells, cells = _window_cell_sums(axes, other_values, other_masses, n,
@@ -484,8 +494,12 @@ def windowed_direction(values: np.ndarray, masses: np.ndarray, n: int, rtol: flo
         lower = lower_cells * (1.0 - (cells + 8.0) * _U) / n
         dropped = positive_mean * outside
         upper = min(1.0, (upper_cells / n) * (1.0 + 2.0 * _U) + dropped * (1.0 + 2.0 * _U))
-        if dropped <= 0.1 * rtol * upper:
+        if dropped <= 0.1 * rtol * upper or tail <= 1e-300:
             break
+        # the dropped part scales like the tail: aim at half the allowed part (relative to the
+        # lower end, which the truncation does not inflate)
+        scale = 0.05 * rtol * lower / dropped if lower > 0.0 else 1e-6
+        tail = max(1e-300, tail * min(0.1, max(scale, 1e-12)))
     return Bracket(max(0.0, min(lower, upper)), upper)
 
 

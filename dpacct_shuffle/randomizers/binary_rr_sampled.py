@@ -41,8 +41,8 @@ x = e^ε, with S the cells of κ above a threshold:
 Upper: every cell with P(1 + η)-side above the x·Q(1 − η)-side is in S, and a cell of S below it
 misses by at most a factor e^{−2τ}, i.e. by ≤ 2τ·x·Q̂(1 − η); the rest adds at most D. Lower: any
 set S gives Σ_S (P − xQ) ≤ D_x(P‖Q). Prefix sums of nonnegative terms carry a relative error
-(k + 2)·u (k terms, u = 2⁻⁵³), applied in the safe direction; the final subtraction is rounded
-outward by 4u of the larger term. One sort serves the whole ε grid (:data:`GRID_RATIO` spacing in
+(k + 2)·u (k terms, u = 2⁻⁵³), applied in the safe direction; the final subtraction is widened
+by 8u of the sum of its terms. One sort serves the whole ε grid (:data:`GRID_RATIO` spacing in
 ε, geometric from ε0·10⁻⁶ to ε0 plus ε = 0); between grid points the upper end is the chord of
 H(x) = D_x in x = e^ε (H is convex in x, so the chord through two upper bounds is an upper
 bound), and the lower end is the value at the next grid point (δ is non-increasing).
@@ -245,14 +245,15 @@ def _grid_bounds(big: np.ndarray, small: np.ndarray, rel_error: float, dropped: 
     rho = (count + 2.0) * u * (1.0 + 1e-6)
     plus = (1.0 + eta) * (1.0 + rho) * cum_p[count]
     minus = scale * (1.0 - eta) * (1.0 - rho) * (1.0 - 2.0 * tau) * cum_q[count]
-    upper = plus - minus + 4.0 * u * plus + dropped
+    # plus and minus carry ≤ 3 roundings each, the subtraction one: 8u of their sum covers them
+    upper = (plus - minus + 8.0 * u * (plus + minus) + dropped) * (1.0 + 2.0 * u)
     upper = np.clip(upper, 0.0, 1.0)
 
     count = np.searchsorted(descending, -(epsilons + spread), side="left")
     rho = (count + 2.0) * u * (1.0 + 1e-6)
     plus = (1.0 - eta) * (1.0 - rho) * cum_p[count]
     minus = scale * (1.0 + eta) * (1.0 + rho) * cum_q[count]
-    lower = plus - minus - 4.0 * u * (plus + minus) - scale * dropped
+    lower = plus - minus - 8.0 * u * (plus + minus) - scale * dropped * (1.0 + 2.0 * u)
     lower = np.clip(lower, 0.0, 1.0)
     return lower, upper
 
@@ -336,7 +337,9 @@ class SampledBinaryRRProfile:
         x_left, x_right, x = math.exp(grid[left]), math.exp(grid[right]), math.exp(eps)
         weight = (x - x_left) / (x_right - x_left)
         chord = (1.0 - weight) * upper[left] + weight * upper[right]
-        chord = min(float(upper[left]), float(chord) * (1.0 + 8.0 * UNIT_ROUNDOFF) + 1e-300)
+        # rounding of the weight and the sum: 8u of the larger end covers it
+        chord = min(float(upper[left]), float(chord) * (1.0 + 8.0 * UNIT_ROUNDOFF)
+                    + 8.0 * UNIT_ROUNDOFF * float(upper[left]) + 1e-300)
         return float(lower[right]), chord
 
     def delta(self, epsilon: float) -> float:
@@ -502,6 +505,87 @@ def is_tractable(num_users: int, sampling_probability: float) -> bool:
             and sampling_probability * (num_users - 1) <= TRACTABLE_EXPECTED_REPORTS)
 
 
+class BinaryRRCohortProfile(SampledBinaryRRProfile):
+    """Shuffled binary RR on a cohort of exactly m of N users drawn uniformly without
+    replacement (replace-one): certified exact worst case over every configuration.
+
+    The release is the number k of ones among the m reports. In the Poisson round of rate
+    γ = m/N the participant count C ~ Bin(N, γ) does not depend on the data and, given C = m, the
+    participants are a uniform m-subset: the cohort's law is row t = m of the Poisson round's
+    (t, k) law divided by B = P[C = m], so δ_m(ε) = D_{e^ε}(row_m P0 ‖ row_m P1)/B.
+
+    Block bound (configurations m1..m2, b = m2 − m1 free users): in the Poisson round reveal the
+    free users' messages, with c_f reports among them. Given c_f, the rest (the victim and the
+    N − 1 − b other users) is the Poisson round conditioned on its count r = m − c_f, and the
+    law of c_f given C = m is Bin(b, γ)(c_f)·Bin(N − b, γ)(m − c_f)/B in both victim worlds. So
+    δ_m ≤ Σ_r λ_r·D_{e^ε}(row_r P0' ‖ row_r P1') with λ_r = Bin(b, γ)(m − r)/B (the rest's row
+    probability cancels), i.e. the divergence of the rest's (t, k) laws with row r scaled by λ_r.
+    A single configuration is b = 0. Rounding: B from its certified binomial window (lower end
+    for upper bounds, upper end for lower bounds), the scaled errors and masses likewise.
+    """
+
+    def __init__(self, epsilon0: float, sample_size: int, population_size: int, *,
+                 rtol: float = SAMPLED_BINARY_RR_RTOL, floor: float = SAMPLED_BINARY_RR_FLOOR,
+                 max_laws: int = SAMPLED_BINARY_RR_MAX_LAWS) -> None:
+        population = check_num_users(population_size, "population_size")
+        size = check_num_users(sample_size, "sample_size")
+        if not 1 <= size < population:
+            raise ValueError(f"sample_size must be in [1, population_size) = [1, {population}), "
+                             f"got {size}")
+        self.sample_size = size
+        super().__init__(epsilon0, population, size / population, "replace_one", rtol=rtol,
+                         floor=floor, max_laws=max_laws)
+
+    def _block_upper(self, first: int, last: int, epsilons: np.ndarray, best_lower: np.ndarray,
+                     shift: int) -> np.ndarray:
+        return self._curves(first, self.others - last, epsilons)[1]
+
+    def _curves(self, holders: int, others_zero: int, epsilons: np.ndarray, symmetric: int = 0
+                ) -> tuple[np.ndarray, np.ndarray]:
+        self.laws_evaluated += 1
+        gamma, u = self.gamma, UNIT_ROUNDOFF
+        free = self.others - holders - others_zero
+        law = _others_law(holders, others_zero, gamma, self.keep, self.flip, self.budget)
+        zero = _victim_law(law, gamma, gamma * self.flip, gamma * self.keep)
+        one = _victim_law(law, gamma, gamma * self.keep, gamma * self.flip)
+        count = _binomial_law(self.num_users, gamma, 1.0 - gamma, self.budget)
+        index = self.sample_size - count.offset
+        if not 0 <= index < count.values.size:  # m outside its own count's window: nothing known
+            return np.zeros_like(epsilons), np.where(epsilons < self.epsilon0, 1.0, 0.0)
+        b_value = float(count.values[index])
+        b_low = b_value * (1.0 - count.rel_error - count.dropped) * (1.0 - 2.0 * u)
+        b_high = b_value * (1.0 + count.rel_error) * (1.0 + 2.0 * u)
+        revealed = _binomial_law(free, gamma, 1.0 - gamma, self.budget)
+        rows = law.t_offset + np.arange(zero.shape[0])  # the rest's report count of each row
+        reveal_index = self.sample_size - rows - revealed.offset
+        inside = (reveal_index >= 0) & (reveal_index < revealed.values.size)
+        weights = np.where(inside, revealed.values[np.clip(reveal_index, 0, revealed.values.size - 1)],
+                           0.0)
+        eta = (law.rel_error + revealed.rel_error + revealed.dropped + 4.0 * u) * (1.0 + 1e-6)
+        # the law's misplaced mass times a weight ≤ 1 + η; rows whose revealed count lies
+        # outside its window: total weight ≤ revealed.dropped (each row's divergence ≤ 1)
+        dropped = (law.dropped * (1.0 + eta) + revealed.dropped) * (1.0 + 4.0 * u)
+        scaled_zero, scaled_one = zero * weights[:, None], one * weights[:, None]
+        low0, up0 = _grid_bounds(scaled_zero, scaled_one, eta, dropped, epsilons)
+        low1, up1 = _grid_bounds(scaled_one, scaled_zero, eta, dropped, epsilons)
+        upper = np.minimum(1.0, np.maximum(up0, up1) / b_low * (1.0 + 2.0 * u))
+        lower = np.maximum(low0, low1) / b_high * (1.0 - 2.0 * u)
+        upper[epsilons >= self.epsilon0] = 0.0  # ε0-LDP: every likelihood ratio ≤ e^ε0
+        lower[epsilons >= self.epsilon0] = 0.0
+        return lower, upper
+
+    def __repr__(self) -> str:
+        return (f"BinaryRRCohortProfile(epsilon0={self.epsilon0!r}, sample_size={self.sample_size!r}, "
+                f"population_size={self.num_users!r})")
+
+
+@functools.lru_cache(maxsize=8)
+def binary_rr_cohort_profile(epsilon0: float, sample_size: int, population_size: int
+                             ) -> BinaryRRCohortProfile:
+    """A cached :class:`BinaryRRCohortProfile` with the default tolerances."""
+    return BinaryRRCohortProfile(epsilon0, sample_size, population_size)
+
+
 @functools.lru_cache(maxsize=8)
 def sampled_binary_rr_profile(epsilon0: float, num_users: int, sampling_probability: float,
                               relation: str = "replace_one") -> SampledBinaryRRProfile:
@@ -510,10 +594,12 @@ def sampled_binary_rr_profile(epsilon0: float, num_users: int, sampling_probabil
 
 
 __all__ = [
+    "BinaryRRCohortProfile",
     "FULL_SEARCH_CONFIGURATIONS",
     "GRID_RATIO",
     "SampledBinaryRRProfile",
     "TRACTABLE_EXPECTED_REPORTS",
+    "binary_rr_cohort_profile",
     "is_tractable",
     "sampled_binary_rr_profile",
 ]

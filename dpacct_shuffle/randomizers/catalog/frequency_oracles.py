@@ -106,7 +106,7 @@ def krr(epsilon0: float, domain_size: int) -> Randomizer:
 def _unary_matrix(d: int, one_prob_true: float, one_prob_false: float,
                   mix_zero: float = 0.0) -> np.ndarray | None:
     """Rows: one-hot inputs; columns: the 2^d bit vectors. Optional mixture with the all-zero input."""
-    if d * 2**d > MAX_MATRIX_CELLS or d > 16:
+    if d > 16 or d * 2**d > MAX_MATRIX_CELLS:  # d first: 2**d of a huge d never finishes
         return None
     bits = ((np.arange(2**d)[:, None] >> np.arange(d)[None, :]) & 1).astype(bool)
     zero_law = np.prod(np.where(bits, one_prob_false, 1.0 - one_prob_false), axis=1)
@@ -274,6 +274,9 @@ def subset_selection(epsilon0: float, domain_size: int, subset_size: int) -> Ran
                           base.cover, variation_ratio=base.variation_ratio, fallbacks=base.fallbacks,
                           matrix=base.matrix,
                           lower_bound=base._lower_bound, published=base.published, notes=base.notes)
+    if math.comb(d - 1, k - 1) > 1e300 or math.comb(d - 1, k) > 1e300:
+        raise ValueError("domain_size and subset_size must keep C(domain_size - 1, subset_size - 1) "
+                         f"and C(domain_size - 1, subset_size) below 1e300, got {d} and {k}")
     e = math.exp(eps0)
     z = e * math.comb(d - 1, k - 1) + math.comb(d - 1, k)
     beta = (e - 1.0) * (math.comb(d - 1, k - 1) - math.comb(d - 2, k - 2)) / z
@@ -492,10 +495,12 @@ def hadamard_response(epsilon0: float, num_outputs: int, blocks: int = 1,
                                             g * (k_out - 3 * s // 2) + e * g * common))
         else:
             level_sets.append(corner_levels(e, 0.0, g * s, g * s, g * (k_out - 2 * s)))
+    # pairs across blocks alone: their three levels are the cover's clone pair with share w
+    fallbacks = [MultiLevelBound(tuple(level_sets))] if any(kind == "same" for kind, _ in kinds) else []
     return Randomizer("hadamard_response",
                       {"epsilon0": eps0, "num_outputs": k_out, "blocks": n_blocks, "domain_size": d,
                        "set_size": s},
-                      cover, variation_ratio=summary, fallbacks=[MultiLevelBound(tuple(level_sets))],
+                      cover, variation_ratio=summary, fallbacks=fallbacks,
                       matrix=matrix, lower_bound=lower, published=published)
 
 
