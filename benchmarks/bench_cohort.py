@@ -8,7 +8,10 @@ from [``--low``, ``--high``] (all distinct), composed in two accountants:
 * *exact*: ``ShufflePLDAccountant()`` — every round at its own n (skip with ``--no-exact``).
 
 Printed: distinct n, distinct PLDs, ε at ``--delta`` and CPU seconds (``time.process_time``,
-PLD caches cold) of each, and the relative ε gap. ``--bound core`` uses the certified
+PLD caches cold) of each, and the relative ε gap. BLAS runs on one thread (``OPENBLAS_NUM_THREADS``
+defaults to 1 here): the batched curves' small matrix products gain nothing from more threads, and
+on a busy machine idle BLAS threads spinning would be counted as CPU time. ``--bound core`` uses
+the certified
 variation-ratio bound of k-ary RR (ε0 = 2, d = 100); ``--bound chernoff`` its Chernoff-form
 bound (:func:`dpacct_shuffle.core.closed_forms.chernoff_delta`, also certified, looser, with no
 summation), which isolates the cost of the PLD construction and composition from the cost of
@@ -20,17 +23,21 @@ Usage: ``python benchmarks/bench_cohort.py [--rounds 1000] [--low 1e4] [--high 1
 
 from __future__ import annotations
 
-import argparse
-import time
+import os
 
-import numpy as np
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy is imported (see the docstring)
 
-from dpacct_shuffle import VariationRatio
-from dpacct_shuffle import randomizers as rz
-from dpacct_shuffle.accountants import ShufflePLDAccountant, event_on_users_grid
-from dpacct_shuffle.core.closed_forms import chernoff_delta
-from dpacct_shuffle.events import ShuffleEvent
-from dpacct_shuffle.profiles import RandomizerDescription
+import argparse  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from dpacct_shuffle import VariationRatio  # noqa: E402
+from dpacct_shuffle import randomizers as rz  # noqa: E402
+from dpacct_shuffle.accountants import ShufflePLDAccountant, event_on_users_grid  # noqa: E402
+from dpacct_shuffle.core.closed_forms import chernoff_delta  # noqa: E402
+from dpacct_shuffle.events import ShuffleEvent  # noqa: E402
+from dpacct_shuffle.profiles import RandomizerDescription  # noqa: E402
 
 
 class ChernoffShuffleBound:

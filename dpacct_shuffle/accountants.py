@@ -17,7 +17,10 @@ Supported, anywhere inside ``ComposedDpEvent`` / ``SelfComposedDpEvent``:
 
 * :class:`~dpacct_shuffle.events.ShuffleEvent`, :class:`~dpacct_shuffle.events.ParallelCompositionEvent`
   (PLD via :func:`dpacct_shuffle.profiles.pld_from_profile`, RDP via
-  :func:`dpacct_shuffle.profiles.rdp_from_profile`);
+  :func:`dpacct_shuffle.profiles.rdp_from_profile`); a round's profile comes from the batched
+  pair curve wherever it carries the randomizer's rule
+  (:func:`dpacct_shuffle.profiles.round_randomizer`: one pass for every ε, within 0.2 % of the
+  core's ε), else from the randomizer's own bound;
 * ``PoissonSampledDpEvent(γ, ·)`` around either of them (client sampling from a population of
   ``num_users``): replace-one and, PLD only, add/remove-one, through the void view of
   :mod:`dpacct_shuffle.sampling` (:func:`~dpacct_shuffle.sampling.poisson_sampled_profile`; the
@@ -53,7 +56,8 @@ fails under numpy 2 and is not used by anything here.
 
 Private parent attributes relied on (guarded by ``tests/test_accountants.py``):
 ``PLDAccountant._pld``, ``._contains_non_dp_event``, ``._value_discretization_interval``,
-``PrivacyLossDistribution._pmf_remove/_pmf_add._infinity_mass``;
+``PrivacyLossDistribution._pmf_remove/_pmf_add._infinity_mass`` (and those of
+:mod:`dpacct_shuffle.pld_composition`);
 ``RdpAccountant._rdp``, ``._orders``.
 """
 
@@ -80,6 +84,7 @@ from dpacct_shuffle.events import (
     ParallelMode,
     ShuffleEvent,
 )
+from dpacct_shuffle.pld_composition import TAIL_MASS_TRUNCATION, dense, tree_compose
 from dpacct_shuffle.profiles import (
     DEFAULT_VALUE_DISCRETIZATION,
     PrivacyProfile,
@@ -95,6 +100,7 @@ from dpacct_shuffle.profiles import (
     profile_grid,
     randomized_response_rdp,
     rdp_from_grid,
+    round_randomizer,
     users_grid_floor,
 )
 from dpacct_shuffle.sampling import poisson_sampled_profile
@@ -177,7 +183,7 @@ def _without_replacement_profile(event: dp_event.SampledWithoutReplacementDpEven
         if _is_whole_cohort(event):
             return shuffled_cohort_profile(inner.randomizer, event.sample_size,
                                            event.source_dataset_size)
-        base = inner.profile()
+        base = _round_event(inner).profile() if isinstance(inner, ShuffleEvent) else inner.profile()
     return without_replacement_profile(base, event.sample_size, event.source_dataset_size)
 
 
@@ -192,9 +198,20 @@ def event_profile(event: dp_event.DpEvent,
         return _sampled_profile(event, relation)
     if isinstance(event, dp_event.SampledWithoutReplacementDpEvent):
         return _without_replacement_profile(event)
+    if isinstance(event, ShuffleEvent):
+        return _round_event(event).profile()
     if isinstance(event, _SHUFFLE_EVENTS):
         return event.profile()
     raise TypeError(f"no shuffle profile for {type(event).__name__}")
+
+
+def _round_event(event: ShuffleEvent) -> ShuffleEvent:
+    """The round with the randomizer its PLD is built from by default: the batched pair curve
+    where it carries the randomizer's rule (:func:`dpacct_shuffle.profiles.round_randomizer`)."""
+    randomizer = round_randomizer(event.randomizer)
+    if randomizer is event.randomizer:
+        return event
+    return ShuffleEvent(randomizer, event.num_users, event.honest_fraction)
 
 
 def _is_sampled_shuffle(event: dp_event.DpEvent) -> bool:
@@ -405,13 +422,11 @@ def _relation_error(event: dp_event.DpEvent, relation: NeighborRel) -> Compositi
 
 
 _Leaf = tuple[dp_event.DpEvent, int]
-# dp-accounting's default tail truncation of PLD composition; each shuffle round's PLD is cut to
-# it before composing (mass beyond goes to +∞ on the right — pessimistic — and onto the smallest
-# kept loss on the left), which keeps dense arrays to the bulk of the loss distribution
-_TAIL_MASS_TRUNCATION = 1e-15
 # an event's loss range shrinks the automatic interval at most to this fraction of its scale
 # (bounds dense array sizes when scales differ a lot); see _auto_discretization
 _MAX_SCALE_SPREAD = 64.0
+# equal events composed more often than this are self-composed once (see _own_leaves)
+_SELF_COMPOSE_MIN = 16
 # relative margin on the summed ε caps (float sums of products are rounded to nearest)
 _CAP_ROUNDING = 1e-12
 
@@ -440,14 +455,6 @@ def _is_own(event: dp_event.DpEvent) -> bool:
     Gaussian: PLDs built here."""
     return (isinstance(event, _OWN_EVENTS) or _is_sampled_shuffle(event)
             or _is_without_replacement_gaussian(event))
-
-
-def _tree_compose(plds: list[pld_lib.PrivacyLossDistribution]) -> pld_lib.PrivacyLossDistribution:
-    """Compose PLDs pairwise (a balanced tree): equal result, each FFT on arrays of similar size."""
-    while len(plds) > 1:
-        paired = [a.compose(b) for a, b in zip(plds[0::2], plds[1::2])]
-        plds = paired + ([plds[-1]] if len(plds) % 2 else [])
-    return plds[0]
 
 
 class _CheckedQueries:
@@ -544,14 +551,28 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
 
     def _own_pld(self, event: dp_event.DpEvent, count: int) -> pld_lib.PrivacyLossDistribution:
         """PLD of ``count`` copies of a shuffle or local-report event, tails cut to 1e-15."""
+        pld = self._single_pld(event)
+        return pld.self_compose(count) if count > 1 else pld
+
+    def _single_pld(self, event: dp_event.DpEvent) -> pld_lib.PrivacyLossDistribution:
+        """PLD of one shuffle or local-report event, tails cut to 1e-15 (dp-accounting's default
+        truncation: mass beyond goes to +∞ on the right — pessimistic — and onto the smallest kept
+        loss on the left), which keeps dense arrays to the bulk of the loss distribution."""
         d = self._value_discretization_interval
         if isinstance(event, LDPCompositionEvent):
-            pld = ldp_event_pld(event, d)
-        else:
-            pld = pld_lib.identity(d).compose(
-                shuffle_event_pld(event, d, self.neighboring_relation),
-                tail_mass_truncation=_TAIL_MASS_TRUNCATION)
-        return pld.self_compose(count) if count > 1 else pld
+            return ldp_event_pld(event, d)
+        return pld_lib.identity(d).compose(shuffle_event_pld(event, d, self.neighboring_relation),
+                                           tail_mass_truncation=TAIL_MASS_TRUNCATION)
+
+    def _own_leaves(self, event: dp_event.DpEvent,
+                    count: int) -> list[pld_lib.PrivacyLossDistribution]:
+        """PLDs whose composition is ``count`` copies of an event: one self-composed PLD for
+        more than ``_SELF_COMPOSE_MIN`` copies, else ``count`` copies of one dense PLD (the
+        pairwise FFT compositions of a few copies cost less than ``self_compose``'s tail bounds,
+        and dp-accounting converts a sparse PLD to a dense one at every composition)."""
+        if count > _SELF_COMPOSE_MIN:
+            return [self._own_pld(event, count)]
+        return [dense(self._single_pld(event))] * count
 
     def _compose_pld(self, pld: pld_lib.PrivacyLossDistribution, count: int) -> None:
         if _infinity_mass(pld) >= 1.0:
@@ -661,7 +682,8 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
             except TypeError:  # unhashable event (mutable randomizer): composed on its own
                 separate.append((event, count))
         leaves = [(event, count) for event, count in groups.values()] + separate
-        self._compose_pld(_tree_compose([self._own_pld(e, c) for e, c in leaves]), 1)
+        self._compose_pld(tree_compose([pld for e, c in leaves for pld in self._own_leaves(e, c)]),
+                          1)
         self._pending = []
 
     # -- queries --------------------------------------------------------------------------

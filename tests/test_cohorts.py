@@ -11,9 +11,11 @@ import math
 import numpy as np
 import pytest
 from dp_accounting import dp_event
+from dp_accounting.pld import pld_pmf
+from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
 from dpacct_shuffle import VariationRatio
-from dpacct_shuffle import profiles
+from dpacct_shuffle import pld_composition, profiles
 from dpacct_shuffle.accountants import (
     ShufflePLDAccountant,
     event_on_users_grid,
@@ -95,3 +97,31 @@ def test_changing_cohort_epsilon_within_half_a_percent_of_exact_per_round_accoun
         eps_grid, eps_exact = grid.get_epsilon(delta), exact.get_epsilon(delta)
         assert eps_exact <= eps_grid <= 1.005 * eps_exact, (delta, eps_grid, eps_exact)
     assert grid.ledger == exact.ledger  # the ledger keeps the rounds as composed
+
+
+def test_tree_composition_equals_dp_accountings_own_composition() -> None:
+    vr = VariationRatio.worst_case(1.0)
+    d = 1e-4
+    plds = [pld_lib.identity(d).compose(shuffle_event_pld(ShuffleEvent(vr, n), d),
+                                        tail_mass_truncation=1e-15) for n in (300, 310, 320)]
+    leaves = [plds[0], plds[1], plds[2], plds[1], plds[0]]
+    ours = pld_composition.tree_compose(leaves)
+    # the same pairing order as the tree: ((0, 1), (2, 3)), 4
+    theirs = (leaves[0].compose(leaves[1])).compose(leaves[2].compose(leaves[3])).compose(leaves[4])
+    np.testing.assert_array_equal(ours._pmf_remove._probs, theirs._pmf_remove._probs)
+    assert ours._pmf_remove._lower_loss == theirs._pmf_remove._lower_loss
+    assert ours._pmf_remove._infinity_mass == theirs._pmf_remove._infinity_mass
+    for delta in (1e-3, 1e-6):
+        assert ours.get_epsilon_for_delta(delta) == theirs.get_epsilon_for_delta(delta)
+
+
+def test_truncate_tails_equals_dp_accountings_rule_on_noisy_tails() -> None:
+    rng = np.random.default_rng(3)
+    probs = np.concatenate([rng.uniform(-1e-18, 1e-16, 50), rng.uniform(0.0, 1.0, 20),
+                            rng.uniform(-1e-18, 2e-16, 80)])
+    probs[50:70] /= probs[50:70].sum()
+    dense_pmf = pld_pmf.DensePLDPmf(1e-3, -40, probs.copy(), 1e-12, True)
+    ours = pld_composition.truncate_tails(dense_pmf, 1e-15)
+    offset, kept, right = pld_pmf._truncate_tails(probs.copy(), 1e-15, True)
+    assert ours._lower_loss == -40 + offset and ours._infinity_mass == 1e-12 + right
+    np.testing.assert_array_equal(ours._probs, kept)

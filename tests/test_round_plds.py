@@ -60,6 +60,35 @@ def test_one_round_through_the_accountant_is_within_0_2_percent_of_the_core(eps0
         assert core * (1 - 1e-6) <= ours <= 1.002 * core, (delta, ours, core)
 
 
+@pytest.mark.parametrize("randomizer,n", [
+    (randomizers.krr(2.0, 100), 100_000),
+    (randomizers.krr(4.0, 10), 1_000),
+    (VariationRatio.worst_case(0.5), 1_000_000),
+    (VariationRatio(math.exp(2.0), 0.5, math.exp(2.0), neutral_share=0.3), 1_000_000),
+    (VariationRatio.worst_case(3.0), 10_000),
+])
+def test_batched_round_through_the_accountant_is_within_0_2_percent_of_the_core(randomizer,
+                                                                                n) -> None:
+    # the default path builds the round's profile from the batched curve at ROUND_LOWERING
+    assert isinstance(profiles.round_randomizer(randomizer), profiles.BatchedRandomizer)
+    accountant = ShufflePLDAccountant().compose(ShuffleEvent(randomizer, n))
+    for delta in (1e-5, 1e-9):
+        if isinstance(randomizer, VariationRatio):  # upper end of a bracket of width 1e-4
+            core = randomizer.epsilon(delta, n, rtol=1e-4)
+        else:  # the rule of shuffled(n).epsilon(δ), without its lower bounds
+            core = randomizer.epsilon(delta, n)
+        ours = accountant.get_epsilon(delta)
+        assert core * (1 - 1e-4) <= ours <= 1.002 * core, (delta, ours, core)
+
+
+def test_round_randomizer_keeps_randomizers_the_curve_does_not_support() -> None:
+    asymmetric = VariationRatio(math.exp(2.0), 0.5, math.exp(2.0), q1=math.exp(1.5) * 1.6)
+    assert profiles.round_randomizer(asymmetric) is asymmetric
+    # binary RR: its exact fallback stays in the rule
+    wrapped = profiles.round_randomizer(randomizers.binary_rr(1.0))
+    assert wrapped.lowering == profiles.ROUND_LOWERING and wrapped.randomizer.fallbacks
+
+
 def test_one_catalog_round_through_the_accountant_is_within_0_2_percent_of_shuffled() -> None:
     """A catalog entry (k-RR, its cover and fallbacks): the PLD's ε is within 0.2 % of the
     entry's own ``shuffled(n).epsilon(δ)``, never below its certified lower bound, and finite at

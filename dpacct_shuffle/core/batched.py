@@ -49,6 +49,7 @@ import math
 import numpy as np
 from scipy import special
 
+from dpacct_shuffle.core.binomial import binomial_cdf, binomial_sf
 from dpacct_shuffle.core.bound import MAX_EVALUATED_USERS, VariationRatio
 from dpacct_shuffle.core.inner_expectation import band_masses
 from dpacct_shuffle.core.lazy_import import LazyModule
@@ -95,16 +96,16 @@ def _log_factorials(size: int) -> np.ndarray:
 
 
 def _binomial_pmf(k: np.ndarray, trials: np.ndarray, rate: float) -> np.ndarray:
-    """P[Bin(trials, rate) = k] from log-factorials, 0 outside 0 ≤ k ≤ trials (integer arrays)."""
-    k, trials = np.broadcast_arrays(k, trials)
+    """P[Bin(trials, rate) = k] from log-factorials, 0 outside 0 ≤ k ≤ trials (integer arrays,
+    broadcast together; ``trials`` ≥ 0 is looked up in its own shape, e.g. one value per row)."""
+    k, trials = np.asarray(k), np.asarray(trials)
     inside = (k >= 0) & (k <= trials)
     if rate <= 0.0 or rate >= 1.0:
         return np.where(inside & (k == (0 if rate <= 0.0 else trials)), 1.0, 0.0)
-    kk = np.where(inside, k, 0)
-    tt = np.where(inside, trials, 0)
-    table = _log_factorials(int(np.max(tt, initial=0)) + 1)
-    log_pmf = (table[tt] - table[kk] - table[tt - kk]
-               + kk * math.log(rate) + (tt - kk) * math.log1p(-rate))
+    kk = np.minimum(np.maximum(k, 0), trials)  # any value in [0, trials] outside: masked below
+    table = _log_factorials(int(np.max(trials, initial=0)) + 1)
+    log_pmf = (table[trials] - table[kk] - table[trials - kk]
+               + kk * math.log(rate) + (trials - kk) * math.log1p(-rate))
     return np.where(inside, np.exp(log_pmf), 0.0)
 
 
@@ -115,8 +116,8 @@ def _window(trials: int, rate: float, z: float) -> tuple[int, int, float]:
     half = z * math.sqrt(trials * rate * (1.0 - rate) + 1.0) + 2.0
     lo = max(0, math.floor(mean - half))
     hi = min(trials, math.ceil(mean + half))
-    outside = float(stats.binom.cdf(lo - 1, trials, rate)) if lo > 0 else 0.0
-    outside += float(stats.binom.sf(hi, trials, rate)) if hi < trials else 0.0
+    outside = float(binomial_cdf(lo - 1, trials, rate)) if lo > 0 else 0.0
+    outside += float(binomial_sf(hi, trials, rate)) if hi < trials else 0.0
     return lo, hi, outside * (1.0 + float(special_function_rtol(trials)))
 
 
@@ -237,11 +238,17 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
     # Δ > 0 axis (negative losses do not contribute at ε ≥ 0): the c1-step walks, truncated above
     delta_max = int(max(1, min(c_hi, math.ceil(z * math.sqrt(c_hi) + 2.0))))
     deltas = np.arange(1, delta_max + 1, dtype=np.int64)
-    a_doubled = ends[:, None] + deltas[None, :]
-    walk = np.where(a_doubled % 2 == 0,
-                    _binomial_pmf(a_doubled // 2, ends[:, None], 0.5), 0.0)
+    # Δ = 2A − c1 with A ~ Bin(c1, 1/2): only Δ of the parity of c1 has mass; the first such Δ ≥ 1
+    # is 1 or 2, and A runs from (c1 + first)/2 in steps of one
+    first = np.where(ends % 2 == 1, 1, 2)
+    steps = np.arange((delta_max + 1) // 2, dtype=np.int64)
+    columns = first[:, None] - 1 + 2 * steps[None, :]
+    walk_pmf = _binomial_pmf((ends + first)[:, None] // 2 + steps[None, :], ends[:, None], 0.5)
+    walk = np.zeros((blocks, delta_max))
+    inside = columns < delta_max
+    walk[np.nonzero(inside)[0], columns[inside]] = walk_pmf[inside]
     weights_u = block_mass[:, None] * walk
-    above = stats.binom.sf(np.floor((ends + delta_max) / 2.0), ends, 0.5)
+    above = binomial_sf(np.floor((ends + delta_max) / 2.0), ends, 0.5)
     truncated += float(np.sum(block_mass * above)) * factor
 
     # levels t_j = t_min·(1 + g)^j, g = η (at most _MAX_LEVELS levels), from the smallest positive T
@@ -283,14 +290,14 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
             weights_v = np.diff(np.take_along_axis(cumulative, local, axis=1), axis=1)
             # above each block's pmf window: the band of its first k (lowered to that band's level)
             top_k = k_first + span
-            beyond = np.where(top_k <= trials, stats.binom.sf(top_k - 1, trials, k_rate), 0.0)
+            beyond = np.where(top_k <= trials, binomial_sf(top_k - 1, trials, k_rate), 0.0)
             top_band = np.maximum(np.sum(cuts <= top_k[:, None], axis=1) - 1, 0)
             weights_v[np.arange(blocks), top_band] += beyond
         else:  # few levels per block (large n): band masses from scipy's cdf/sf
             k_first = cuts[:, 0]
             weights_v = band_masses(edges.astype(np.float64), trials[:, None].astype(np.float64),
                                      k_rate)
-        below = np.where(k_first > 0, stats.binom.cdf(k_first - 1, trials, k_rate), 0.0)
+        below = np.where(k_first > 0, binomial_cdf(k_first - 1, trials, k_rate), 0.0)
     else:
         weights_v = np.zeros((blocks, levels))
         level_of_block = np.floor(np.log(np.maximum(kappa * starts, t_min) / t_min)

@@ -126,13 +126,23 @@ def band_masses(edges: np.ndarray, m: np.ndarray, p: float) -> np.ndarray:
     """P[K ∈ [e_j, e_{j+1})] for K ~ Bin(m, p); edges shape (rows, B+1), m shape (rows, 1).
 
     Uses CDF differences below the mean and survival-function differences above it, so tail band
-    masses keep their relative accuracy.
+    masses keep their relative accuracy; each edge's cdf (sf) is evaluated only where a band
+    ending at it uses the cdf (sf).
     """
-    cdf = binomial_cdf(edges - 1.0, m, p)
-    sf = binomial_sf(edges - 1.0, m, p)
+    use_sf = edges[:, 1:] > (m * p)
+    need_sf = np.zeros(edges.shape, dtype=bool)
+    need_sf[:, 1:] |= use_sf
+    need_sf[:, :-1] |= use_sf
+    need_cdf = np.zeros(edges.shape, dtype=bool)
+    need_cdf[:, 1:] |= ~use_sf
+    need_cdf[:, :-1] |= ~use_sf
+    trials = np.broadcast_to(m, edges.shape)
+    cdf = np.zeros(edges.shape)
+    cdf[need_cdf] = binomial_cdf(edges[need_cdf] - 1.0, trials[need_cdf], p)
+    sf = np.zeros(edges.shape)
+    sf[need_sf] = binomial_sf(edges[need_sf] - 1.0, trials[need_sf], p)
     lower_side = cdf[:, 1:] - cdf[:, :-1]
     upper_side = sf[:, :-1] - sf[:, 1:]
-    use_sf = edges[:, 1:] > (m * p)
     return np.maximum(np.where(use_sf, upper_side, lower_side), 0.0)
 
 
