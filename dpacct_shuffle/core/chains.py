@@ -147,16 +147,18 @@ def chain_values(state: ChainState, c: np.ndarray, offset: np.ndarray, slope: fl
     mean_term = slope * c * pi
     slope_term = slope * (1.0 - pi) * state.t * state.pmf
     level = mean_term + offset
+    abs_level = np.abs(level)
+    abs_tail = np.abs(state.tail)
     value = level * state.tail + slope_term
-    rounding = 8.0 * UNIT_ROUNDOFF * ((mean_term + np.abs(offset)) * (np.abs(state.tail) + state.pmf)
+    rounding = 8.0 * UNIT_ROUNDOFF * ((mean_term + np.abs(offset)) * (abs_tail + state.pmf)
                                       + slope_term)
-    margin = np.abs(level) * state.tail_error + slope_term * state.pmf_rtol + rounding
+    margin = abs_level * state.tail_error + slope_term * state.pmf_rtol + rounding
     fresh_rtol = special_function_rtol(c)
-    fresh = fresh_rtol * (np.abs(level) * np.abs(state.tail) + slope_term) + rounding
+    fresh = fresh_rtol * (abs_level * abs_tail + slope_term) + rounding
     stale = margin > 2.0 * fresh + _REANCHOR_RTOL * np.abs(value)
     cap = np.maximum(mean_term, 0.0) * (1.0 + 4.0 * UNIT_ROUNDOFF)
     upper = np.minimum(np.maximum(value + margin, 0.0), cap)
-    lower = np.clip(value - margin, 0.0, cap)
+    lower = np.minimum(np.maximum(value - margin, 0.0), cap)
     return lower, upper, stale
 
 
