@@ -264,24 +264,23 @@ def blocked_directional_bracket(problem: DirectionalProblem, bands: int, tail: f
         c = starts + step
         c_column = c[:, None]
         offset = slope_b * c_column + base_y
-        c_grid = np.broadcast_to(c_column, offset.shape)
         if step > 0:
             t_next = positive_threshold(offset, slope)
             carried = ~exact & ~bounded
             state = advance_chains(state, c_column - 1.0,
                                    np.minimum(np.maximum(t_next, state.t), state.t + 1.0), pi)
-            state = move_threshold(state, c_grid, t_next, pi)
+            state = move_threshold(state, c_column, t_next, pi)
             bad = carried & (state.t > c_column)
             # re-anchor where the step was not a unit step, the carried point probability fell
             # towards underflow, or the running error bound grew past _REANCHOR_RTOL
             bad |= carried & ~(state.pmf >= CHAIN_UNDERFLOW)
             if bad.any():
-                state, lost = reanchor_chains(state, bad, c_grid, pi)
+                state, lost = reanchor_chains(state, bad, np.broadcast_to(c_column, bad.shape), pi)
                 exact = exact | lost
         g_lo, g_up, stale = chain_values(state, c_column, offset, slope, pi)
         stale &= ~exact & ~bounded
         if step > 0 and stale.any():  # carried error grew past what an anchor would have
-            state, lost = reanchor_chains(state, stale, c_grid, pi)
+            state, lost = reanchor_chains(state, stale, np.broadcast_to(c_column, stale.shape), pi)
             exact = exact | lost
             g_lo, g_up, _ = chain_values(state, c_column, offset, slope, pi)
         if exact.any():

@@ -85,7 +85,8 @@ def advance_chains(state: ChainState, c: np.ndarray, t_next: np.ndarray, pi: flo
 
 def move_threshold(state: ChainState, c: np.ndarray, t_target: np.ndarray, pi: float
                    ) -> ChainState:
-    """Move each chain's threshold to ``t_target`` at fixed c, one unit at a time (A ~ Bin(c, π)).
+    """Move each chain's threshold to ``t_target`` at fixed c, one unit at a time (A ~ Bin(c, π));
+    ``c`` broadcasts against the chains (e.g. one column per block).
 
     t → t + 1: P[A ≥ t+1] = S − pmf,        pmf' = pmf·(c − t)π/((t + 1)(1 − π));
     t → t − 1: pmf' = pmf·t(1 − π)/((c − t + 1)π),  P[A ≥ t−1] = S + pmf'.
