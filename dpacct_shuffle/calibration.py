@@ -11,7 +11,9 @@ in n).
 With ``sampling_probability`` γ the round is client-sampled: ``n`` is the population, each user
 takes part with probability γ, and the test uses the sampled round's bound
 (:func:`dpacct_shuffle.sampling.poisson_sampled_profile`), under replace-one or, for sampled
-rounds only, add/remove-one neighbours.
+rounds only, add/remove-one neighbours. With ``sample_size`` m the round is a fixed-size cohort:
+exactly m of the ``n`` users are drawn uniformly without replacement and their reports shuffled
+(:func:`dpacct_shuffle.without_replacement.shuffled_cohort_profile`, replace-one).
 """
 
 from __future__ import annotations
@@ -26,11 +28,13 @@ from dpacct_shuffle.core.validation import check_delta, check_num_users, check_r
 from dpacct_shuffle.progress import ProgressOption, ProgressReporter
 from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.sampling import NeighborRel, check_sampling_probability, poisson_sampled_profile
+from dpacct_shuffle.without_replacement import shuffled_cohort_profile
 
 
 def shuffled_delta(randomizer: Randomizer | VariationRatio, epsilon: float, n: int,
                    sampling_probability: float | None = None,
-                   neighboring_relation: NeighborRel = NeighborRel.REPLACE_ONE) -> float:
+                   neighboring_relation: NeighborRel = NeighborRel.REPLACE_ONE,
+                   sample_size: int | None = None) -> float:
     """Certified upper bound on δ(ε) of one shuffle round of ``n`` users.
 
     Args:
@@ -40,10 +44,21 @@ def shuffled_delta(randomizer: Randomizer | VariationRatio, epsilon: float, n: i
         from a population of ``n`` (:func:`~dpacct_shuffle.sampling.poisson_sampled_profile`).
       neighboring_relation: ``REPLACE_ONE``; ``ADD_OR_REMOVE_ONE`` for a sampled round only (an
         unsampled round's report count reveals whether the victim is present).
+      sample_size: None, or m ∈ [1, n]: a cohort of exactly m of the ``n`` users, replace-one
+        (:func:`~dpacct_shuffle.without_replacement.shuffled_cohort_profile`); not together with
+        ``sampling_probability``.
     """
     if not isinstance(randomizer, (Randomizer, VariationRatio)):
         raise TypeError("randomizer must be a dpacct_shuffle Randomizer or VariationRatio, got "
                         f"{type(randomizer).__name__}")
+    if sample_size is not None:
+        if sampling_probability is not None:
+            raise ValueError("give sampling_probability (Poisson sampling) or sample_size (a "
+                             "fixed-size cohort), not both")
+        if neighboring_relation is not NeighborRel.REPLACE_ONE:
+            raise ValueError("a fixed-size cohort (sample_size) has a guarantee for REPLACE_ONE "
+                             f"only, got {neighboring_relation!r}")
+        return shuffled_cohort_profile(randomizer, sample_size, n).delta(epsilon)
     if sampling_probability is not None:
         gamma = check_sampling_probability(sampling_probability)
         return poisson_sampled_profile(randomizer, n, gamma,
@@ -61,7 +76,7 @@ def shuffled_delta(randomizer: Randomizer | VariationRatio, epsilon: float, n: i
 
 
 def _meets(randomizer: Randomizer | VariationRatio, epsilon: float, delta: float, n: int,
-           sampling: tuple[float | None, NeighborRel]) -> bool:
+           sampling: tuple[float | None, NeighborRel, int | None]) -> bool:
     return shuffled_delta(randomizer, epsilon, n, *sampling) <= delta
 
 
@@ -69,6 +84,7 @@ def largest_epsilon0(family: Callable[..., Randomizer | VariationRatio], target_
                      delta: float, n: int, *, max_epsilon0: float = 20.0, rtol: float = 1e-3,
                      sampling_probability: float | None = None,
                      neighboring_relation: NeighborRel = NeighborRel.REPLACE_ONE,
+                     sample_size: int | None = None,
                      **family_kwargs: object) -> float:
     """Largest local ε0 such that ``family(ε0, **family_kwargs)`` shuffled among ``n`` users is
     (target_epsilon, delta)-DP.
@@ -90,6 +106,7 @@ def largest_epsilon0(family: Callable[..., Randomizer | VariationRatio], target_
       neighboring_relation: as in :func:`shuffled_delta`. Under add/remove-one the sampled
         round's δ does not vanish at ε0, so the search starts at the smallest ε0 tried and raises
         ValueError if even that fails.
+      sample_size: as in :func:`shuffled_delta` (a cohort of m of the ``n`` users).
     """
     eps = check_range("target_epsilon", target_epsilon, 0.0, math.inf, low_open=True,
                       high_open=True)
@@ -102,7 +119,7 @@ def largest_epsilon0(family: Callable[..., Randomizer | VariationRatio], target_
         raise TypeError(f"family must be callable (epsilon0, **kwargs) -> randomizer, got "
                         f"{type(family).__name__}")
 
-    sampling = (sampling_probability, neighboring_relation)
+    sampling = (sampling_probability, neighboring_relation, sample_size)
 
     def passes(epsilon0: float) -> bool:
         return _meets(family(epsilon0, **family_kwargs), eps, target, users, sampling)
@@ -170,7 +187,7 @@ def smallest_num_users(randomizer: Randomizer | VariationRatio, target_epsilon: 
                       high_open=True)
     target = check_delta(delta)
     ceiling = check_num_users(max_users, "max_users")
-    sampling = (sampling_probability, neighboring_relation)
+    sampling = (sampling_probability, neighboring_relation, None)
     shuffled_delta(randomizer, eps, 1, *sampling)  # type and relation checks before the search
     if _meets(randomizer, eps, target, 1, sampling):
         return 1

@@ -358,15 +358,35 @@ class _Step(_Strict):
 class ShuffleStep(_Step):
     """One shuffle round among ``users`` users (:class:`~dpacct_shuffle.events.ShuffleEvent`);
     with ``sampling_probability`` each user takes part with that probability
-    (``PoissonSampledDpEvent``, client sampling)."""
+    (``PoissonSampledDpEvent``, client sampling); with ``sample_size`` m, exactly m of the
+    ``users`` users are drawn uniformly without replacement and their reports shuffled
+    (``SampledWithoutReplacementDpEvent(users, m, ShuffleEvent(randomizer, m))``, a fixed-size
+    cohort). At most one of the two."""
 
     type: Literal["shuffle"]
     randomizer: RandomizerSpec
     users: Users
     honest_fraction: Real(0.0, 1.0, low_open=True) = 1.0
     sampling_probability: Optional[Probability] = None
+    sample_size: Optional[Users] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_sampling(cls, data: object) -> object:
+        if isinstance(data, Mapping) and "sampling_probability" in data and "sample_size" in data:
+            raise PydanticCustomError(
+                "conflict", "give 'sampling_probability' (Poisson sampling) or 'sample_size' "
+                            "(a fixed-size cohort), not both")
+        return data
 
     def single_event(self) -> dp_event.DpEvent:
+        if self.sample_size is not None:
+            if self.sample_size > self.users:
+                raise ValueError(f"sample_size must be <= users ({self.users}), "
+                                 f"got {self.sample_size}")
+            return dp_event.SampledWithoutReplacementDpEvent(
+                self.users, self.sample_size,
+                ShuffleEvent(self.randomizer.randomizer, self.sample_size, self.honest_fraction))
         event: dp_event.DpEvent = ShuffleEvent(self.randomizer.randomizer, self.users,
                                                self.honest_fraction)
         if self.sampling_probability is not None:
@@ -699,6 +719,8 @@ def describe_step(step: _Step) -> str:
         params = ", ".join(f"{k}={v}" for k, v in randomizer.parameters.items())
         sampled = ("" if step.sampling_probability is None
                    else f", sampling_probability={step.sampling_probability:g}")
+        if step.sample_size is not None:
+            sampled = f", cohort of {step.sample_size}"
         return f"{kind} {randomizer.name}({params}), n = {step.users}{sampled}"
     if isinstance(step, PersonalizedShuffleStep):
         groups = ", ".join(f"{group.randomizer.randomizer.name}("

@@ -36,6 +36,7 @@ from dp_accounting import dp_event
 
 from dpacct_shuffle.accountants import ShufflePLDAccountant
 from dpacct_shuffle.core.bound import published_pair
+from dpacct_shuffle.core.validation import check_num_users
 from dpacct_shuffle.events import ShuffleEvent
 from dpacct_shuffle.lemmas import fmt_shuffle_bound
 from dpacct_shuffle.randomizers.base import LOWER_BOUND_MAX_USERS, Randomizer, ShuffledRandomizer
@@ -53,7 +54,7 @@ class LowerBoundStatus(enum.Enum):
 
     COMPUTED = "computed"
     NOT_REQUESTED = "not requested"
-    SAMPLED_ROUND = "no instance for a client-sampled round"
+    SAMPLED_ROUND = "no instance for a client-sampled round (Poisson or fixed-size cohort)"
     ABOVE_MAX_USERS = "more users than lower_max_users"
     NO_INSTANCE = "the entry has no lower-bound instance"
     EVALUATION_FAILED = "the instance evaluated to NaN"
@@ -76,6 +77,8 @@ class RoundBounds:
       lower_status: why ``lower`` is (not) there.
       lower_seconds: time spent evaluating the instance (None when it was not evaluated).
       lower_max_users: the largest n for which the instance is evaluated (None: any n).
+      sample_size: m of a fixed-size cohort (m of the ``users`` users, drawn uniformly without
+        replacement), None otherwise.
     """
 
     randomizer: RoundRandomizer
@@ -89,13 +92,27 @@ class RoundBounds:
     lower_status: LowerBoundStatus
     lower_seconds: Optional[float]
     lower_max_users: Optional[int]
+    sample_size: Optional[int] = None
 
 
-def _sampled_round(randomizer: RoundRandomizer, users: int, sampling_probability: float,
-                   quantity: Quantity, level: float) -> float:
+def _sampled_event(randomizer: RoundRandomizer, users: int, sampling_probability: Optional[float],
+                   sample_size: Optional[int]) -> dp_event.DpEvent:
+    """``PoissonSampledDpEvent(γ, ShuffleEvent(R, users))`` or
+    ``SampledWithoutReplacementDpEvent(users, m, ShuffleEvent(R, m))``."""
+    if sample_size is not None:
+        if sampling_probability is not None:
+            raise ValueError("give sampling_probability (Poisson sampling) or sample_size (a "
+                             "fixed-size cohort), not both")
+        size = check_num_users(sample_size, "sample_size")
+        if size > users:
+            raise ValueError(f"sample_size must be <= users ({users}), got {size}")
+        return dp_event.SampledWithoutReplacementDpEvent(users, size, ShuffleEvent(randomizer, size))
     gamma = check_sampling_probability(sampling_probability)
-    accountant = ShufflePLDAccountant().compose(
-        dp_event.PoissonSampledDpEvent(gamma, ShuffleEvent(randomizer, users)))
+    return dp_event.PoissonSampledDpEvent(gamma, ShuffleEvent(randomizer, users))
+
+
+def _sampled_round(event: dp_event.DpEvent, quantity: Quantity, level: float) -> float:
+    accountant = ShufflePLDAccountant().compose(event)
     if quantity == "epsilon":
         return float(accountant.get_epsilon(level))
     return float(accountant.get_delta(level))
@@ -103,19 +120,23 @@ def _sampled_round(randomizer: RoundRandomizer, users: int, sampling_probability
 
 def _round_bounds(randomizer: RoundRandomizer, users: int, quantity: Quantity, level: float,
                   sampling_probability: Optional[float], lower: bool,
-                  lower_max_users: Optional[int]) -> RoundBounds:
+                  lower_max_users: Optional[int], sample_size: Optional[int]) -> RoundBounds:
     # the lower bound's cost is limited by lower_max_users here, not by the library's default
     shuffled: ShuffledRandomizer = randomizer.shuffled(users, lower_bound_max_users=None)
+    sampled = sampling_probability is not None or sample_size is not None
     start = time.perf_counter()
-    if sampling_probability is None:
+    if not sampled:
         upper = shuffled.epsilon(level) if quantity == "epsilon" else shuffled.delta(level)
     else:
-        upper = _sampled_round(randomizer, users, sampling_probability, quantity, level)
+        event = _sampled_event(randomizer, users, sampling_probability, sample_size)
+        upper = _sampled_round(event, quantity, level)
     upper_seconds = time.perf_counter() - start
     value: Optional[float] = None
     seconds: Optional[float] = None
     if not lower:
         status = LowerBoundStatus.NOT_REQUESTED
+    elif sample_size is not None:
+        status = LowerBoundStatus.SAMPLED_ROUND
     elif sampling_probability is not None and not isinstance(randomizer, PersonalizedShuffle):
         exact = exact_sampled_profile(randomizer, users, sampling_probability)
         if exact is None:
@@ -142,12 +163,13 @@ def _round_bounds(randomizer: RoundRandomizer, users: int, quantity: Quantity, l
         else:
             status = LowerBoundStatus.COMPUTED
     return RoundBounds(randomizer, users, quantity, level, sampling_probability, upper,
-                       upper_seconds, value, status, seconds, lower_max_users)
+                       upper_seconds, value, status, seconds, lower_max_users, sample_size)
 
 
 def epsilon_bounds(randomizer: RoundRandomizer, users: int, delta: float, *,
                    sampling_probability: Optional[float] = None, lower: bool = True,
-                   lower_max_users: Optional[int] = LOWER_BOUND_MAX_USERS) -> RoundBounds:
+                   lower_max_users: Optional[int] = LOWER_BOUND_MAX_USERS,
+                   sample_size: Optional[int] = None) -> RoundBounds:
     """Certified upper and lower bound on ε(δ) of one shuffle round of ``users`` users.
 
     Args:
@@ -160,18 +182,22 @@ def epsilon_bounds(randomizer: RoundRandomizer, users: int, delta: float, *,
       sampling_probability: γ ∈ [0, 1] for a Poisson-sampled round, None if every user reports.
       lower: evaluate the explicit lower-bound instance (if the entry has one).
       lower_max_users: evaluate the instance only for ``users`` ≤ this (None: always).
+      sample_size: m ∈ [1, users] for a fixed-size cohort (m of the ``users`` users drawn
+        uniformly without replacement, replace-one: ``SampledWithoutReplacementDpEvent`` through
+        the PLD accountant), None otherwise; not together with ``sampling_probability``.
     """
     return _round_bounds(randomizer, users, "epsilon", delta, sampling_probability, lower,
-                         lower_max_users)
+                         lower_max_users, sample_size)
 
 
 def delta_bounds(randomizer: RoundRandomizer, users: int, epsilon: float, *,
                  sampling_probability: Optional[float] = None, lower: bool = True,
-                 lower_max_users: Optional[int] = LOWER_BOUND_MAX_USERS) -> RoundBounds:
+                 lower_max_users: Optional[int] = LOWER_BOUND_MAX_USERS,
+                 sample_size: Optional[int] = None) -> RoundBounds:
     """Certified upper and lower bound on δ(ε) of one shuffle round (arguments as in
     :func:`epsilon_bounds`, with ε ≥ 0 in place of δ)."""
     return _round_bounds(randomizer, users, "delta", epsilon, sampling_probability, lower,
-                         lower_max_users)
+                         lower_max_users, sample_size)
 
 
 @dataclass(frozen=True)

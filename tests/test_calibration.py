@@ -12,6 +12,7 @@ from dpacct_shuffle import VariationRatio, randomizers
 from dpacct_shuffle.calibration import largest_epsilon0, shuffled_delta, smallest_num_users
 from dpacct_shuffle.core.closed_forms import fmt_epsilon
 from dpacct_shuffle.randomizers.binary_rr_exact import binary_rr_exact_delta
+from dpacct_shuffle.sampling import NeighborRel
 
 RTOL = 1e-3
 
@@ -82,3 +83,26 @@ def test_smallest_num_users_trivial_and_unreachable() -> None:
 def test_bad_input(call, error) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(error):
         call()
+
+
+def test_largest_epsilon0_of_a_fixed_size_cohort_is_certified_maximal_and_amplified() -> None:
+    target, delta, population, m = 0.3, 1e-4, 400, 40
+    family = VariationRatio.worst_case
+    rtol = 1e-2
+    epsilon0 = largest_epsilon0(family, target, delta, population, rtol=rtol, sample_size=m)
+    assert shuffled_delta(family(epsilon0), target, population, sample_size=m) <= delta
+    assert shuffled_delta(family(epsilon0 * (1 + 2 * rtol)), target, population,
+                          sample_size=m) > delta
+    # sampling m of the population amplifies: a larger ε0 than a round of m users allows
+    assert epsilon0 > largest_epsilon0(family, target, delta, m, rtol=rtol)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"sample_size": 10, "sampling_probability": 0.1}, "not both"),
+    ({"sample_size": 10, "neighboring_relation": NeighborRel.ADD_OR_REMOVE_ONE},
+     "REPLACE_ONE only"),
+    ({"sample_size": 101}, "sample_size must be <= population_size"),
+])
+def test_bad_cohort_arguments(kwargs, message) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ValueError, match=message):
+        shuffled_delta(VariationRatio.worst_case(1.0), 0.1, 100, **kwargs)

@@ -410,3 +410,18 @@ def test_compare_benchmark_rows_are_consistent() -> None:
     assert "| k queries |" in compare.report({"delta": 1e-6, "single_message": [],
                                               "parallel": parallel, "multi_message": [],
                                               "reference": []})
+
+
+def test_epsilon_of_a_fixed_size_cohort_is_the_accountants_and_bad_sizes_exit_2() -> None:
+    payload = run_json("epsilon", "--randomizer", "worst_case_ldp", "--epsilon0", "1",
+                       "--users", "40", "--sample-size", "10", "--delta", "1e-3")
+    event = dp_event.SampledWithoutReplacementDpEvent(
+        40, 10, ShuffleEvent(randomizers.worst_case_ldp(1.0), 10))
+    assert payload["epsilon_upper"] == ShufflePLDAccountant().compose(event).get_epsilon(1e-3)
+    assert payload["sample_size"] == 10 and payload["epsilon_lower"] is None
+    code, out, err = run("delta", "--randomizer", "worst_case_ldp", "--epsilon0", "1",
+                         "--users", "40", "--sample-size", "41", "--epsilon", "0.1")
+    assert code == 2 and out == "" and "--sample-size must be at most the number of users (40)" in err
+    code, _, err = run("epsilon", "--randomizer", "worst_case_ldp", "--epsilon0", "1", "--users",
+                       "40", "--sample-size", "10", "--sampling-probability", "0.1", "--delta", "1e-3")
+    assert code == 2 and "not allowed with argument" in err

@@ -50,6 +50,8 @@ def every_key_pipeline() -> dict[str, Any]:
             {"type": "dpsgd", "noise_multiplier": 2.0, "sampling_probability": 0.01, "steps": 20},
             {"type": "dpsgd", "noise_multiplier": 2.0, "sampling_probability": 0.01, "count": 20},
             {"type": "gaussian", "noise_multiplier": 3.0, "count": 2},
+            {"type": "shuffle", "randomizer": "krr:epsilon0=2,domain=20", "users": 1e4,
+             "sample_size": 500},
         ],
     }
 
@@ -76,6 +78,7 @@ def test_every_key_builds_the_hand_written_events(rr3_dir: Path) -> None:
         dpsgd,
         dpsgd,  # "count" on a dpsgd step is the number of steps
         dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(3.0), 2),
+        dp_event.SampledWithoutReplacementDpEvent(10_000, 500, ShuffleEvent(krr, 500)),
     ]
     assert [step.event for step in pipeline.steps] == expected
     assert pipeline.event() == dp_event.ComposedDpEvent(expected)
@@ -124,7 +127,7 @@ def test_catastrophic_typo_cuont_exits_2_naming_key_path_and_allowed_keys(tmp_pa
     assert code == 2 and out == "" and err.count("\n") == 1
     assert err.startswith("dpacct-shuffle: error: ")
     assert "'cuont'" in err and "steps[0]" in err
-    assert "allowed keys here: count, honest_fraction, randomizer, sampling_probability, type, users" in err
+    assert "allowed keys here: count, honest_fraction, randomizer, sample_size, sampling_probability, type, users" in err
 
 
 @pytest.mark.parametrize(("step", "fragments"), [
@@ -152,6 +155,11 @@ def test_catastrophic_typo_cuont_exits_2_naming_key_path_and_allowed_keys(tmp_pa
     ({"type": "shuffle", "randomizer": {"name": "krr", "epsilon0": 1, "domain_size": 3},
       "users": 10, "sampling_probability": float("inf")},
      ["steps[0].sampling_probability", "[0, 1]", "inf"]),
+    ({"type": "shuffle", "randomizer": {"name": "krr", "epsilon0": 1, "domain_size": 3},
+      "users": 10, "sampling_probability": 0.5, "sample_size": 5},
+     ["steps[0]", "'sampling_probability' (Poisson sampling) or 'sample_size'"]),
+    ({"type": "shuffle", "randomizer": {"name": "krr", "epsilon0": 1, "domain_size": 3},
+      "users": 10, "sample_size": 11}, ["steps[0]", "sample_size must be <= users (10), got 11"]),
     ({"type": "shuffle", "randomizer": {"name": "no_such", "epsilon0": 1}, "users": 10},
      ["steps[0].randomizer", "name = 'no_such'", "krr"]),
     ({"type": "shuffle", "randomizer": "krr:epsilon0", "users": 10},
@@ -302,7 +310,7 @@ def test_a_misspelled_key_anywhere_exits_2_naming_it(data: st.DataObject, tmp_pa
 
 
 def test_the_fuzzed_template_is_valid_and_covers_every_table(rr3_dir: Path) -> None:
-    assert len(load_pipeline(every_key_pipeline(), base_dir=rr3_dir).steps) == 8
+    assert len(load_pipeline(every_key_pipeline(), base_dir=rr3_dir).steps) == 9
     tables = {where for _, where in POSITIONS}
     assert {"", "steps[0]", "steps[0].randomizer", "steps[2].branches[1]"} <= tables
 

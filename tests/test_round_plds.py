@@ -14,7 +14,7 @@ from dp_accounting import dp_event
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from scipy import stats
 
-from dpacct_shuffle import VariationRatio
+from dpacct_shuffle import VariationRatio, randomizers
 from dpacct_shuffle import profiles
 from dpacct_shuffle.accountants import (
     ShufflePLDAccountant,
@@ -58,6 +58,19 @@ def test_one_round_through_the_accountant_is_within_0_2_percent_of_the_core(eps0
         core = vr.epsilon(delta, n, rtol=1e-6)
         ours = accountant.get_epsilon(delta)
         assert core * (1 - 1e-6) <= ours <= 1.002 * core, (delta, ours, core)
+
+
+def test_one_catalog_round_through_the_accountant_is_within_0_2_percent_of_shuffled() -> None:
+    """A catalog entry (k-RR, its cover and fallbacks): the PLD's ε is within 0.2 % of the
+    entry's own ``shuffled(n).epsilon(δ)``, never below its certified lower bound, and finite at
+    δ = 1e-20 (capped at ε0)."""
+    krr, n = randomizers.krr(2.0, 10), 500
+    accountant = ShufflePLDAccountant().compose(ShuffleEvent(krr, n))
+    shuffled = krr.shuffled(n)
+    for delta in (1e-5, 1e-8):
+        ours = accountant.get_epsilon(delta)
+        assert shuffled.epsilon_lower(delta) <= ours <= 1.002 * shuffled.epsilon(delta), delta
+    assert accountant.get_epsilon(1e-20) <= krr.epsilon0 * (1 + 1e-9)
 
 
 def test_round_pld_has_no_mass_at_infinity_and_losses_below_the_cap() -> None:

@@ -17,6 +17,8 @@ def cmd_epsilon(args: argparse.Namespace, out: TextIO) -> int:
     closed form and the published pair, labelled (never called a guarantee)."""
     if args.compare and args.sampling_probability is not None:
         raise UsageError("--compare references unsampled rounds; omit it with --sampling-probability")
+    if args.compare and args.sample_size is not None:
+        raise UsageError("--compare references unsampled rounds; omit it with --sample-size")
     if args.compare and args.group:
         raise UsageError("--compare references rounds of one randomizer; omit it with --group")
     bounds = round_bounds_from_args(args, "epsilon")

@@ -321,9 +321,13 @@ def _add_group_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_sampling_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--sampling-probability", type=parse_real, metavar="GAMMA",
-                        help="client sampling: each of the N users reports with probability GAMMA "
-                             "(replace-one; the PLD accountant's value)")
+    sampling = parser.add_mutually_exclusive_group()
+    sampling.add_argument("--sampling-probability", type=parse_real, metavar="GAMMA",
+                          help="client sampling: each of the N users reports with probability "
+                               "GAMMA (replace-one; the PLD accountant's value)")
+    sampling.add_argument("--sample-size", type=parse_users, metavar="M",
+                          help="fixed-size cohort: M of the N users, drawn uniformly without "
+                               "replacement, report (replace-one; the PLD accountant's value)")
 
 
 def _add_lower_options(parser: argparse.ArgumentParser) -> None:

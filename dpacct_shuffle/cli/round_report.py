@@ -19,7 +19,8 @@ LEVEL_OPTION = {"epsilon": "delta", "delta": "epsilon"}
 
 def round_bounds_from_args(args: argparse.Namespace, quantity: Quantity) -> RoundBounds:
     """The bounds of the round the arguments describe (``--randomizer``/``--matrix`` and
-    ``--users``, or the ``--group`` options; the level, ``--sampling-probability``, ``--no-lower``,
+    ``--users``, or the ``--group`` options; the level, ``--sampling-probability`` or
+    ``--sample-size``, ``--no-lower``,
     ``--lower-max-users``)."""
     from dpacct_shuffle.sampling import check_sampling_probability
     from dpacct_shuffle.shuffle_round import delta_bounds, epsilon_bounds
@@ -34,10 +35,13 @@ def round_bounds_from_args(args: argparse.Namespace, quantity: Quantity) -> Roun
     gamma = args.sampling_probability
     if gamma is not None:
         gamma = check_sampling_probability(gamma, "--sampling-probability")
+    size = args.sample_size
+    if size is not None and size > users:
+        raise UsageError(f"--sample-size must be at most the number of users ({users}), got {size}")
     evaluate = epsilon_bounds if quantity == "epsilon" else delta_bounds
     return evaluate(randomizer, users, getattr(args, LEVEL_OPTION[quantity]),
                     sampling_probability=gamma, lower=not args.no_lower,
-                    lower_max_users=args.lower_max_users)
+                    lower_max_users=args.lower_max_users, sample_size=size)
 
 
 def round_payload(bounds: RoundBounds) -> dict[str, object]:
@@ -61,6 +65,8 @@ def round_payload(bounds: RoundBounds) -> dict[str, object]:
                     f"{quantity}_upper": bounds.upper, "seconds_upper": bounds.upper_seconds})
     if bounds.sampling_probability is not None:
         payload["sampling_probability"] = bounds.sampling_probability
+    if bounds.sample_size is not None:
+        payload["sample_size"] = bounds.sample_size
     status = bounds.lower_status
     key = f"{quantity}_lower"
     if status is LowerBoundStatus.NOT_REQUESTED:
@@ -82,7 +88,7 @@ def _lower_text(bounds: RoundBounds) -> str:
     if status is LowerBoundStatus.COMPUTED and bounds.lower is not None:
         return f"{format_lower(bounds.lower)}   (explicit instance)"
     if status is LowerBoundStatus.SAMPLED_ROUND:
-        return "not available for a client-sampled round"
+        return "not available for a client-sampled round (Poisson or fixed-size cohort)"
     if status is LowerBoundStatus.ABOVE_MAX_USERS:
         return (f"skipped for n > {bounds.lower_max_users} (slow at this n; raise "
                 "--lower-max-users to compute it)")
@@ -96,7 +102,10 @@ def write_round(bounds: RoundBounds, out: TextIO) -> None:
     from dpacct_shuffle.shuffle_round import LowerBoundStatus
 
     quantity = bounds.quantity
-    if bounds.sampling_probability is None:
+    if bounds.sample_size is not None:
+        setting = (f"population n = {bounds.users}, a cohort of {bounds.sample_size} drawn "
+                   "without replacement")
+    elif bounds.sampling_probability is None:
         setting = f"n = {bounds.users}"
     else:
         setting = (f"population n = {bounds.users}, each reporting with probability "

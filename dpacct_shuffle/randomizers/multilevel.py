@@ -245,8 +245,9 @@ def corner_levels(ratio: float, both: float, first: float, second: float, neithe
     boosted by both victim inputs, only by x⁰, only by x¹ or by neither; the masses are the base
     law's mass of each kind (proofs at the catalog entries). With ``both`` = t and
     ``first`` = ``second`` = A − t the bound is non-increasing in t: replacing t·(δ_ρρ + δ_11) by
-    t·(δ_ρ1 + δ_1ρ) keeps the mean and spreads the values (docs/theory.md, "Blanket clone pair"),
-    so a lower bound on ``both`` (with the marginals kept) gives a valid bound.
+    t·(δ_ρ1 + δ_1ρ) keeps the mean and spreads the values (docs/theory.md, "Multi-level bound",
+    its blanket clone pair), so a lower bound on ``both`` (with the marginals kept) gives a valid
+    bound.
     """
     rows = [(ratio, ratio, both), (ratio, 1.0, first), (1.0, ratio, second), (1.0, 1.0, neither)]
     a, b, m = zip(*[row for row in rows if row[2] > 0.0])

@@ -106,7 +106,7 @@ def krr(epsilon0: float, domain_size: int) -> Randomizer:
 def _unary_matrix(d: int, one_prob_true: float, one_prob_false: float,
                   mix_zero: float = 0.0) -> np.ndarray | None:
     """Rows: one-hot inputs; columns: the 2^d bit vectors. Optional mixture with the all-zero input."""
-    if d * 2**d > MAX_MATRIX_CELLS or d > 16:
+    if d > 16 or d * 2**d > MAX_MATRIX_CELLS:  # d first: 2**d of a huge d never finishes
         return None
     bits = ((np.arange(2**d)[:, None] >> np.arange(d)[None, :]) & 1).astype(bool)
     zero_law = np.prod(np.where(bits, one_prob_false, 1.0 - one_prob_false), axis=1)
