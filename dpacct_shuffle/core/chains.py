@@ -71,11 +71,12 @@ def advance_chains(state: ChainState, c: np.ndarray, t_next: np.ndarray, pi: flo
     t = state.t
     up = t_next > t
     one_m_pi = 1.0 - pi
-    denom = c - t + 1.0
-    safe = np.where(denom > 0.0, denom, 1.0)
+    # c − t + 1 is integer-valued (or ±inf): at least 1 where positive, 1 elsewhere (NaN too)
+    safe = np.fmax(c - t + 1.0, 1.0)
+    c_next = c + 1.0
     with np.errstate(all="ignore"):
         increment = np.where(up, -one_m_pi * state.pmf, state.pmf * (t * one_m_pi / safe))
-        factor = np.where(up, pi * (c + 1.0) / (t + 1.0), one_m_pi * (c + 1.0) / safe)
+        factor = np.where(up, pi * c_next / (t + 1.0), one_m_pi * c_next / safe)
     tail = state.tail + increment
     error = (state.tail_error + np.abs(increment) * (state.pmf_rtol + 6.0 * UNIT_ROUNDOFF)
              + 2.0 * UNIT_ROUNDOFF * np.abs(tail))
