@@ -323,10 +323,20 @@ def _lower_value(block_bands: _BlockBands, g_lo: np.ndarray, g_up: np.ndarray, g
     value = block_bands.lower_mass[:, 0] * g_lo[:, 0]
     if g_lo.shape[1] < 2:
         return value
+    inner = g_lo[:, 1:-1]
     left = np.zeros(ratio_left.shape)
-    left[:, 1:] = g_lo[:, 1:-1] + (g_lo[:, 1:-1] - g_up[:, :-2]) * ratio_left[:, 1:]
+    extended = left[:, 1:]  # g(k_j) + (g(k_j) − g(k_{j−1}))·ratio, evaluated in place
+    np.subtract(inner, g_up[:, :-2], out=extended)
+    extended *= ratio_left[:, 1:]
+    extended += inner
     right = np.zeros(ratio_right.shape)
-    right[:, :-1] = g_lo[:, 1:-1] + (g_lo[:, 1:-1] - g_up[:, 2:]) * ratio_right[:, :-1]
-    best = np.maximum(np.maximum(g_lo[:, 1:], g_mean_lo),
-                      np.maximum(np.where(valid_left, left, 0.0), np.where(valid_right, right, 0.0)))
-    return value + (block_bands.lower_mass[:, 1:-1] * best).sum(axis=1)
+    extended = right[:, :-1]
+    np.subtract(inner, g_up[:, 2:], out=extended)
+    extended *= ratio_right[:, :-1]
+    extended += inner
+    np.copyto(left, 0.0, where=~valid_left)
+    np.copyto(right, 0.0, where=~valid_right)
+    best = np.maximum(g_lo[:, 1:], g_mean_lo)
+    np.maximum(best, np.maximum(left, right, out=left), out=best)
+    best *= block_bands.lower_mass[:, 1:-1]
+    return value + best.sum(axis=1)
