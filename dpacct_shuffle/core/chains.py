@@ -151,13 +151,22 @@ def chain_values(state: ChainState, c: np.ndarray, offset: np.ndarray, slope: fl
     level = mean_term + offset
     abs_level = np.abs(level)
     abs_tail = np.abs(state.tail)
-    value = level * state.tail + slope_term
-    rounding = 8.0 * UNIT_ROUNDOFF * ((mean_term + np.abs(offset)) * (abs_tail + state.pmf)
-                                      + slope_term)
-    margin = abs_level * state.tail_error + slope_term * state.pmf_rtol + rounding
-    fresh_rtol = special_function_rtol(c)
-    fresh = fresh_rtol * (abs_level * abs_tail + slope_term) + rounding
-    stale = margin > 2.0 * fresh + _REANCHOR_RTOL * np.abs(value)
+    # products first (arrays of the chains' full shape), then updated in place: fewer temporaries
+    value = level * state.tail
+    value += slope_term
+    rounding = (mean_term + np.abs(offset)) * (abs_tail + state.pmf)
+    rounding += slope_term
+    rounding *= 8.0 * UNIT_ROUNDOFF
+    margin = abs_level * state.tail_error
+    margin += slope_term * state.pmf_rtol
+    margin += rounding
+    fresh = abs_level * abs_tail
+    fresh += slope_term
+    fresh *= special_function_rtol(c)
+    fresh += rounding
+    fresh *= 2.0
+    fresh += _REANCHOR_RTOL * np.abs(value)
+    stale = margin > fresh
     cap = np.maximum(mean_term, 0.0) * (1.0 + 4.0 * UNIT_ROUNDOFF)
     upper = np.minimum(np.maximum(value + margin, 0.0), cap)
     lower = np.minimum(np.maximum(value - margin, 0.0), cap)
