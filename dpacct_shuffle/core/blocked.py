@@ -256,6 +256,7 @@ def blocked_directional_bracket(problem: DirectionalProblem, bands: int, tail: f
     exact = irregular & ~bounded
     state = state._replace(tail=np.where(irregular, 0.0, state.tail),
                            pmf=np.where(irregular, 0.0, state.pmf))
+    any_bounded = bool(bounded.any())
 
     upper_total = 0.0
     lower_total = 0.0
@@ -266,32 +267,33 @@ def blocked_directional_bracket(problem: DirectionalProblem, bands: int, tail: f
         if step > 0:
             t_next = positive_threshold(offset, slope)
             carried = ~exact & ~bounded
-            state = advance_chains(state, c_column - 1.0, np.clip(t_next, state.t, state.t + 1.0), pi)
-            state = move_threshold(state, np.broadcast_to(c_column, t_next.shape), t_next, pi)
+            state = advance_chains(state, c_column - 1.0,
+                                   np.minimum(np.maximum(t_next, state.t), state.t + 1.0), pi)
+            state = move_threshold(state, c_column, t_next, pi)
             bad = carried & (state.t > c_column)
             # re-anchor where the step was not a unit step, the carried point probability fell
             # towards underflow, or the running error bound grew past _REANCHOR_RTOL
             bad |= carried & ~(state.pmf >= CHAIN_UNDERFLOW)
-            if np.any(bad):
-                state, lost = reanchor_chains(state, bad, np.broadcast_to(c_column, t_next.shape), pi)
+            if bad.any():
+                state, lost = reanchor_chains(state, bad, np.broadcast_to(c_column, bad.shape), pi)
                 exact = exact | lost
         g_lo, g_up, stale = chain_values(state, c_column, offset, slope, pi)
         stale &= ~exact & ~bounded
-        if step > 0 and np.any(stale):  # carried error grew past what an anchor would have
+        if step > 0 and stale.any():  # carried error grew past what an anchor would have
             state, lost = reanchor_chains(state, stale, np.broadcast_to(c_column, stale.shape), pi)
             exact = exact | lost
             g_lo, g_up, _ = chain_values(state, c_column, offset, slope, pi)
-        if np.any(exact):
+        if exact.any():
             rows, cols = np.nonzero(exact)
             k_exact = (n - c[rows]) if no_rest else k_edges[rows, cols]
             lo_e, up_e = inner_expectation(c[rows], k_exact, slope, c_b, c_k, pi, problem.c_a)
             g_lo[rows, cols] = lo_e
             g_up[rows, cols] = up_e
-        if np.any(bounded):
+        if any_bounded:
             g_up = np.where(bounded, bound_value, g_up)
             g_lo = np.where(bounded, 0.0, g_lo)
         w = weights_2d[:, step]
-        h_up = np.sum(coef * g_up, axis=1)
+        h_up = (coef * g_up).sum(axis=1)
         if block_bands is not None:
             h_up = h_up + block_bands.low_tail_mass * slope * c * pi
             h_lo = _lower_value(block_bands, g_lo[:, :n_edges], g_up[:, :n_edges], g_lo[:, n_edges:],
@@ -321,10 +323,20 @@ def _lower_value(block_bands: _BlockBands, g_lo: np.ndarray, g_up: np.ndarray, g
     value = block_bands.lower_mass[:, 0] * g_lo[:, 0]
     if g_lo.shape[1] < 2:
         return value
-    left = np.full(ratio_left.shape, 0.0)
-    left[:, 1:] = g_lo[:, 1:-1] + (g_lo[:, 1:-1] - g_up[:, :-2]) * ratio_left[:, 1:]
-    right = np.full(ratio_right.shape, 0.0)
-    right[:, :-1] = g_lo[:, 1:-1] + (g_lo[:, 1:-1] - g_up[:, 2:]) * ratio_right[:, :-1]
-    best = np.maximum(np.maximum(g_lo[:, 1:], g_mean_lo),
-                      np.maximum(np.where(valid_left, left, 0.0), np.where(valid_right, right, 0.0)))
-    return value + np.sum(block_bands.lower_mass[:, 1:-1] * best, axis=1)
+    inner = g_lo[:, 1:-1]
+    left = np.zeros(ratio_left.shape)
+    extended = left[:, 1:]  # g(k_j) + (g(k_j) − g(k_{j−1}))·ratio, evaluated in place
+    np.subtract(inner, g_up[:, :-2], out=extended)
+    extended *= ratio_left[:, 1:]
+    extended += inner
+    right = np.zeros(ratio_right.shape)
+    extended = right[:, :-1]
+    np.subtract(inner, g_up[:, 2:], out=extended)
+    extended *= ratio_right[:, :-1]
+    extended += inner
+    np.copyto(left, 0.0, where=~valid_left)
+    np.copyto(right, 0.0, where=~valid_right)
+    best = np.maximum(g_lo[:, 1:], g_mean_lo)
+    np.maximum(best, np.maximum(left, right, out=left), out=best)
+    best *= block_bands.lower_mass[:, 1:-1]
+    return value + best.sum(axis=1)

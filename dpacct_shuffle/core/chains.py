@@ -71,11 +71,12 @@ def advance_chains(state: ChainState, c: np.ndarray, t_next: np.ndarray, pi: flo
     t = state.t
     up = t_next > t
     one_m_pi = 1.0 - pi
-    denom = c - t + 1.0
-    safe = np.where(denom > 0.0, denom, 1.0)
+    # c − t + 1 is integer-valued (or ±inf): at least 1 where positive, 1 elsewhere (NaN too)
+    safe = np.fmax(c - t + 1.0, 1.0)
+    c_next = c + 1.0
     with np.errstate(all="ignore"):
         increment = np.where(up, -one_m_pi * state.pmf, state.pmf * (t * one_m_pi / safe))
-        factor = np.where(up, pi * (c + 1.0) / (t + 1.0), one_m_pi * (c + 1.0) / safe)
+        factor = np.where(up, pi * c_next / (t + 1.0), one_m_pi * c_next / safe)
     tail = state.tail + increment
     error = (state.tail_error + np.abs(increment) * (state.pmf_rtol + 6.0 * UNIT_ROUNDOFF)
              + 2.0 * UNIT_ROUNDOFF * np.abs(tail))
@@ -85,7 +86,8 @@ def advance_chains(state: ChainState, c: np.ndarray, t_next: np.ndarray, pi: flo
 
 def move_threshold(state: ChainState, c: np.ndarray, t_target: np.ndarray, pi: float
                    ) -> ChainState:
-    """Move each chain's threshold to ``t_target`` at fixed c, one unit at a time (A ~ Bin(c, π)).
+    """Move each chain's threshold to ``t_target`` at fixed c, one unit at a time (A ~ Bin(c, π));
+    ``c`` broadcasts against the chains (e.g. one column per block).
 
     t → t + 1: P[A ≥ t+1] = S − pmf,        pmf' = pmf·(c − t)π/((t + 1)(1 − π));
     t → t − 1: pmf' = pmf·t(1 − π)/((c − t + 1)π),  P[A ≥ t−1] = S + pmf'.
@@ -147,16 +149,27 @@ def chain_values(state: ChainState, c: np.ndarray, offset: np.ndarray, slope: fl
     mean_term = slope * c * pi
     slope_term = slope * (1.0 - pi) * state.t * state.pmf
     level = mean_term + offset
-    value = level * state.tail + slope_term
-    rounding = 8.0 * UNIT_ROUNDOFF * ((mean_term + np.abs(offset)) * (np.abs(state.tail) + state.pmf)
-                                      + slope_term)
-    margin = np.abs(level) * state.tail_error + slope_term * state.pmf_rtol + rounding
-    fresh_rtol = special_function_rtol(c)
-    fresh = fresh_rtol * (np.abs(level) * np.abs(state.tail) + slope_term) + rounding
-    stale = margin > 2.0 * fresh + _REANCHOR_RTOL * np.abs(value)
+    abs_level = np.abs(level)
+    abs_tail = np.abs(state.tail)
+    # products first (arrays of the chains' full shape), then updated in place: fewer temporaries
+    value = level * state.tail
+    value += slope_term
+    rounding = (mean_term + np.abs(offset)) * (abs_tail + state.pmf)
+    rounding += slope_term
+    rounding *= 8.0 * UNIT_ROUNDOFF
+    margin = abs_level * state.tail_error
+    margin += slope_term * state.pmf_rtol
+    margin += rounding
+    fresh = abs_level * abs_tail
+    fresh += slope_term
+    fresh *= special_function_rtol(c)
+    fresh += rounding
+    fresh *= 2.0
+    fresh += _REANCHOR_RTOL * np.abs(value)
+    stale = margin > fresh
     cap = np.maximum(mean_term, 0.0) * (1.0 + 4.0 * UNIT_ROUNDOFF)
     upper = np.minimum(np.maximum(value + margin, 0.0), cap)
-    lower = np.clip(value - margin, 0.0, cap)
+    lower = np.minimum(np.maximum(value - margin, 0.0), cap)
     return lower, upper, stale
 
 
