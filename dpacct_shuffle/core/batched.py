@@ -50,13 +50,10 @@ import numpy as np
 from scipy import special
 
 from dpacct_shuffle.core.binomial import binomial_cdf, binomial_sf
+from dpacct_shuffle.core.binomial_rows import PMF_ABSOLUTE_ERROR, binomial_pmf_rows
 from dpacct_shuffle.core.bound import MAX_EVALUATED_USERS, VariationRatio
-from dpacct_shuffle.core.inner_expectation import band_masses
-from dpacct_shuffle.core.lazy_import import LazyModule
-from dpacct_shuffle.core.problem import neutral_rate, special_function_rtol
+from dpacct_shuffle.core.problem import UNIT_ROUNDOFF, neutral_rate, special_function_rtol
 from dpacct_shuffle.core.validation import check_epsilon, check_num_users, check_range
-
-stats = LazyModule("scipy.stats")
 
 DEFAULT_LOWERING = 5e-4
 DEFAULT_BATCHED_TAIL = 1e-18
@@ -68,9 +65,6 @@ _LOSS_RTOL = 1e-12
 _MAX_LEVELS = 20_000
 # cells with P-mass below this join the truncated mass (placed at the largest loss)
 _NEGLIGIBLE_MASS = 1e-30
-# one scipy cdf/sf evaluation costs about this many log-factorial pmf values
-_PMF_PER_CDF = 12
-_LOG_FACTORIAL_SIZE = 1 << 12
 
 
 def supports_batched_delta(vr: object) -> bool:
@@ -78,35 +72,6 @@ def supports_batched_delta(vr: object) -> bool:
     rates r0 = r1 > 0 (q0 = q1: the pair is symmetric)."""
     return (isinstance(vr, VariationRatio) and math.isfinite(vr.p) and vr.beta > 0.0
             and vr.alpha > 0.0 and vr.r0 == vr.r1 and vr.r0 > 0.0)
-
-
-_LOG_FACTORIALS = [np.zeros(0)]
-
-
-def _log_factorials(size: int) -> np.ndarray:
-    """ln k! for k = 0 … ≥ size − 1 (scipy's gammaln), from a table grown by doubling."""
-    table = _LOG_FACTORIALS[0]
-    if len(table) < size:
-        length = _LOG_FACTORIAL_SIZE
-        while length < size:
-            length *= 2
-        table = special.gammaln(np.arange(length, dtype=np.float64) + 1.0)
-        _LOG_FACTORIALS[0] = table
-    return table
-
-
-def _binomial_pmf(k: np.ndarray, trials: np.ndarray, rate: float) -> np.ndarray:
-    """P[Bin(trials, rate) = k] from log-factorials, 0 outside 0 ≤ k ≤ trials (integer arrays,
-    broadcast together; ``trials`` ≥ 0 is looked up in its own shape, e.g. one value per row)."""
-    k, trials = np.asarray(k), np.asarray(trials)
-    inside = (k >= 0) & (k <= trials)
-    if rate <= 0.0 or rate >= 1.0:
-        return np.where(inside & (k == (0 if rate <= 0.0 else trials)), 1.0, 0.0)
-    kk = np.minimum(np.maximum(k, 0), trials)  # any value in [0, trials] outside: masked below
-    table = _log_factorials(int(np.max(trials, initial=0)) + 1)
-    log_pmf = (table[trials] - table[kk] - table[trials - kk]
-               + kk * math.log(rate) + (trials - kk) * math.log1p(-rate))
-    return np.where(inside, np.exp(log_pmf), 0.0)
 
 
 def _window(trials: int, rate: float, z: float) -> tuple[int, int, float]:
@@ -122,17 +87,36 @@ def _window(trials: int, rate: float, z: float) -> tuple[int, int, float]:
 
 
 def _blocks(c_lo: int, c_hi: int, lowering: float, p: float) -> tuple[np.ndarray, np.ndarray]:
-    """Block starts c0 and ends c1 covering [c_lo, c_hi] (step 2 of the module docstring)."""
+    """Block starts c0 and ends c1 covering [c_lo, c_hi] (step 2 of the module docstring): from
+    c0, the block ends at max(c0, min(c_hi, c0 + ⌊4η·c0⌋ − 1, ⌊c0·(p + 1)/(p − 1)⌋)) and the next
+    one starts after it."""
     spread_limit = (p + 1.0) / (p - 1.0) * (1.0 - 1e-12)
+    c = np.arange(c_lo, c_hi + 1, dtype=np.int64)
+    width = np.maximum(1, np.floor(4.0 * lowering * c)).astype(np.int64)
+    end_of = np.maximum(c, np.minimum(np.minimum(c_hi, c + width - 1),
+                                      np.floor(c * spread_limit).astype(np.int64))).tolist()
     starts, ends = [], []
     c0 = c_lo
     while c0 <= c_hi:
-        width = max(1, math.floor(4.0 * lowering * c0))
-        c1 = max(c0, min(c_hi, c0 + width - 1, math.floor(c0 * spread_limit)))
         starts.append(c0)
-        ends.append(c1)
-        c0 = c1 + 1
+        c0 = end_of[c0 - c_lo]
+        ends.append(c0)
+        c0 += 1
     return np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
+
+
+def _band_sums(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """S[b, j] = Σ values[b, e_j ≤ i < e_{j+1}] for edges e = ``edges[b]`` (clipped to the row):
+    one ``np.add.reduceat`` over the rows laid end to end, so each band is a plain sum of its
+    nonnegative terms (relative error ≤ (terms)·u)."""
+    rows, width = values.shape
+    padded = np.zeros((rows, width + 1))
+    padded[:, :width] = values
+    local = np.clip(edges, 0, width)
+    starts = local + (width + 1) * np.arange(rows, dtype=np.int64)[:, None]
+    sums = np.add.reduceat(padded.ravel(), starts.ravel()).reshape(edges.shape)[:, :-1]
+    # (reduceat returns the first term for an empty band, and junk after a row's last edge)
+    return np.where(local[:, 1:] > local[:, :-1], sums, 0.0)
 
 
 class BatchedDelta:
@@ -220,7 +204,7 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
     h = (m_a - m_b) / (2.0 * r)
     # N/n ≤ max(m_a/r, λ)·(a + b + k)/n ≤ max(m_a/r, λ) for every cell, spread cells included
     factor = max(m_a / r, lam) * (1.0 + 1e-12)
-    z = float(stats.norm.isf(tail)) + 1.0
+    z = float(-special.ndtri(tail)) + 1.0
 
     # C window: P-mass outside [c_lo, c_hi] ≤ mass of C' ~ Bin(n − 1, r_c) outside [c_lo, c_hi − 1]
     # (C = C' + V, V ∈ {0, 1} the victim's own type)
@@ -232,22 +216,23 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
         truncated = outside * factor
     starts, ends = _blocks(c_lo, c_hi, eta, p)
     blocks = len(starts)
-    c_pmf = _binomial_pmf(np.arange(c_lo, c_hi + 1, dtype=np.int64), np.int64(users), r_c)
-    block_mass = np.add.reduceat(c_pmf, starts - c_lo)
+    c_pmf, c_rtol = binomial_pmf_rows(np.array([users]), np.array([c_lo]), c_hi - c_lo + 1, r_c)
+    block_mass = np.add.reduceat(c_pmf[0], starts - c_lo)
 
-    # Δ > 0 axis (negative losses do not contribute at ε ≥ 0): the c1-step walks, truncated above
+    # Δ > 0 axis (negative losses do not contribute at ε ≥ 0): the c1-step walks, truncated above.
+    # Δ = 2A − c1 with A ~ Bin(c1, 1/2) has the parity of c1: blocks with odd c1 carry Δ = 1, 3, …,
+    # the others Δ = 2, 4, … (A from (c1 + 1)/2, resp. (c1 + 2)/2, in steps of one)
     delta_max = int(max(1, min(c_hi, math.ceil(z * math.sqrt(c_hi) + 2.0))))
-    deltas = np.arange(1, delta_max + 1, dtype=np.int64)
-    # Δ = 2A − c1 with A ~ Bin(c1, 1/2): only Δ of the parity of c1 has mass; the first such Δ ≥ 1
-    # is 1 or 2, and A runs from (c1 + first)/2 in steps of one
-    first = np.where(ends % 2 == 1, 1, 2)
-    steps = np.arange((delta_max + 1) // 2, dtype=np.int64)
-    columns = first[:, None] - 1 + 2 * steps[None, :]
-    walk_pmf = _binomial_pmf((ends + first)[:, None] // 2 + steps[None, :], ends[:, None], 0.5)
-    walk = np.zeros((blocks, delta_max))
-    inside = columns < delta_max
-    walk[np.nonzero(inside)[0], columns[inside]] = walk_pmf[inside]
-    weights_u = block_mass[:, None] * walk
+    odd = ends % 2 == 1
+    parities = []
+    walk_rtol = 0.0
+    for rows, first_delta in ((odd, 1), (~odd, 2)):
+        width = (delta_max - first_delta) // 2 + 1
+        walk, rtol = binomial_pmf_rows(ends[rows], (ends[rows] + first_delta) // 2, width, 0.5)
+        walk_rtol = max(walk_rtol, rtol)
+        deltas = first_delta + 2 * np.arange(width, dtype=np.int64)
+        parities.append((rows, deltas, block_mass[rows, None] * walk))
+    pmf_values = c_hi - c_lo + 1 + blocks * ((delta_max + 1) // 2)
     above = binomial_sf(np.floor((ends + delta_max) / 2.0), ends, 0.5)
     truncated += float(np.sum(block_mass * above)) * factor
 
@@ -270,53 +255,57 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
 
     # V[b, j] = P[K' in band j of block b], band j = {k: t_j ≤ κc0 + λk < t_{j+1}} (last one open)
     trials = users - ends
+    k_rtol, span = 0.0, 0
     if k_rate > 0.0:
         # first k of each band, moved up by a float margin (a k put in a lower band stays valid)
         cuts = (t_grid[None, :] - kappa * starts[:, None]) / lam
         cuts = np.clip(np.ceil(cuts + 1e-9 * np.abs(cuts)), 0, trials[:, None] + 1)
         cuts = cuts.astype(np.int64)
-        edges = np.concatenate([cuts, (trials + 1)[:, None]], axis=1)
         mean = trials * k_rate
         half = z * np.sqrt(mean * (1.0 - k_rate) + 1.0) + 2.0
         k_first = np.maximum(cuts[:, 0], np.floor(mean - half).astype(np.int64))
         k_last = np.maximum(k_first, np.minimum(trials, np.ceil(mean + half).astype(np.int64)))
         span = int(np.max(k_last - k_first)) + 1
-        if blocks * span <= _PMF_PER_CDF * blocks * levels:
-            # pmf of K' over each block's window by log-factorials, summed per band
-            k_pmf = _binomial_pmf(k_first[:, None] + np.arange(span, dtype=np.int64)[None, :],
-                                  trials[:, None], k_rate)
-            cumulative = np.concatenate([np.zeros((blocks, 1)), np.cumsum(k_pmf, axis=1)], axis=1)
-            local = np.clip(edges - k_first[:, None], 0, span)
-            weights_v = np.diff(np.take_along_axis(cumulative, local, axis=1), axis=1)
-            # above each block's pmf window: the band of its first k (lowered to that band's level)
-            top_k = k_first + span
-            beyond = np.where(top_k <= trials, binomial_sf(top_k - 1, trials, k_rate), 0.0)
-            top_band = np.maximum(np.sum(cuts <= top_k[:, None], axis=1) - 1, 0)
-            weights_v[np.arange(blocks), top_band] += beyond
-        else:  # few levels per block (large n): band masses from scipy's cdf/sf
-            k_first = cuts[:, 0]
-            weights_v = band_masses(edges.astype(np.float64), trials[:, None].astype(np.float64),
-                                     k_rate)
+        # the pmf of K' over each block's window, summed per band
+        k_pmf, k_rtol = binomial_pmf_rows(trials, k_first, span, k_rate)
+        pmf_values += blocks * span
+        edges = np.concatenate([cuts, (trials + 1)[:, None]], axis=1) - k_first[:, None]
+        weights_v = _band_sums(k_pmf, edges)
+        # above each block's pmf window: the band of its first k (lowered to that band's level)
+        top_k = k_first + span
+        beyond = np.where(top_k <= trials, binomial_sf(top_k - 1, trials, k_rate), 0.0)
+        top_band = np.maximum(np.sum(cuts <= top_k[:, None], axis=1) - 1, 0)
+        weights_v[np.arange(blocks), top_band] += beyond
         below = np.where(k_first > 0, binomial_cdf(k_first - 1, trials, k_rate), 0.0)
+        # the cell c = k = 0 (T = 0) has no P-mass: P[K' = 0] = (1 − s')^trials leaves the
+        # c0 = 0 block's lower tail (scipy's cdf rounded up, the power rounded down)
+        nothing = (1.0 - k_rate) ** trials * (1.0 - 4.0 * (trials + 2) * UNIT_ROUNDOFF)
+        cdf_up = below * (1.0 + 2.0 * float(special_function_rtol(users)))
+        below = np.where(starts == 0, np.maximum(cdf_up - nothing, 0.0), below)
     else:
         weights_v = np.zeros((blocks, levels))
         level_of_block = np.floor(np.log(np.maximum(kappa * starts, t_min) / t_min)
                                   / math.log1p(growth) * (1.0 - 1e-12) - 1e-9)
         weights_v[np.arange(blocks), np.clip(level_of_block, 0, levels - 1).astype(np.int64)] = 1.0
+        # (K' = 0: the block c0 = 0 holds the cell c = k = 0, T = 0, of no P-mass)
         below = np.zeros(blocks)
-    # the cell c = k = 0 (T = 0) has no P-mass
-    below = np.where(starts == 0, np.maximum(below - (1.0 - k_rate) ** trials, 0.0), below)
     # levels with t_j ≤ h·c1 (the lowered D could vanish in the block) join the truncated mass
     too_low = (t_grid[None, :] <= h * ends[:, None] * (1.0 + 1e-9)) & (ends[:, None] > 0)
     below = below + np.sum(np.where(too_low, weights_v, 0.0), axis=1)
     weights_v = np.where(too_low, 0.0, weights_v)
     truncated += float(np.sum(block_mass * below)) * factor
+    # relative error of the cell masses: the pmfs, their sums (C blocks, K' bands, the product
+    # over blocks, Δ-wise weights) and products; values lost to subnormals join the truncated mass
+    mass_rtol = max(_MASS_RTOL, 1.01 * (c_rtol + walk_rtol + k_rtol + (
+        2.0 * (c_hi - c_lo + span + blocks) + 32.0) * UNIT_ROUNDOFF))
+    truncated += pmf_values * PMF_ABSOLUTE_ERROR * factor
 
-    # cells (Δ, t_j): M-mass by one matrix product, lowered P-mass and loss
-    cell_mass = (weights_u.T @ weights_v).ravel()
+    # cells (Δ, t_j) of each parity: M-mass by one matrix product, lowered P-mass and loss
+    deltas = np.concatenate([d for _, d, _ in parities])
+    cell_mass = np.concatenate([u.T @ weights_v[rows] for rows, _, u in parities]).ravel()
     h_delta = np.repeat(h * deltas.astype(np.float64), levels)
     t_cells = np.tile(t_grid, len(deltas))
-    p_mass = cell_mass * (t_cells + h_delta) / users * (1.0 + _MASS_RTOL)
+    p_mass = cell_mass * (t_cells + h_delta) / users * (1.0 + mass_rtol)
     keep = p_mass > _NEGLIGIBLE_MASS
     dropped = p_mass[~keep]
     truncated += float(np.sum(dropped)) * (1.0 + (len(dropped) + 2) * 2.0**-52)
@@ -327,14 +316,13 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
     # ln((t + h·c1)/(t − h·c1)) at its lowest level in use
     top_loss = math.log(p)
     used = weights_v > 0.0
-    if np.any(used):
-        lowest = np.where(used, t_grid[None, :], np.inf).min(axis=1)
-        finite = np.isfinite(lowest) & (ends > 0)
-        spread = np.log1p(2.0 * h * ends[finite] / (lowest[finite] - h * ends[finite]))
-        top_loss = max(top_loss, float(np.max(spread, initial=0.0)))
+    in_use = used.any(axis=1) & (ends > 0)
+    if np.any(in_use):
+        lowest = t_grid[np.argmax(used[in_use], axis=1)]
+        spread = np.log1p(2.0 * h * ends[in_use] / (lowest - h * ends[in_use]))
+        top_loss = max(top_loss, float(np.max(spread)))
     top_loss *= 1.0 + _LOSS_RTOL
-    return BatchedDelta(losses, p_mass[keep], truncated * (1.0 + _MASS_RTOL), top_loss,
+    return BatchedDelta(losses, p_mass[keep], truncated * (1.0 + mass_rtol), top_loss,
                         vr.epsilon0)
-
 
 __all__ = ["BatchedDelta", "DEFAULT_LOWERING", "batched_delta", "supports_batched_delta"]
