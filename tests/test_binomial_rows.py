@@ -6,11 +6,17 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpacct_shuffle.core.binomial_rows import PMF_ABSOLUTE_ERROR, binomial_pmf_rows
+from dpacct_shuffle.core.binomial_rows import PMF_ABSOLUTE_ERROR, BinomialRows
 
 
 def _check(trials: np.ndarray, first: np.ndarray, width: int, rate: float) -> float:
-    values, rtol = binomial_pmf_rows(trials, first, width, rate)
+    rows = BinomialRows(trials, first, width, rate)
+    values, rtol = rows.values(), rows.rtol
+    # filled a few rows at a time into a larger buffer: the same values
+    buffer = np.full((len(trials), width + 3), np.nan)
+    for lo in range(0, len(trials), 3):
+        rows.fill(buffer[lo:lo + 3, 1:width + 1], lo, min(lo + 3, len(trials)))
+    assert np.array_equal(buffer[:, 1:width + 1], values)
     k = first[:, None] + np.arange(width)[None, :]
     exact = stats.binom.pmf(k, trials[:, None], rate)
     assert values.shape == exact.shape
@@ -34,10 +40,18 @@ def test_windows_off_the_support_tiny_trials_and_degenerate_rates() -> None:
     for rate in (0.5, 0.2, 0.999):
         _check(trials, first, 7, rate)
     for rate in (0.0, 1.0):
-        values, _ = binomial_pmf_rows(trials, first, 7, rate)
+        values = BinomialRows(trials, first, 7, rate).values()
         k = first[:, None] + np.arange(7)[None, :]
         assert np.array_equal(values, np.where(k == (0 if rate == 0.0 else trials[:, None]), 1.0, 0.0))
-    assert binomial_pmf_rows(trials, first, 0, 0.5)[0].shape == (7, 0)
+    assert BinomialRows(trials, first, 0, 0.5).values().shape == (7, 0)
+
+
+def test_tables_with_windows_crossing_the_end_of_the_support() -> None:
+    trials = np.arange(1_000, 1_100)
+    rows = BinomialRows(trials, trials - 50, 100, 0.96)
+    assert rows.values().shape == (100, 100) and np.all(rows.values()[:, 51:] == 0.0)
+    _check(trials, trials - 50, 100, 0.96)
+    _check(trials, np.zeros(100, dtype=np.int64), 100, 0.03)
 
 
 def test_rows_whose_shared_tables_would_overflow_are_split() -> None:

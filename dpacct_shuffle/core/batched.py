@@ -50,7 +50,7 @@ import numpy as np
 from scipy import special
 
 from dpacct_shuffle.core.binomial import binomial_cdf, binomial_sf
-from dpacct_shuffle.core.binomial_rows import PMF_ABSOLUTE_ERROR, binomial_pmf_rows
+from dpacct_shuffle.core.binomial_rows import PMF_ABSOLUTE_ERROR, BinomialRows
 from dpacct_shuffle.core.bound import MAX_EVALUATED_USERS, VariationRatio
 from dpacct_shuffle.core.problem import UNIT_ROUNDOFF, neutral_rate, special_function_rtol
 from dpacct_shuffle.core.validation import check_epsilon, check_num_users, check_range
@@ -65,6 +65,11 @@ _LOSS_RTOL = 1e-12
 _MAX_LEVELS = 20_000
 # cells with P-mass below this join the truncated mass (placed at the largest loss)
 _NEGLIGIBLE_MASS = 1e-30
+# blocks (and cells) are processed in pieces of about this many values: large temporaries cost
+# page faults on every call
+_PIECE = 1 << 14
+# blocks per matrix product (each restricted to the levels its blocks use)
+_PRODUCT_BLOCKS = 32
 
 
 def supports_batched_delta(vr: object) -> bool:
@@ -105,18 +110,59 @@ def _blocks(c_lo: int, c_hi: int, lowering: float, p: float) -> tuple[np.ndarray
     return np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
 
 
-def _band_sums(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """S[b, j] = Σ values[b, e_j ≤ i < e_{j+1}] for edges e = ``edges[b]`` (clipped to the row):
-    one ``np.add.reduceat`` over the rows laid end to end, so each band is a plain sum of its
+def _cuts(t_levels: np.ndarray, offsets: np.ndarray, lam: float, trials: np.ndarray) -> np.ndarray:
+    """First k of each band of each block: ⌈(t − κc0)/λ⌉ for the levels t of a row of
+    ``t_levels`` (+inf for "no further level"), moved up by a float margin (a k put in a lower
+    band stays valid) and clipped to [0, trials + 1]; ``offsets`` holds κc0."""
+    cuts = (t_levels - offsets[:, None]) / lam
+    cuts = np.clip(np.ceil(cuts + 1e-9 * np.abs(cuts)), 0, trials[:, None] + 1)
+    return cuts.astype(np.int64)
+
+
+def _level_windows(t_grid: np.ndarray, offsets: np.ndarray, lam: float, k_first: np.ndarray,
+                   top_k: np.ndarray, trials: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each block, the first level j_b and the cuts of levels j_b … j_b + W (W common) such
+    that every k of [k_first, top_k] lies in one of the bands j_b … j_b + W − 1: checked on the
+    exact cuts (cut of j_b ≤ k_first, cut of j_b + W > top_k or no level j_b + W), starting from a
+    guess by the levels' values and widened until the check holds (all levels always pass)."""
+    levels = len(t_grid)
+    t_ext = np.append(t_grid, np.inf)
+    first_level = np.searchsorted(t_grid, (offsets + lam * k_first) * (1.0 - 1e-7), side="right")
+    first_level = np.maximum(first_level - 1, 0)
+    last_level = np.searchsorted(t_grid, (offsets + lam * (top_k + 1)) * (1.0 + 1e-7), side="right")
+    width = min(levels, int(np.max(last_level - first_level)) + 2)
+    while True:
+        index = np.minimum(first_level[:, None] + np.arange(width + 1), levels)
+        cuts = _cuts(t_ext[index], offsets, lam, trials)
+        low_ok = cuts[:, 0] <= k_first
+        high_ok = (cuts[:, -1] > top_k) | (first_level + width >= levels)
+        if np.all(low_ok) and np.all(high_ok):
+            return first_level, cuts
+        first_level = np.where(low_ok, first_level, 0)
+        if not np.all(high_ok):
+            width = min(levels, 2 * width)
+
+
+def _band_sums(rows: BinomialRows, edges: np.ndarray) -> np.ndarray:
+    """S[b, j] = Σ_{e_j ≤ i < e_{j+1}} pmf[b, i] for the pmf rows of ``rows`` and edges
+    e = ``edges[b]`` clipped to the row: a few rows at a time are laid end to end (each followed
+    by a 0) and summed per band by one ``np.add.reduceat``, so each band is a plain sum of its
     nonnegative terms (relative error ≤ (terms)·u)."""
-    rows, width = values.shape
-    padded = np.zeros((rows, width + 1))
-    padded[:, :width] = values
+    blocks, width = len(edges), rows.width
+    stride = width + 1
     local = np.clip(edges, 0, width)
-    starts = local + (width + 1) * np.arange(rows, dtype=np.int64)[:, None]
-    sums = np.add.reduceat(padded.ravel(), starts.ravel()).reshape(edges.shape)[:, :-1]
-    # (reduceat returns the first term for an empty band, and junk after a row's last edge)
-    return np.where(local[:, 1:] > local[:, :-1], sums, 0.0)
+    step = max(1, _PIECE // stride)
+    offsets = local + stride * (np.arange(blocks, dtype=np.int64) % step)[:, None]
+    sums = np.empty(edges.shape)
+    buffer = np.zeros((min(step, blocks), stride))
+    for lo in range(0, blocks, step):
+        hi = min(lo + step, blocks)
+        rows.fill(buffer[:hi - lo, :width], lo, hi)
+        # (the entry of a row's last edge sums into the next row: it is not used)
+        sums[lo:hi] = np.add.reduceat(buffer[:hi - lo].ravel(),
+                                      offsets[lo:hi].ravel()).reshape(hi - lo, -1)
+    # (reduceat returns the first term for an empty band)
+    return np.where(local[:, 1:] > local[:, :-1], sums[:, :-1], 0.0)
 
 
 class BatchedDelta:
@@ -216,22 +262,25 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
         truncated = outside * factor
     starts, ends = _blocks(c_lo, c_hi, eta, p)
     blocks = len(starts)
-    c_pmf, c_rtol = binomial_pmf_rows(np.array([users]), np.array([c_lo]), c_hi - c_lo + 1, r_c)
-    block_mass = np.add.reduceat(c_pmf[0], starts - c_lo)
+    c_pmf = BinomialRows(np.array([users]), np.array([c_lo]), c_hi - c_lo + 1, r_c)
+    c_rtol = c_pmf.rtol
+    block_mass = np.add.reduceat(c_pmf.values()[0], starts - c_lo)
 
     # Δ > 0 axis (negative losses do not contribute at ε ≥ 0): the c1-step walks, truncated above.
     # Δ = 2A − c1 with A ~ Bin(c1, 1/2) has the parity of c1: blocks with odd c1 carry Δ = 1, 3, …,
     # the others Δ = 2, 4, … (A from (c1 + 1)/2, resp. (c1 + 2)/2, in steps of one)
     delta_max = int(max(1, min(c_hi, math.ceil(z * math.sqrt(c_hi) + 2.0))))
     odd = ends % 2 == 1
+    first_delta = np.where(odd, 1, 2)
+    walk_pmf = BinomialRows(ends, (ends + first_delta) // 2, (delta_max + 1) // 2, 0.5)
+    walk_rtol = walk_pmf.rtol
+    walk = walk_pmf.values()
+    walk *= block_mass[:, None]
     parities = []
-    walk_rtol = 0.0
-    for rows, first_delta in ((odd, 1), (~odd, 2)):
-        width = (delta_max - first_delta) // 2 + 1
-        walk, rtol = binomial_pmf_rows(ends[rows], (ends[rows] + first_delta) // 2, width, 0.5)
-        walk_rtol = max(walk_rtol, rtol)
-        deltas = first_delta + 2 * np.arange(width, dtype=np.int64)
-        parities.append((rows, deltas, block_mass[rows, None] * walk))
+    for rows, first in ((odd, 1), (~odd, 2)):
+        width = (delta_max - first) // 2 + 1
+        deltas = first + 2 * np.arange(width, dtype=np.int64)
+        parities.append((rows, deltas, walk[rows, :width]))
     pmf_values = c_hi - c_lo + 1 + blocks * ((delta_max + 1) // 2)
     above = binomial_sf(np.floor((ends + delta_max) / 2.0), ends, 0.5)
     truncated += float(np.sum(block_mass * above)) * factor
@@ -253,28 +302,27 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
     levels = int(math.floor(math.log(t_max / t_min) / math.log1p(growth))) + 1
     t_grid = t_min * np.exp(math.log1p(growth) * np.arange(levels, dtype=np.float64))
 
-    # V[b, j] = P[K' in band j of block b], band j = {k: t_j ≤ κc0 + λk < t_{j+1}} (last one open)
+    # V[b, j] = P[K' in band j of block b], band j = {k: t_j ≤ κc0 + λk < t_{j+1}} (last one open),
+    # held for the levels first_level[b] … first_level[b] + W − 1 that the block's window meets
     trials = users - ends
     k_rtol, span = 0.0, 0
     if k_rate > 0.0:
-        # first k of each band, moved up by a float margin (a k put in a lower band stays valid)
-        cuts = (t_grid[None, :] - kappa * starts[:, None]) / lam
-        cuts = np.clip(np.ceil(cuts + 1e-9 * np.abs(cuts)), 0, trials[:, None] + 1)
-        cuts = cuts.astype(np.int64)
         mean = trials * k_rate
         half = z * np.sqrt(mean * (1.0 - k_rate) + 1.0) + 2.0
-        k_first = np.maximum(cuts[:, 0], np.floor(mean - half).astype(np.int64))
+        k_first = np.maximum(_cuts(t_grid[None, :1], kappa * starts, lam, trials)[:, 0],
+                             np.floor(mean - half).astype(np.int64))
         k_last = np.maximum(k_first, np.minimum(trials, np.ceil(mean + half).astype(np.int64)))
         span = int(np.max(k_last - k_first)) + 1
-        # the pmf of K' over each block's window, summed per band
-        k_pmf, k_rtol = binomial_pmf_rows(trials, k_first, span, k_rate)
-        pmf_values += blocks * span
-        edges = np.concatenate([cuts, (trials + 1)[:, None]], axis=1) - k_first[:, None]
-        weights_v = _band_sums(k_pmf, edges)
-        # above each block's pmf window: the band of its first k (lowered to that band's level)
         top_k = k_first + span
+        first_level, cuts = _level_windows(t_grid, kappa * starts, lam, k_first, top_k, trials)
+        # the pmf of K' over each block's window (a few blocks at a time), summed per band
+        k_pmf = BinomialRows(trials, k_first, span, k_rate)
+        k_rtol = k_pmf.rtol
+        pmf_values += blocks * span
+        weights_v = _band_sums(k_pmf, cuts - k_first[:, None])
+        # above each block's pmf window: the band of top_k (lowered to that band's level)
         beyond = np.where(top_k <= trials, binomial_sf(top_k - 1, trials, k_rate), 0.0)
-        top_band = np.maximum(np.sum(cuts <= top_k[:, None], axis=1) - 1, 0)
+        top_band = np.maximum(np.sum(cuts[:, :-1] <= top_k[:, None], axis=1) - 1, 0)
         weights_v[np.arange(blocks), top_band] += beyond
         below = np.where(k_first > 0, binomial_cdf(k_first - 1, trials, k_rate), 0.0)
         # the cell c = k = 0 (T = 0) has no P-mass: P[K' = 0] = (1 − s')^trials leaves the
@@ -282,17 +330,18 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
         nothing = (1.0 - k_rate) ** trials * (1.0 - 4.0 * (trials + 2) * UNIT_ROUNDOFF)
         cdf_up = below * (1.0 + 2.0 * float(special_function_rtol(users)))
         below = np.where(starts == 0, np.maximum(cdf_up - nothing, 0.0), below)
-    else:
-        weights_v = np.zeros((blocks, levels))
+    else:  # K' = 0: one level per block
         level_of_block = np.floor(np.log(np.maximum(kappa * starts, t_min) / t_min)
                                   / math.log1p(growth) * (1.0 - 1e-12) - 1e-9)
-        weights_v[np.arange(blocks), np.clip(level_of_block, 0, levels - 1).astype(np.int64)] = 1.0
-        # (K' = 0: the block c0 = 0 holds the cell c = k = 0, T = 0, of no P-mass)
+        first_level = np.clip(level_of_block, 0, levels - 1).astype(np.int64)
+        weights_v = np.ones((blocks, 1))
         below = np.zeros(blocks)
+    width = weights_v.shape[1]
     # levels with t_j ≤ h·c1 (the lowered D could vanish in the block) join the truncated mass
-    too_low = (t_grid[None, :] <= h * ends[:, None] * (1.0 + 1e-9)) & (ends[:, None] > 0)
-    below = below + np.sum(np.where(too_low, weights_v, 0.0), axis=1)
-    weights_v = np.where(too_low, 0.0, weights_v)
+    too_low = np.where(ends > 0, np.searchsorted(t_grid, h * ends * (1.0 + 1e-9), side="right"), 0)
+    low = np.arange(width)[None, :] < (too_low - first_level)[:, None]
+    below += np.sum(weights_v, axis=1, where=low)
+    weights_v[low] = 0.0
     truncated += float(np.sum(block_mass * below)) * factor
     # relative error of the cell masses: the pmfs, their sums (C blocks, K' bands, the product
     # over blocks, Δ-wise weights) and products; values lost to subnormals join the truncated mass
@@ -300,29 +349,53 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
         2.0 * (c_hi - c_lo + span + blocks) + 32.0) * UNIT_ROUNDOFF))
     truncated += pmf_values * PMF_ABSOLUTE_ERROR * factor
 
-    # cells (Δ, t_j) of each parity: M-mass by one matrix product, lowered P-mass and loss
-    deltas = np.concatenate([d for _, d, _ in parities])
-    cell_mass = np.concatenate([u.T @ weights_v[rows] for rows, _, u in parities]).ravel()
-    h_delta = np.repeat(h * deltas.astype(np.float64), levels)
-    t_cells = np.tile(t_grid, len(deltas))
-    p_mass = cell_mass * (t_cells + h_delta) / users * (1.0 + mass_rtol)
-    keep = p_mass > _NEGLIGIBLE_MASS
-    dropped = p_mass[~keep]
-    truncated += float(np.sum(dropped)) * (1.0 + (len(dropped) + 2) * 2.0**-52)
-    losses = np.log1p(2.0 * h_delta[keep] / (t_cells[keep] - h_delta[keep]))
-    losses = losses * (1.0 + _LOSS_RTOL) + 1e-300
+    # cells (t_j, Δ) of each parity: M-mass Σ_b V[b, j]·U[b, Δ], by matrix products over pieces of
+    # blocks restricted to the levels the piece uses; then the lowered P-mass and the loss
+    used = weights_v > 0.0
+    in_use = used.any(axis=1)
+    lowest = np.where(in_use, first_level + np.argmax(used, axis=1), levels)
+    highest = np.where(in_use, first_level + width - np.argmax(used[:, ::-1], axis=1), 0)
+    losses, masses = [], []
+    for rows, deltas, walk in parities:
+        if walk.size == 0:
+            continue
+        grid = np.zeros((levels, len(deltas)))
+        blocks_of_parity = np.flatnonzero(rows)
+        for lo in range(0, len(blocks_of_parity), _PRODUCT_BLOCKS):
+            chosen = blocks_of_parity[lo:lo + _PRODUCT_BLOCKS]
+            j_lo, j_hi = int(np.min(lowest[chosen])), int(np.max(highest[chosen]))
+            if j_lo >= j_hi:
+                continue
+            columns = (first_level[chosen] - j_lo)[:, None] + np.arange(width)[None, :]
+            inside = (columns >= 0) & (columns < j_hi - j_lo)
+            dense = np.zeros((len(chosen), j_hi - j_lo))
+            dense[np.nonzero(inside)[0], columns[inside]] = weights_v[chosen][inside]
+            grid[j_lo:j_hi] += dense.T @ walk[lo:lo + _PRODUCT_BLOCKS]
+        h_delta = h * deltas.astype(np.float64)
+        step = max(1, _PIECE // len(deltas))
+        for lo in range(0, levels, step):
+            p_mass = grid[lo:lo + step]
+            p_mass *= (t_grid[lo:lo + step, None] + h_delta[None, :]) * ((1.0 + mass_rtol) / users)
+            keep = p_mass > _NEGLIGIBLE_MASS
+            dropped = p_mass.size - int(np.count_nonzero(keep))
+            if dropped:
+                truncated += float(np.sum(p_mass, where=~keep)) * (1.0 + (dropped + 2) * 2.0**-52)
+            level, column = np.nonzero(keep)
+            h_kept = h_delta[column]
+            loss = np.log1p(2.0 * h_kept / (t_grid[lo + level] - h_kept))
+            losses.append(loss * (1.0 + _LOSS_RTOL) + 1e-300)
+            masses.append(p_mass[keep])
 
     # largest loss of a truncated cell: ε0 for the pair's own cells; a spread block's cells reach
     # ln((t + h·c1)/(t − h·c1)) at its lowest level in use
     top_loss = math.log(p)
-    used = weights_v > 0.0
-    in_use = used.any(axis=1) & (ends > 0)
-    if np.any(in_use):
-        lowest = t_grid[np.argmax(used[in_use], axis=1)]
-        spread = np.log1p(2.0 * h * ends[in_use] / (lowest - h * ends[in_use]))
+    spread_blocks = in_use & (ends > 0)
+    if np.any(spread_blocks):
+        low_t = t_grid[lowest[spread_blocks]]
+        spread = np.log1p(2.0 * h * ends[spread_blocks] / (low_t - h * ends[spread_blocks]))
         top_loss = max(top_loss, float(np.max(spread)))
     top_loss *= 1.0 + _LOSS_RTOL
-    return BatchedDelta(losses, p_mass[keep], truncated * (1.0 + mass_rtol), top_loss,
-                        vr.epsilon0)
+    return BatchedDelta(np.concatenate(losses or [np.zeros(0)]), np.concatenate(masses or [np.zeros(0)]),
+                        truncated * (1.0 + mass_rtol), top_loss, vr.epsilon0)
 
 __all__ = ["BatchedDelta", "DEFAULT_LOWERING", "batched_delta", "supports_batched_delta"]

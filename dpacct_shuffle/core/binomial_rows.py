@@ -29,7 +29,7 @@ pmf directly.
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
+from numpy.lib.stride_tricks import as_strided
 
 from dpacct_shuffle.core.binomial import binomial_pmf
 from dpacct_shuffle.core.problem import UNIT_ROUNDOFF, special_function_rtol
@@ -38,102 +38,134 @@ from dpacct_shuffle.core.problem import UNIT_ROUNDOFF, special_function_rtol
 PMF_ABSOLUTE_ERROR = 1e-300
 _TABLE_RANGE = 1e140
 _ROW_CONSTANT_RANGE = 1e290
+# below this many values scipy's pmf is cheaper than building tables
+_MIN_TABLE_VALUES = 2048
+# rows are filled in pieces of about this many values (their temporaries stay small)
+_PIECE = 1 << 14
 
 
 def _power_table(lo: int, hi: int, anchor: int, rho: float) -> np.ndarray:
     """x ↦ ρ^x/x! on x = lo … hi, scaled to 1 at ``anchor`` (lo ≤ anchor ≤ hi), by running
     products of ρ/(x + 1) upwards and (x + 1)/ρ downwards."""
-    up = np.cumprod(rho / np.arange(anchor + 1, hi + 1, dtype=np.float64))
-    down = np.cumprod(np.arange(anchor, lo, -1, dtype=np.float64) / rho)
-    return np.concatenate([down[::-1], [1.0], up])
+    table = np.empty(hi - lo + 1)
+    table[anchor - lo] = 1.0
+    np.cumprod(rho / np.arange(anchor + 1, hi + 1, dtype=np.float64), out=table[anchor - lo + 1:])
+    np.cumprod(np.arange(anchor, lo, -1, dtype=np.float64) / rho,
+               out=table[anchor - lo - 1::-1] if anchor > lo else table[:0])
+    return table
 
 
-def _in_range(values: np.ndarray, bound: float) -> bool:
-    return bool(np.all((values >= 1.0 / bound) & (values <= bound)))
+def _windows(table: np.ndarray, width: int) -> np.ndarray:
+    """Read-only view (len − width + 1, width) of the windows of a 1-D contiguous table."""
+    step = table.strides[0]
+    return as_strided(table, (len(table) - width + 1, width), (step, step), writeable=False)
 
 
-def _scipy_rows(trials: np.ndarray, first: np.ndarray, width: int,
-                rate: float) -> tuple[np.ndarray, float]:
-    k = first[:, None] + np.arange(width, dtype=np.int64)[None, :]
-    values = binomial_pmf(k, trials[:, None], rate)
-    return values, float(special_function_rtol(float(np.max(trials))))
+class BinomialRows:
+    """The pmf values P[Bin(trials_b, rate) = first_b + i], 0 ≤ i < ``width``, of many rows
+    (module docstring), filled on demand a few rows at a time.
 
-
-def _table_rows(trials: np.ndarray, first: np.ndarray, width: int,
-                rate: float) -> tuple[np.ndarray, float]:
-    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
-        tables = _tables(trials, first, width, rate)
-    if tables is None:
-        if len(trials) == 1:
-            return _scipy_rows(trials, first, width, rate)
-        middle = len(trials) // 2
-        low, low_rtol = _table_rows(trials[:middle], first[:middle], width, rate)
-        high, high_rtol = _table_rows(trials[middle:], first[middle:], width, rate)
-        return np.concatenate([low, high]), max(low_rtol, high_rtol)
-    return tables
-
-
-def _tables(trials: np.ndarray, first: np.ndarray, width: int,
-            rate: float) -> tuple[np.ndarray, float] | None:
-    rows = len(trials)
-    middle = rows // 2
-    m_a = int(trials[middle])
-    # anchor of C: a point of the middle row's support, inside its window when it meets it
-    k_a = min(max(round(m_a * rate), int(first[middle]), 0), int(first[middle]) + width - 1, m_a)
-    k_a = max(k_a, 0)
-    j_a = m_a - k_a
-    one_minus = 1.0 - rate
-    rho2 = max(m_a * one_minus, 0.5)
-    rho1 = rho2 * (rate / one_minus)
-    k_lo = min(int(np.min(first)), k_a)
-    k_hi = max(int(np.max(first)) + width - 1, k_a)
-    j_top = max(int(np.max(trials - first)), j_a)  # largest m − k of a window
-    j_bottom = int(np.min(trials - first)) - width + 1  # smallest, possibly < 0 (pmf 0 there)
-    j_lo = max(0, min(j_bottom, j_a))
-    m_lo, m_hi = int(np.min(trials)), int(np.max(trials))
-    e1 = _power_table(k_lo, k_hi, min(max(int(rho1), k_lo), k_hi), rho1)
-    e2 = _power_table(j_lo, j_top, min(max(int(rho2), j_lo), j_top), rho2)
-    # C(m) = C(m_a)·G(m_a)/G(m) with G(m) = σ^m/m!, σ = ρ2/(1 − s)
-    g = _power_table(m_lo, m_hi, m_a, rho2 / one_minus)
-    anchor = float(binomial_pmf(k_a, m_a, rate))
-    row_constant = anchor / (e1[k_a - k_lo] * e2[j_a - j_lo]) / g
-    if not (_in_range(e1, _TABLE_RANGE) and _in_range(e2, _TABLE_RANGE)
-            and _in_range(row_constant, _ROW_CONSTANT_RANGE)):
-        return None
-    # E2 on j = j_bottom … j_top, zero below 0, reversed so that a row's j = m − k − i is a slice
-    e2_padded = np.concatenate([np.zeros(max(0, j_lo - j_bottom)), e2])
-    e2_reversed = np.ascontiguousarray(e2_padded[::-1])
-    e1_rows = sliding_window_view(e1, width)[first - k_lo]
-    e2_rows = sliding_window_view(e2_reversed, width)[j_top - (trials - first)]
-    values = e1_rows * e2_rows
-    values *= row_constant[trials - m_lo][:, None]
-    rtol = float(special_function_rtol(float(m_a))) + 10.0 * UNIT_ROUNDOFF * (
-        len(e1) + len(e2) + len(g) + 1)
-    return values, rtol * 1.01
-
-
-def binomial_pmf_rows(trials: np.ndarray, first: np.ndarray, width: int,
-                      rate: float) -> tuple[np.ndarray, float]:
-    """P[Bin(trials_b, rate) = first_b + i] for every row b and 0 ≤ i < ``width`` (0 off the
-    support), and a relative error bound valid for every value (module docstring).
-
-    Args:
-      trials: integer array (rows,) of trials ≥ 0.
-      first: integer array (rows,) of first values ≥ 0.
-      width: number of values per row, ≥ 0.
-      rate: success probability in [0, 1].
-
-    Returns:
-      (values, rtol): values of shape (rows, width), each within a relative ``rtol`` of the exact
-      pmf, up to an absolute :data:`PMF_ABSOLUTE_ERROR` (subnormal results).
+    Attributes:
+      rtol: relative error bound of every value (up to :data:`PMF_ABSOLUTE_ERROR` absolute).
     """
-    trials = np.asarray(trials, dtype=np.int64)
-    first = np.asarray(first, dtype=np.int64)
-    if len(trials) == 0 or width <= 0:
-        return np.zeros((len(trials), max(width, 0))), 0.0
-    if not 0.0 < rate < 1.0:
-        return _scipy_rows(trials, first, width, rate)
-    return _table_rows(trials, first, width, rate)
+
+    def __init__(self, trials: np.ndarray, first: np.ndarray, width: int, rate: float) -> None:
+        self._trials = np.asarray(trials, dtype=np.int64)
+        self._first = np.asarray(first, dtype=np.int64)
+        self.width = max(int(width), 0)
+        self._rate = rate
+        # (first row, end row, tables or None for scipy's pmf) covering the rows in order
+        self._segments: list[tuple[int, int, _Tables | None]] = []
+        self.rtol = 0.0
+        if len(self._trials) and self.width:
+            self._plan(0, len(self._trials))
+
+    def _plan(self, lo: int, hi: int) -> None:
+        trials, first = self._trials[lo:hi], self._first[lo:hi]
+        tables = None
+        if 0.0 < self._rate < 1.0 and (hi - lo) * self.width >= _MIN_TABLE_VALUES:
+            with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+                tables = _Tables.build(trials, first, self.width, self._rate)
+            if tables is None and hi - lo > 1:
+                middle = (lo + hi) // 2
+                self._plan(lo, middle)
+                self._plan(middle, hi)
+                return
+        rtol = tables.rtol if tables is not None else float(
+            special_function_rtol(float(np.max(trials))))
+        self.rtol = max(self.rtol, rtol)
+        self._segments.append((lo, hi, tables))
+
+    def fill(self, out: np.ndarray, lo: int, hi: int) -> None:
+        """Write rows lo … hi − 1 into ``out`` (shape (hi − lo, width), may be a view)."""
+        step = max(1, _PIECE // self.width) if self.width else 1
+        for start, end, tables in self._segments:
+            for a in range(max(lo, start), min(hi, end), step):
+                b = min(a + step, hi, end)
+                target = out[a - lo:b - lo]
+                if tables is None:
+                    k = self._first[a:b, None] + np.arange(self.width, dtype=np.int64)[None, :]
+                    target[...] = binomial_pmf(k, self._trials[a:b, None], self._rate)
+                else:
+                    tables.fill(target, self._trials[a:b], self._first[a:b])
+
+    def values(self) -> np.ndarray:
+        """All rows, shape (rows, width)."""
+        out = np.empty((len(self._trials), self.width))
+        self.fill(out, 0, len(self._trials))
+        return out
 
 
-__all__ = ["PMF_ABSOLUTE_ERROR", "binomial_pmf_rows"]
+class _Tables:
+    """E1, the reversed E2 and C of one group of rows (module docstring)."""
+
+    __slots__ = ("e1_rows", "e2_rows", "k_lo", "j_top", "m_lo", "row_constant", "rtol")
+
+    @staticmethod
+    def build(trials: np.ndarray, first: np.ndarray, width: int, rate: float) -> _Tables | None:
+        """The tables of these rows, or None where one would leave its range."""
+        middle = len(trials) // 2
+        m_a, f_a = int(trials[middle]), int(first[middle])
+        # anchor of C: a point of the middle row's support, inside its window when it meets it
+        k_a = max(min(max(round(m_a * rate), f_a), f_a + width - 1, m_a), 0)
+        j_a = m_a - k_a
+        one_minus = 1.0 - rate
+        rho2 = max(m_a * one_minus, 0.5)
+        rho1 = rho2 * (rate / one_minus)
+        gaps = trials - first
+        k_lo = min(int(first.min()), k_a)
+        k_hi = max(int(first.max()) + width - 1, k_a)
+        j_top = max(int(gaps.max()), j_a)  # largest m − k of a window
+        j_bottom = int(gaps.min()) - width + 1  # smallest, possibly < 0 (pmf 0 there)
+        j_lo = max(0, min(j_bottom, j_a))
+        m_lo, m_hi = int(trials.min()), int(trials.max())
+        e1 = _power_table(k_lo, k_hi, min(max(int(rho1), k_lo), k_hi), rho1)
+        # E2 on j = j_bottom … j_top, zero below 0, stored reversed: a row's j = m − k − i is a
+        # slice
+        e2_reversed = np.zeros(j_top - min(j_lo, j_bottom) + 1)
+        e2 = e2_reversed[j_top - j_lo::-1]
+        e2[...] = _power_table(j_lo, j_top, min(max(int(rho2), j_lo), j_top), rho2)
+        # C(m) = C(m_a)·G(m_a)/G(m) with G(m) = σ^m/m!, σ = ρ2/(1 − s)
+        g = _power_table(m_lo, m_hi, m_a, rho2 / one_minus)
+        anchor = float(binomial_pmf(k_a, m_a, rate))
+        row_constant = anchor / (e1[k_a - k_lo] * e2[j_a - j_lo]) / g
+        low, high = 1.0 / _TABLE_RANGE, _TABLE_RANGE
+        if not (low <= e1.min() and e1.max() <= high and low <= e2.min() and e2.max() <= high
+                and 1.0 / _ROW_CONSTANT_RANGE <= row_constant.min()
+                and row_constant.max() <= _ROW_CONSTANT_RANGE):
+            return None
+        tables = _Tables()
+        tables.e1_rows, tables.e2_rows = _windows(e1, width), _windows(e2_reversed, width)
+        tables.k_lo, tables.j_top, tables.m_lo = k_lo, j_top, m_lo
+        tables.row_constant = row_constant
+        tables.rtol = 1.01 * (float(special_function_rtol(float(m_a)))
+                              + 10.0 * UNIT_ROUNDOFF * (len(e1) + len(e2) + len(g) + 1))
+        return tables
+
+    def fill(self, out: np.ndarray, trials: np.ndarray, first: np.ndarray) -> None:
+        head = self.e1_rows[first - self.k_lo]
+        head *= self.row_constant[trials - self.m_lo][:, None]
+        np.multiply(head, self.e2_rows[self.j_top - (trials - first)], out=out)
+
+
+__all__ = ["BinomialRows", "PMF_ABSOLUTE_ERROR"]
