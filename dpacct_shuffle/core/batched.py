@@ -67,7 +67,7 @@ _MAX_LEVELS = 20_000
 _NEGLIGIBLE_MASS = 1e-30
 # blocks (and cells) are processed in pieces of about this many values: large temporaries cost
 # page faults on every call
-_PIECE = 1 << 14
+_PIECE = 1 << 15
 # blocks per matrix product (each restricted to the levels its blocks use)
 _PRODUCT_BLOCKS = 32
 

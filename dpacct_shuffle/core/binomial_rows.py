@@ -41,7 +41,7 @@ _ROW_CONSTANT_RANGE = 1e290
 # below this many values scipy's pmf is cheaper than building tables
 _MIN_TABLE_VALUES = 2048
 # rows are filled in pieces of about this many values (their temporaries stay small)
-_PIECE = 1 << 14
+_PIECE = 1 << 15
 
 
 def _power_table(lo: int, hi: int, anchor: int, rho: float) -> np.ndarray:
