@@ -21,6 +21,11 @@ def _check(trials: np.ndarray, first: np.ndarray, width: int, rate: float) -> fl
     exact = stats.binom.pmf(k, trials[:, None], rate)
     assert values.shape == exact.shape
     assert np.all(np.abs(values - exact) <= rtol * exact + PMF_ABSOLUTE_ERROR)
+    # unscaled rows times their factors: the same values
+    unscaled = np.empty((len(trials), width))
+    rows.fill(unscaled, 0, len(trials), scaled=False)
+    assert np.all(np.abs(unscaled * rows.row_factors[:, None] - exact) <= rtol * exact
+                  + PMF_ABSOLUTE_ERROR)
     return rtol
 
 

@@ -64,12 +64,12 @@ _LOSS_RTOL = 1e-12
 # cells of the T grid at most (bounds the work for small n, where T spans a wide range)
 _MAX_LEVELS = 20_000
 # cells with P-mass below this join the truncated mass (placed at the largest loss)
-_NEGLIGIBLE_MASS = 1e-30
+_NEGLIGIBLE_MASS = 1e-25
 # blocks (and cells) are processed in pieces of about this many values: large temporaries cost
 # page faults on every call
 _PIECE = 1 << 15
 # blocks per matrix product (each restricted to the levels its blocks use)
-_PRODUCT_BLOCKS = 32
+_PRODUCT_BLOCKS = 64
 
 
 def supports_batched_delta(vr: object) -> bool:
@@ -79,13 +79,17 @@ def supports_batched_delta(vr: object) -> bool:
             and vr.alpha > 0.0 and vr.r0 == vr.r1 and vr.r0 > 0.0)
 
 
-def _window(trials: int, rate: float, z: float) -> tuple[int, int, float]:
-    """[lo, hi] = mean ∓ z standard deviations, and the certified mass of Bin(trials, rate) outside
-    it (scipy's cdf/sf, rounded up by special_function_rtol)."""
+def _window_bounds(trials: int, rate: float, z: float) -> tuple[int, int]:
+    """[lo, hi] = mean ∓ (z standard deviations + 2) of Bin(trials, rate), within [0, trials]."""
     mean = trials * rate
     half = z * math.sqrt(trials * rate * (1.0 - rate) + 1.0) + 2.0
-    lo = max(0, math.floor(mean - half))
-    hi = min(trials, math.ceil(mean + half))
+    return max(0, math.floor(mean - half)), min(trials, math.ceil(mean + half))
+
+
+def _window(trials: int, rate: float, z: float) -> tuple[int, int, float]:
+    """:func:`_window_bounds` and the certified mass of Bin(trials, rate) outside them (scipy's
+    cdf/sf, rounded up by special_function_rtol)."""
+    lo, hi = _window_bounds(trials, rate, z)
     outside = float(binomial_cdf(lo - 1, trials, rate)) if lo > 0 else 0.0
     outside += float(binomial_sf(hi, trials, rate)) if hi < trials else 0.0
     return lo, hi, outside * (1.0 + float(special_function_rtol(trials)))
@@ -110,30 +114,30 @@ def _blocks(c_lo: int, c_hi: int, lowering: float, p: float) -> tuple[np.ndarray
     return np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
 
 
-def _cuts(t_levels: np.ndarray, offsets: np.ndarray, lam: float, trials: np.ndarray) -> np.ndarray:
-    """First k of each band of each block: ⌈(t − κc0)/λ⌉ for the levels t of a row of
-    ``t_levels`` (+inf for "no further level"), moved up by a float margin (a k put in a lower
-    band stays valid) and clipped to [0, trials + 1]; ``offsets`` holds κc0."""
-    cuts = (t_levels - offsets[:, None]) / lam
-    cuts = np.clip(np.ceil(cuts + 1e-9 * np.abs(cuts)), 0, trials[:, None] + 1)
-    return cuts.astype(np.int64)
+def _cuts(t_over_lam: np.ndarray, offsets: np.ndarray, trials: np.ndarray) -> np.ndarray:
+    """First k of each band of each block, ⌈t/λ·(1 + 1e-9) − κc0/λ⌉ clipped to [0, trials + 1],
+    for the levels t of a row of ``t_over_lam`` (t/λ; +inf for "no further level") and
+    ``offsets`` = κc0/λ. The margin 1e-9·t/λ exceeds the rounding error of the difference
+    (≤ 3u·t/λ wherever it is ≥ 0), so every k put in band j has κc0 + λk ≥ t_j."""
+    cuts = np.ceil(t_over_lam * (1.0 + 1e-9) - offsets[:, None])
+    return np.clip(cuts, 0, trials[:, None] + 1).astype(np.int64)
 
 
-def _level_windows(t_grid: np.ndarray, offsets: np.ndarray, lam: float, k_first: np.ndarray,
+def _level_windows(t_over_lam: np.ndarray, offsets: np.ndarray, k_first: np.ndarray,
                    top_k: np.ndarray, trials: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each block, the first level j_b and the cuts of levels j_b … j_b + W (W common) such
     that every k of [k_first, top_k] lies in one of the bands j_b … j_b + W − 1: checked on the
     exact cuts (cut of j_b ≤ k_first, cut of j_b + W > top_k or no level j_b + W), starting from a
     guess by the levels' values and widened until the check holds (all levels always pass)."""
-    levels = len(t_grid)
-    t_ext = np.append(t_grid, np.inf)
-    first_level = np.searchsorted(t_grid, (offsets + lam * k_first) * (1.0 - 1e-7), side="right")
+    levels = len(t_over_lam)
+    t_ext = np.append(t_over_lam, np.inf)
+    first_level = np.searchsorted(t_over_lam, (offsets + k_first) * (1.0 - 1e-7), side="right")
     first_level = np.maximum(first_level - 1, 0)
-    last_level = np.searchsorted(t_grid, (offsets + lam * (top_k + 1)) * (1.0 + 1e-7), side="right")
+    last_level = np.searchsorted(t_over_lam, (offsets + top_k + 1) * (1.0 + 1e-7), side="right")
     width = min(levels, int(np.max(last_level - first_level)) + 2)
     while True:
         index = np.minimum(first_level[:, None] + np.arange(width + 1), levels)
-        cuts = _cuts(t_ext[index], offsets, lam, trials)
+        cuts = _cuts(t_ext[index], offsets, trials)
         low_ok = cuts[:, 0] <= k_first
         high_ok = (cuts[:, -1] > top_k) | (first_level + width >= levels)
         if np.all(low_ok) and np.all(high_ok):
@@ -157,12 +161,12 @@ def _band_sums(rows: BinomialRows, edges: np.ndarray) -> np.ndarray:
     buffer = np.zeros((min(step, blocks), stride))
     for lo in range(0, blocks, step):
         hi = min(lo + step, blocks)
-        rows.fill(buffer[:hi - lo, :width], lo, hi)
+        rows.fill(buffer[:hi - lo, :width], lo, hi, scaled=False)
         # (the entry of a row's last edge sums into the next row: it is not used)
         sums[lo:hi] = np.add.reduceat(buffer[:hi - lo].ravel(),
                                       offsets[lo:hi].ravel()).reshape(hi - lo, -1)
-    # (reduceat returns the first term for an empty band)
-    return np.where(local[:, 1:] > local[:, :-1], sums[:, :-1], 0.0)
+    # (reduceat returns the first term for an empty band); then the rows' factors
+    return np.where(local[:, 1:] > local[:, :-1], sums[:, :-1], 0.0) * rows.row_factors[:, None]
 
 
 class BatchedDelta:
@@ -183,9 +187,13 @@ class BatchedDelta:
         self.losses = losses[order]
         masses = masses[order]
         # Σ_{j ≥ i} P_j and Σ_{j ≥ i} P_j·e^{−ℓ_j} (reverse cumulative sums, one trailing zero)
-        self._p_tail = np.concatenate([np.cumsum(masses[::-1])[::-1], [0.0]])
-        self._q_tail = np.concatenate([np.cumsum((masses * np.exp(-self.losses))[::-1])[::-1],
-                                       [0.0]])
+        self._p_tail = np.zeros(len(masses) + 1)
+        self._q_tail = np.zeros(len(masses) + 1)
+        if len(masses):
+            np.cumsum(masses[::-1], out=self._p_tail[-2::-1])
+            q_masses = np.exp(-self.losses)
+            q_masses *= masses
+            np.cumsum(q_masses[::-1], out=self._q_tail[-2::-1])
         self.truncated_mass = truncated_mass
         self.top_loss = top_loss
         self.epsilon0 = epsilon0
@@ -261,35 +269,16 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
         c_hi = min(users, c_hi + 1)
         truncated = outside * factor
     starts, ends = _blocks(c_lo, c_hi, eta, p)
-    blocks = len(starts)
     c_pmf = BinomialRows(np.array([users]), np.array([c_lo]), c_hi - c_lo + 1, r_c)
-    c_rtol = c_pmf.rtol
     block_mass = np.add.reduceat(c_pmf.values()[0], starts - c_lo)
-
-    # Δ > 0 axis (negative losses do not contribute at ε ≥ 0): the c1-step walks, truncated above.
-    # Δ = 2A − c1 with A ~ Bin(c1, 1/2) has the parity of c1: blocks with odd c1 carry Δ = 1, 3, …,
-    # the others Δ = 2, 4, … (A from (c1 + 1)/2, resp. (c1 + 2)/2, in steps of one)
-    delta_max = int(max(1, min(c_hi, math.ceil(z * math.sqrt(c_hi) + 2.0))))
-    odd = ends % 2 == 1
-    first_delta = np.where(odd, 1, 2)
-    walk_pmf = BinomialRows(ends, (ends + first_delta) // 2, (delta_max + 1) // 2, 0.5)
-    walk_rtol = walk_pmf.rtol
-    walk = walk_pmf.values()
-    walk *= block_mass[:, None]
-    parities = []
-    for rows, first in ((odd, 1), (~odd, 2)):
-        width = (delta_max - first) // 2 + 1
-        deltas = first + 2 * np.arange(width, dtype=np.int64)
-        parities.append((rows, deltas, walk[rows, :width]))
-    pmf_values = c_hi - c_lo + 1 + blocks * ((delta_max + 1) // 2)
-    above = binomial_sf(np.floor((ends + delta_max) / 2.0), ends, 0.5)
-    truncated += float(np.sum(block_mass * above)) * factor
+    walks = _Walks(ends, block_mass, int(max(1, min(c_hi, math.ceil(z * math.sqrt(c_hi) + 2.0)))))
+    truncated += walks.truncated * factor
 
     # levels t_j = t_min·(1 + g)^j, g = η (at most _MAX_LEVELS levels), from the smallest positive T
     # in use (T = 0 only for c = k = 0, a cell with N = D = 0)
     if k_rate > 0.0:
-        k_lo = _window(users - c_hi, k_rate, z)[0] if users > c_hi else 0
-        k_hi = _window(users - c_lo, k_rate, z)[1]
+        k_lo = _window_bounds(users - c_hi, k_rate, z)[0] if users > c_hi else 0
+        k_hi = _window_bounds(users - c_lo, k_rate, z)[1]
     else:
         k_lo = k_hi = 0
     t_min = kappa * c_lo + lam * k_lo
@@ -302,80 +291,35 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
     levels = int(math.floor(math.log(t_max / t_min) / math.log1p(growth))) + 1
     t_grid = t_min * np.exp(math.log1p(growth) * np.arange(levels, dtype=np.float64))
 
-    # V[b, j] = P[K' in band j of block b], band j = {k: t_j ≤ κc0 + λk < t_{j+1}} (last one open),
-    # held for the levels first_level[b] … first_level[b] + W − 1 that the block's window meets
-    trials = users - ends
-    k_rtol, span = 0.0, 0
     if k_rate > 0.0:
-        mean = trials * k_rate
-        half = z * np.sqrt(mean * (1.0 - k_rate) + 1.0) + 2.0
-        k_first = np.maximum(_cuts(t_grid[None, :1], kappa * starts, lam, trials)[:, 0],
-                             np.floor(mean - half).astype(np.int64))
-        k_last = np.maximum(k_first, np.minimum(trials, np.ceil(mean + half).astype(np.int64)))
-        span = int(np.max(k_last - k_first)) + 1
-        top_k = k_first + span
-        first_level, cuts = _level_windows(t_grid, kappa * starts, lam, k_first, top_k, trials)
-        # the pmf of K' over each block's window (a few blocks at a time), summed per band
-        k_pmf = BinomialRows(trials, k_first, span, k_rate)
-        k_rtol = k_pmf.rtol
-        pmf_values += blocks * span
-        weights_v = _band_sums(k_pmf, cuts - k_first[:, None])
-        # above each block's pmf window: the band of top_k (lowered to that band's level)
-        beyond = np.where(top_k <= trials, binomial_sf(top_k - 1, trials, k_rate), 0.0)
-        top_band = np.maximum(np.sum(cuts[:, :-1] <= top_k[:, None], axis=1) - 1, 0)
-        weights_v[np.arange(blocks), top_band] += beyond
-        below = np.where(k_first > 0, binomial_cdf(k_first - 1, trials, k_rate), 0.0)
-        # the cell c = k = 0 (T = 0) has no P-mass: P[K' = 0] = (1 − s')^trials leaves the
-        # c0 = 0 block's lower tail (scipy's cdf rounded up, the power rounded down)
-        nothing = (1.0 - k_rate) ** trials * (1.0 - 4.0 * (trials + 2) * UNIT_ROUNDOFF)
-        cdf_up = below * (1.0 + 2.0 * float(special_function_rtol(users)))
-        below = np.where(starts == 0, np.maximum(cdf_up - nothing, 0.0), below)
+        bands = _Bands.of_neutral_counts(users - ends, starts, t_grid, kappa, lam, k_rate, z)
     else:  # K' = 0: one level per block
         level_of_block = np.floor(np.log(np.maximum(kappa * starts, t_min) / t_min)
                                   / math.log1p(growth) * (1.0 - 1e-12) - 1e-9)
-        first_level = np.clip(level_of_block, 0, levels - 1).astype(np.int64)
-        weights_v = np.ones((blocks, 1))
-        below = np.zeros(blocks)
-    width = weights_v.shape[1]
+        bands = _Bands(np.clip(level_of_block, 0, levels - 1).astype(np.int64),
+                       np.ones((len(starts), 1)), np.zeros(len(starts)), 0.0, 0)
     # levels with t_j ≤ h·c1 (the lowered D could vanish in the block) join the truncated mass
-    too_low = np.where(ends > 0, np.searchsorted(t_grid, h * ends * (1.0 + 1e-9), side="right"), 0)
-    low = np.arange(width)[None, :] < (too_low - first_level)[:, None]
-    below += np.sum(weights_v, axis=1, where=low)
-    weights_v[low] = 0.0
-    truncated += float(np.sum(block_mass * below)) * factor
+    bands.drop_levels_below(np.where(ends > 0, np.searchsorted(t_grid, h * ends * (1.0 + 1e-9),
+                                                               side="right"), 0))
+    truncated += float(np.sum(block_mass * bands.below)) * factor
     # relative error of the cell masses: the pmfs, their sums (C blocks, K' bands, the product
     # over blocks, Δ-wise weights) and products; values lost to subnormals join the truncated mass
-    mass_rtol = max(_MASS_RTOL, 1.01 * (c_rtol + walk_rtol + k_rtol + (
-        2.0 * (c_hi - c_lo + span + blocks) + 32.0) * UNIT_ROUNDOFF))
+    mass_rtol = max(_MASS_RTOL, 1.01 * (c_pmf.rtol + walks.rtol + bands.rtol + (
+        2.0 * (c_hi - c_lo + bands.span + len(starts)) + 32.0) * UNIT_ROUNDOFF))
+    pmf_values = c_hi - c_lo + 1 + walks.values + bands.values
     truncated += pmf_values * PMF_ABSOLUTE_ERROR * factor
 
-    # cells (t_j, Δ) of each parity: M-mass Σ_b V[b, j]·U[b, Δ], by matrix products over pieces of
-    # blocks restricted to the levels the piece uses; then the lowered P-mass and the loss
-    used = weights_v > 0.0
-    in_use = used.any(axis=1)
-    lowest = np.where(in_use, first_level + np.argmax(used, axis=1), levels)
-    highest = np.where(in_use, first_level + width - np.argmax(used[:, ::-1], axis=1), 0)
+    # cells (t_j, Δ): lowered P-mass and loss; the negligible ones join the truncated mass
     losses, masses = [], []
-    for rows, deltas, walk in parities:
-        if walk.size == 0:
-            continue
-        grid = np.zeros((levels, len(deltas)))
-        blocks_of_parity = np.flatnonzero(rows)
-        for lo in range(0, len(blocks_of_parity), _PRODUCT_BLOCKS):
-            chosen = blocks_of_parity[lo:lo + _PRODUCT_BLOCKS]
-            j_lo, j_hi = int(np.min(lowest[chosen])), int(np.max(highest[chosen]))
-            if j_lo >= j_hi:
-                continue
-            columns = (first_level[chosen] - j_lo)[:, None] + np.arange(width)[None, :]
-            inside = (columns >= 0) & (columns < j_hi - j_lo)
-            dense = np.zeros((len(chosen), j_hi - j_lo))
-            dense[np.nonzero(inside)[0], columns[inside]] = weights_v[chosen][inside]
-            grid[j_lo:j_hi] += dense.T @ walk[lo:lo + _PRODUCT_BLOCKS]
+    scale = (1.0 + mass_rtol) / users
+    t_scaled = t_grid * scale
+    for deltas, grid in _cell_grids(walks, bands, block_mass, levels):
         h_delta = h * deltas.astype(np.float64)
+        h_scaled = h_delta * scale
         step = max(1, _PIECE // len(deltas))
         for lo in range(0, levels, step):
             p_mass = grid[lo:lo + step]
-            p_mass *= (t_grid[lo:lo + step, None] + h_delta[None, :]) * ((1.0 + mass_rtol) / users)
+            p_mass *= t_scaled[lo:lo + step, None] + h_scaled[None, :]
             keep = p_mass > _NEGLIGIBLE_MASS
             dropped = p_mass.size - int(np.count_nonzero(keep))
             if dropped:
@@ -389,13 +333,134 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
     # largest loss of a truncated cell: ε0 for the pair's own cells; a spread block's cells reach
     # ln((t + h·c1)/(t − h·c1)) at its lowest level in use
     top_loss = math.log(p)
-    spread_blocks = in_use & (ends > 0)
+    spread_blocks = (bands.lowest < levels) & (ends > 0)
     if np.any(spread_blocks):
-        low_t = t_grid[lowest[spread_blocks]]
+        low_t = t_grid[bands.lowest[spread_blocks]]
         spread = np.log1p(2.0 * h * ends[spread_blocks] / (low_t - h * ends[spread_blocks]))
         top_loss = max(top_loss, float(np.max(spread)))
     top_loss *= 1.0 + _LOSS_RTOL
-    return BatchedDelta(np.concatenate(losses or [np.zeros(0)]), np.concatenate(masses or [np.zeros(0)]),
+    return BatchedDelta(np.concatenate(losses or [np.zeros(0)]),
+                        np.concatenate(masses or [np.zeros(0)]),
                         truncated * (1.0 + mass_rtol), top_loss, vr.epsilon0)
+
+
+class _Walks:
+    """The Δ > 0 axis (negative losses do not contribute at ε ≥ 0): each block's c1-step walk,
+    truncated above Δmax. Δ = 2A − c1 with A ~ Bin(c1, 1/2) has the parity of c1, so the blocks
+    are split by parity: odd c1 carries Δ = 1, 3, … (A from (c1 + 1)/2 in steps of one), even c1
+    Δ = 2, 4, … (A from (c1 + 2)/2).
+
+    Attributes:
+      parities: (blocks in this order, their Δ values, pmf rows P[Δ] (blocks, Δ values)) for odd,
+        then even c1.
+      truncated: M-mass above Δmax, Σ_b P[C ∈ block b]·P[Δ > Δmax].
+      rtol, values: relative error bound and number of the pmf values.
+    """
+
+    def __init__(self, ends: np.ndarray, block_mass: np.ndarray, delta_max: int) -> None:
+        odd = ends % 2 == 1
+        order = np.concatenate([np.flatnonzero(odd), np.flatnonzero(~odd)])
+        odd_blocks = int(np.count_nonzero(odd))
+        ordered = ends[order]
+        pmf = BinomialRows(ordered, (ordered + np.where(ordered % 2 == 1, 1, 2)) // 2,
+                           (delta_max + 1) // 2, 0.5)
+        walk = pmf.values()
+        self.parities = []
+        for rows, first in ((slice(0, odd_blocks), 1), (slice(odd_blocks, len(ends)), 2)):
+            width = (delta_max - first) // 2 + 1
+            deltas = first + 2 * np.arange(width, dtype=np.int64)
+            self.parities.append((order[rows], deltas, walk[rows, :width]))
+        above = binomial_sf(np.floor((ends + delta_max) / 2.0), ends, 0.5)
+        self.truncated = float(np.sum(block_mass * above))
+        self.rtol, self.values = pmf.rtol, walk.size
+
+
+class _Bands:
+    """V[b, j] = P[K' in band j of block b], band j = {k: t_j ≤ κc0 + λk < t_{j+1}} (the last one
+    open), held for the levels first_level[b] … first_level[b] + W − 1 that the block's window
+    meets.
+
+    Attributes:
+      first_level: (blocks,) first level held; weights: (blocks, W) the masses V.
+      below: (blocks,) K'-mass of no band (below the window, too low levels): truncated.
+      rtol, span: relative error bound of the masses and the K' window's width.
+      lowest, highest: (blocks,) first level of positive mass and one past the last
+        (``levels``, 0 for a block without any), set by :meth:`drop_levels_below`.
+    """
+
+    def __init__(self, first_level: np.ndarray, weights: np.ndarray, below: np.ndarray,
+                 rtol: float, span: int) -> None:
+        self.first_level, self.weights, self.below = first_level, weights, below
+        self.rtol, self.span = rtol, span
+        self.values = len(first_level) * span
+        self.lowest = self.highest = first_level
+
+    @classmethod
+    def of_neutral_counts(cls, trials: np.ndarray, starts: np.ndarray, t_grid: np.ndarray,
+                          kappa: float, lam: float, k_rate: float, z: float) -> _Bands:
+        """K' ~ Bin(trials_b, s') over the window mean ± (z·sd + 2) of each block, by the pmf
+        summed per band; the mass above the window joins the band of its first k (lowered to that
+        band's level), the mass below it is truncated."""
+        mean = trials * k_rate
+        half = z * np.sqrt(mean * (1.0 - k_rate) + 1.0) + 2.0
+        t_over_lam, offsets = t_grid / lam, kappa * starts / lam
+        k_first = np.maximum(_cuts(t_over_lam[None, :1], offsets, trials)[:, 0],
+                             np.floor(mean - half).astype(np.int64))
+        k_last = np.maximum(k_first, np.minimum(trials, np.ceil(mean + half).astype(np.int64)))
+        span = int(np.max(k_last - k_first)) + 1
+        top_k = k_first + span
+        first_level, cuts = _level_windows(t_over_lam, offsets, k_first, top_k, trials)
+        k_pmf = BinomialRows(trials, k_first, span, k_rate)
+        weights = _band_sums(k_pmf, cuts - k_first[:, None])
+        beyond = np.where(top_k <= trials, binomial_sf(top_k - 1, trials, k_rate), 0.0)
+        top_band = np.maximum(np.sum(cuts[:, :-1] <= top_k[:, None], axis=1) - 1, 0)
+        weights[np.arange(len(trials)), top_band] += beyond
+        below = np.where(k_first > 0, binomial_cdf(k_first - 1, trials, k_rate), 0.0)
+        # the cell c = k = 0 (T = 0) has no P-mass: P[K' = 0] = (1 − s')^trials leaves the
+        # c0 = 0 block's lower tail (scipy's cdf rounded up, the power rounded down)
+        nothing = (1.0 - k_rate) ** trials * (1.0 - 4.0 * (trials + 2) * UNIT_ROUNDOFF)
+        cdf_up = below * (1.0 + 2.0 * float(special_function_rtol(np.max(trials))))
+        below = np.where(starts == 0, np.maximum(cdf_up - nothing, 0.0), below)
+        return cls(first_level, weights, below, k_pmf.rtol, span)
+
+    def drop_levels_below(self, too_low: np.ndarray) -> None:
+        """Move the mass of levels j < too_low[b] of each block to ``below``; set the levels in
+        use."""
+        width = self.weights.shape[1]
+        low = np.arange(width)[None, :] < (too_low - self.first_level)[:, None]
+        self.below = self.below + np.sum(self.weights, axis=1, where=low)
+        self.weights[low] = 0.0
+        used = self.weights > 0.0
+        in_use = used.any(axis=1)
+        levels_end = np.iinfo(np.int64).max
+        self.lowest = np.where(in_use, self.first_level + np.argmax(used, axis=1), levels_end)
+        self.highest = np.where(in_use, self.first_level + width
+                                - np.argmax(used[:, ::-1], axis=1), 0)
+
+
+def _cell_grids(walks: _Walks, bands: _Bands, block_mass: np.ndarray,
+                levels: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(Δ values, M-mass grid (levels, Δ values)) of each parity: Σ_b P[C ∈ b]·V[b, j]·U[b, Δ],
+    by matrix products over pieces of blocks restricted to the levels the piece uses."""
+    weights = bands.weights * block_mass[:, None]
+    width = weights.shape[1]
+    grids = []
+    for blocks, deltas, walk in walks.parities:
+        if walk.size == 0:
+            continue
+        grid = np.zeros((levels, len(deltas)))
+        for lo in range(0, len(blocks), _PRODUCT_BLOCKS):
+            chosen = blocks[lo:lo + _PRODUCT_BLOCKS]
+            j_lo, j_hi = int(np.min(bands.lowest[chosen])), int(np.max(bands.highest[chosen]))
+            if j_lo >= j_hi:
+                continue
+            columns = (bands.first_level[chosen] - j_lo)[:, None] + np.arange(width)[None, :]
+            inside = (columns >= 0) & (columns < j_hi - j_lo)
+            dense = np.zeros((len(chosen), j_hi - j_lo))
+            dense[np.nonzero(inside)[0], columns[inside]] = weights[chosen][inside]
+            grid[j_lo:j_hi] += dense.T @ walk[lo:lo + _PRODUCT_BLOCKS]
+        grids.append((deltas, grid))
+    return grids
+
 
 __all__ = ["BatchedDelta", "DEFAULT_LOWERING", "batched_delta", "supports_batched_delta"]

@@ -67,6 +67,8 @@ class BinomialRows:
 
     Attributes:
       rtol: relative error bound of every value (up to :data:`PMF_ABSOLUTE_ERROR` absolute).
+      row_factors: per-row factors C(m_b) (1 for rows evaluated by scipy): a row filled with
+        ``scaled=False`` times its factor is the pmf (exact arithmetic; same error bound).
     """
 
     def __init__(self, trials: np.ndarray, first: np.ndarray, width: int, rate: float) -> None:
@@ -77,6 +79,7 @@ class BinomialRows:
         # (first row, end row, tables or None for scipy's pmf) covering the rows in order
         self._segments: list[tuple[int, int, _Tables | None]] = []
         self.rtol = 0.0
+        self.row_factors = np.ones(len(self._trials))
         if len(self._trials) and self.width:
             self._plan(0, len(self._trials))
 
@@ -91,13 +94,17 @@ class BinomialRows:
                 self._plan(lo, middle)
                 self._plan(middle, hi)
                 return
+        if tables is not None:
+            self.row_factors[lo:hi] = tables.row_constant[trials - tables.m_lo]
         rtol = tables.rtol if tables is not None else float(
             special_function_rtol(float(np.max(trials))))
         self.rtol = max(self.rtol, rtol)
         self._segments.append((lo, hi, tables))
 
-    def fill(self, out: np.ndarray, lo: int, hi: int) -> None:
-        """Write rows lo … hi − 1 into ``out`` (shape (hi − lo, width), may be a view)."""
+    def fill(self, out: np.ndarray, lo: int, hi: int, scaled: bool = True) -> None:
+        """Write rows lo … hi − 1 into ``out`` (shape (hi − lo, width), may be a view); without
+        their ``row_factors`` when not ``scaled`` (each entry then lies in [1e-280, 1e280] or is 0,
+        so sums of a row stay finite)."""
         step = max(1, _PIECE // self.width) if self.width else 1
         for start, end, tables in self._segments:
             for a in range(max(lo, start), min(hi, end), step):
@@ -107,7 +114,7 @@ class BinomialRows:
                     k = self._first[a:b, None] + np.arange(self.width, dtype=np.int64)[None, :]
                     target[...] = binomial_pmf(k, self._trials[a:b, None], self._rate)
                 else:
-                    tables.fill(target, self._trials[a:b], self._first[a:b])
+                    tables.fill(target, self._trials[a:b], self._first[a:b], scaled)
 
     def values(self) -> np.ndarray:
         """All rows, shape (rows, width)."""
@@ -162,9 +169,10 @@ class _Tables:
                               + 10.0 * UNIT_ROUNDOFF * (len(e1) + len(e2) + len(g) + 1))
         return tables
 
-    def fill(self, out: np.ndarray, trials: np.ndarray, first: np.ndarray) -> None:
+    def fill(self, out: np.ndarray, trials: np.ndarray, first: np.ndarray, scaled: bool) -> None:
         head = self.e1_rows[first - self.k_lo]
-        head *= self.row_constant[trials - self.m_lo][:, None]
+        if scaled:
+            head *= self.row_constant[trials - self.m_lo][:, None]
         np.multiply(head, self.e2_rows[self.j_top - (trials - first)], out=out)
 
 
