@@ -34,8 +34,23 @@ curve, evaluated at any ε by a binary search and two cumulative sums:
 3. *Moving P-mass to larger losses.* Mass truncated from the windows of C, K' and Δ is put at the
    largest loss any of its cells can have (ε0 = ln p for cells of the pair itself; slightly more
    for cells of a spread block), which can only raise E_P[(1 − e^{ε − L})⁺]; negative losses do not
-   contribute at ε ≥ 0 and are dropped. Cell masses are rounded up by ``_MASS_RTOL`` and losses by
+   contribute at ε ≥ 0 and are dropped, and so are cells of P-mass below 1e-25 (their mass joins
+   the truncated mass). Cell masses are rounded up by a relative ``mass_rtol`` and losses by
    ``_LOSS_RTOL`` (the value is non-decreasing in both).
+
+*Numerics.* The pmfs of C, of the walks and of K' come from
+:class:`~dpacct_shuffle.core.binomial_rows.BinomialRows` (shared tables of ratios, a relative
+error bound ``rtol`` for every value, subnormal results off by at most ``PMF_ABSOLUTE_ERROR``). A
+block's K' band masses are plain sums of its nonnegative pmf values (``np.add.reduceat``, relative
+error ≤ (terms)·u), never differences of a cumulative sum; the block masses and the matrix product
+over blocks are sums of nonnegative terms too. So every cell mass is within a relative
+c_rtol + walk_rtol + k_rtol + 2·(C values + span + blocks + 16)·u of the exact one, and
+``mass_rtol`` = max(``_MASS_RTOL``, 1.01 × that); the values lost to subnormals (at most
+``PMF_ABSOLUTE_ERROR`` per pmf value, times max(m_a/r, λ)) join the truncated mass. The band of a
+k is decided by cuts ⌈t_j(1 + 1e-9)/λ − κc0/λ⌉: the margin 1e-9·t_j/λ exceeds the rounding error of
+the difference (≤ 3u·t_j/λ wherever it is ≥ 0), so every k of band j has κc0 + λk ≥ t_j. The c = k = 0
+cell (T = 0, no P-mass) leaves the truncated mass as P[K' = 0] rounded down, from scipy's cdf rounded
+up.
 
 The relative loss error of steps 1–2 is about η (``lowering``); the curve is an upper bound at
 every ε ≥ 0 and about η·dlnδ/dlnε above the exact pair in relative terms.
@@ -57,13 +72,14 @@ from dpacct_shuffle.core.validation import check_epsilon, check_num_users, check
 
 DEFAULT_LOWERING = 5e-4
 DEFAULT_BATCHED_TAIL = 1e-18
-# relative error allowed to the masses (log-factorial pmfs, sums, the matrix product): far above
-# their rounding error (log-factorials of magnitude ≤ 2e7 lose ≤ 1e-8 absolute in the exponent)
+# relative error allowed to the masses at least (the computed bound of the pmfs, sums and matrix
+# product, about 1e-10, is used when larger)
 _MASS_RTOL = 1e-6
 _LOSS_RTOL = 1e-12
 # cells of the T grid at most (bounds the work for small n, where T spans a wide range)
 _MAX_LEVELS = 20_000
-# cells with P-mass below this join the truncated mass (placed at the largest loss)
+# cells with P-mass below this join the truncated mass (placed at the largest loss): together well
+# below the truncated windows' mass (about 1e-21)
 _NEGLIGIBLE_MASS = 1e-25
 # blocks (and cells) are processed in pieces of about this many values: large temporaries cost
 # page faults on every call
