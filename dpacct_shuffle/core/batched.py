@@ -44,13 +44,14 @@ error bound ``rtol`` for every value, subnormal results off by at most ``PMF_ABS
 block's K' band masses are plain sums of its nonnegative pmf values (``np.add.reduceat``, relative
 error ≤ (terms)·u), never differences of a cumulative sum; the block masses and the matrix product
 over blocks are sums of nonnegative terms too. So every cell mass is within a relative
-c_rtol + walk_rtol + k_rtol + 2·(C values + span + blocks + 16)·u of the exact one, and
-``mass_rtol`` = max(``_MASS_RTOL``, 1.01 × that); the values lost to subnormals (at most
-``PMF_ABSOLUTE_ERROR`` per pmf value, times max(m_a/r, λ)) join the truncated mass. The band of a
-k is decided by cuts ⌈t_j(1 + 1e-9)/λ − κc0/λ⌉: the margin 1e-9·t_j/λ exceeds the rounding error of
-the difference (≤ 3u·t_j/λ wherever it is ≥ 0), so every k of band j has κc0 + λk ≥ t_j. The c = k = 0
-cell (T = 0, no P-mass) leaves the truncated mass as P[K' = 0] rounded down, from scipy's cdf rounded
-up.
+c_rtol + walk_rtol + k_rtol + sf_rtol + 2·(C values + span + blocks + 16)·u of the exact one
+(sf_rtol for scipy's sf of the mass above a K' window, added to a band), and ``mass_rtol`` =
+max(``_MASS_RTOL``, 1.01 × that); the values lost to subnormals (at most ``PMF_ABSOLUTE_ERROR`` per
+pmf value, times max(m_a/r, λ)) join the truncated mass. The band of a k is decided by cuts
+⌈t_j(1 + 1e-9)/λ − κc0/λ⌉: the margin 1e-9·t_j/λ exceeds the rounding error of the difference and
+of its terms (≤ 6u·t_j/λ wherever it is ≥ 0), so every k of band j has κc0 + λk ≥ t_j. The cell
+c = k = 0 (T = 0, no P-mass) leaves the truncated mass as P[K' = 0] rounded down, from scipy's cdf
+rounded up.
 
 The relative loss error of steps 1–2 is about η (``lowering``); the curve is an upper bound at
 every ε ≥ 0 and about η·dlnδ/dlnε above the exact pair in relative terms.
@@ -133,8 +134,8 @@ def _blocks(c_lo: int, c_hi: int, lowering: float, p: float) -> tuple[np.ndarray
 def _cuts(t_over_lam: np.ndarray, offsets: np.ndarray, trials: np.ndarray) -> np.ndarray:
     """First k of each band of each block, ⌈t/λ·(1 + 1e-9) − κc0/λ⌉ clipped to [0, trials + 1],
     for the levels t of a row of ``t_over_lam`` (t/λ; +inf for "no further level") and
-    ``offsets`` = κc0/λ. The margin 1e-9·t/λ exceeds the rounding error of the difference
-    (≤ 3u·t/λ wherever it is ≥ 0), so every k put in band j has κc0 + λk ≥ t_j."""
+    ``offsets`` = κc0/λ. The margin 1e-9·t/λ exceeds the rounding error of the difference and of
+    its terms (≤ 6u·t/λ wherever it is ≥ 0), so every k put in band j has κc0 + λk ≥ t_j."""
     cuts = np.ceil(t_over_lam * (1.0 + 1e-9) - offsets[:, None])
     return np.clip(cuts, 0, trials[:, None] + 1).astype(np.int64)
 
@@ -320,8 +321,10 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
     truncated += float(np.sum(block_mass * bands.below)) * factor
     # relative error of the cell masses: the pmfs, their sums (C blocks, K' bands, the product
     # over blocks, Δ-wise weights) and products; values lost to subnormals join the truncated mass
-    mass_rtol = max(_MASS_RTOL, 1.01 * (c_pmf.rtol + walks.rtol + bands.rtol + (
-        2.0 * (c_hi - c_lo + bands.span + len(starts)) + 32.0) * UNIT_ROUNDOFF))
+    # (and scipy's sf for the mass above each K' window, added to a band)
+    mass_rtol = max(_MASS_RTOL, 1.01 * (
+        c_pmf.rtol + walks.rtol + bands.rtol + float(special_function_rtol(users))
+        + (2.0 * (c_hi - c_lo + bands.span + len(starts)) + 32.0) * UNIT_ROUNDOFF))
     pmf_values = c_hi - c_lo + 1 + walks.values + bands.values
     truncated += pmf_values * PMF_ABSOLUTE_ERROR * factor
 
@@ -448,8 +451,8 @@ class _Bands:
         self.weights[low] = 0.0
         used = self.weights > 0.0
         in_use = used.any(axis=1)
-        levels_end = np.iinfo(np.int64).max
-        self.lowest = np.where(in_use, self.first_level + np.argmax(used, axis=1), levels_end)
+        no_level = np.iinfo(np.int64).max
+        self.lowest = np.where(in_use, self.first_level + np.argmax(used, axis=1), no_level)
         self.highest = np.where(in_use, self.first_level + width
                                 - np.argmax(used[:, ::-1], axis=1), 0)
 

@@ -23,7 +23,7 @@ is covered by a factor 1.01 while rtol ≤ 0.01). Tables are used only where all
 E2 lie in [1e-140, 1e140] and those of C in [1e-290, 1e290], so no intermediate product over- or
 underflows; a value whose result is subnormal is off by at most 2⁻¹⁰⁷⁴ absolute. Rows whose
 tables would leave that range are split in halves, and a single such row is evaluated by scipy's
-pmf directly.
+pmf directly (as are requests of fewer than 2048 values, where building tables costs more).
 """
 
 from __future__ import annotations
@@ -170,10 +170,11 @@ class _Tables:
         return tables
 
     def fill(self, out: np.ndarray, trials: np.ndarray, first: np.ndarray, scaled: bool) -> None:
-        head = self.e1_rows[first - self.k_lo]
+        # E1·E2 first (in [1e-280, 1e280]), then C: a result is subnormal only if the pmf is
+        np.multiply(self.e1_rows[first - self.k_lo], self.e2_rows[self.j_top - (trials - first)],
+                    out=out)
         if scaled:
-            head *= self.row_constant[trials - self.m_lo][:, None]
-        np.multiply(head, self.e2_rows[self.j_top - (trials - first)], out=out)
+            out *= self.row_constant[trials - self.m_lo][:, None]
 
 
 __all__ = ["BinomialRows", "PMF_ABSOLUTE_ERROR"]
