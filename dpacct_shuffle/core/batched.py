@@ -196,7 +196,8 @@ class BatchedDelta:
       top_loss: largest loss of any truncated cell.
     """
 
-    __slots__ = ("losses", "_p_tail", "_q_tail", "truncated_mass", "top_loss", "epsilon0")
+    __slots__ = ("losses", "_p_tail", "_q_tail", "_sum_rtol", "truncated_mass", "top_loss",
+                 "epsilon0")
 
     def __init__(self, losses: np.ndarray, masses: np.ndarray, truncated_mass: float,
                  top_loss: float, epsilon0: float) -> None:
@@ -211,6 +212,9 @@ class BatchedDelta:
             q_masses = np.exp(-self.losses)
             q_masses *= masses
             np.cumsum(q_masses[::-1], out=self._q_tail[-2::-1])
+        # relative error of a reverse cumulative sum of N nonnegative terms (≤ (N − 1)·u), of the
+        # terms themselves (P·e^{−ℓ}, e^ε: a few u) and of the final sum, with room to spare
+        self._sum_rtol = max(1e-12, 2.0 * (len(masses) + 4) * UNIT_ROUNDOFF)
         self.truncated_mass = truncated_mass
         self.top_loss = top_loss
         self.epsilon0 = epsilon0
@@ -219,15 +223,15 @@ class BatchedDelta:
         """Upper bounds on δ(ε) at every ε ≥ 0 of ``epsilons`` (0 at and above ε0).
 
         δ(ε) = Σ_{ℓ_j > ε} P_j(1 − e^{ε − ℓ_j}) = S_P − e^ε·S_Q over the cells above ε, plus the
-        truncated mass's term; the cumulative sums carry a relative error ≤ (cells + 2)·u, covered
-        by adding 1e-12·(S_P + e^ε·S_Q).
+        truncated mass's term R; the cumulative sums and the terms carry a relative error
+        ≤ (cells + 3)·u, covered by adding max(1e-12, 2·(cells + 4)·u)·(S_P + e^ε·S_Q + R).
         """
         eps = np.asarray(epsilons, dtype=np.float64)
         first = np.searchsorted(self.losses, eps, side="right")
         s_p = self._p_tail[first]
         s_q = self._q_tail[first] * np.exp(eps)
-        value = s_p - s_q + 1e-12 * (s_p + s_q)
-        value = value + self.truncated_mass * np.maximum(-np.expm1(eps - self.top_loss), 0.0)
+        rest = self.truncated_mass * np.maximum(-np.expm1(eps - self.top_loss), 0.0)
+        value = s_p - s_q + rest + self._sum_rtol * (s_p + s_q + rest)
         value = np.clip(value, 0.0, 1.0)
         return np.where(eps >= self.epsilon0, 0.0, value)
 
@@ -239,8 +243,8 @@ class BatchedDelta:
         first = int(np.searchsorted(self.losses, eps, side="right"))
         s_p = float(self._p_tail[first])
         s_q = float(self._q_tail[first]) * math.exp(eps)
-        value = s_p - s_q + 1e-12 * (s_p + s_q)
-        value += self.truncated_mass * max(-math.expm1(eps - self.top_loss), 0.0)
+        rest = self.truncated_mass * max(-math.expm1(eps - self.top_loss), 0.0)
+        value = s_p - s_q + rest + self._sum_rtol * (s_p + s_q + rest)
         return min(1.0, max(0.0, value))
 
 
