@@ -109,6 +109,21 @@ def test_batched_curve_against_the_core_for_large_n(vr: VariationRatio, n: int) 
     assert core * (1.0 - 1e-4) <= high <= core * 1.0025
 
 
+def test_batched_curve_stays_tight_for_a_large_epsilon0_and_many_users() -> None:
+    # p = e^8: blocks wider than c0·(p + 1)/((p − 1)(1 + g)) would put their only level below
+    # h·c1 and all their mass at the top loss (δ = 1 up to ε0)
+    vr = rz.krr(8.0, 2).variation_ratio
+    n = 3_000_000
+    curve = batched_delta(vr, n)
+    core = vr.epsilon(1e-6, n)
+    assert curve.truncated_mass < 1e-15
+    low, high = 0.0, vr.epsilon0
+    for _ in range(60):
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if curve.delta(middle) > 1e-6 else (low, middle)
+    assert core * (1.0 - 1e-4) <= high <= core * 1.0025
+
+
 def test_batched_curve_vanishes_at_epsilon0_and_is_non_increasing() -> None:
     vr = rz.krr(2.0, 10).variation_ratio
     curve = batched_delta(vr, 5000)

@@ -30,7 +30,8 @@ curve, evaluated at any ε by a binary search and two cumulative sums:
    (π = 1/2 since r0 = r1), and the c1-step walk is a mean-preserving spread of it, so the block's
    mixture of walks is replaced by the c1-step walk (E[Δ] = 0 keeps the total mass). Blocks are at
    most 4η·c0 wide (Var Δ grows by at most 4η relative), single C values when that is below 2, and
-   narrower than c0·(p + 1)/(p − 1) (so t_j − hΔ > 0 stays true for |Δ| ≤ c1).
+   end below c0·(p + 1)/((p − 1)(1 + g)), g the levels' growth: a block's levels are at least
+   κc0/(1 + g), so t_j − hΔ > 0 stays true for |Δ| ≤ c1 (levels where it fails are truncated).
 3. *Moving P-mass to larger losses.* Mass truncated from the windows of C, K' and Δ is put at the
    largest loss any of its cells can have (ε0 = ln p for cells of the pair itself; slightly more
    for cells of a spread block), which can only raise E_P[(1 − e^{ε − L})⁺]; negative losses do not
@@ -112,11 +113,13 @@ def _window(trials: int, rate: float, z: float) -> tuple[int, int, float]:
     return lo, hi, outside * (1.0 + float(special_function_rtol(trials)))
 
 
-def _blocks(c_lo: int, c_hi: int, lowering: float, p: float) -> tuple[np.ndarray, np.ndarray]:
+def _blocks(c_lo: int, c_hi: int, lowering: float, p: float,
+            growth: float) -> tuple[np.ndarray, np.ndarray]:
     """Block starts c0 and ends c1 covering [c_lo, c_hi] (step 2 of the module docstring): from
-    c0, the block ends at max(c0, min(c_hi, c0 + ⌊4η·c0⌋ − 1, ⌊c0·(p + 1)/(p − 1)⌋)) and the next
-    one starts after it."""
-    spread_limit = (p + 1.0) / (p - 1.0) * (1.0 - 1e-12)
+    c0, the block ends at max(c0, min(c_hi, c0 + ⌊4η·c0⌋ − 1, ⌊c0·(p + 1)/((p − 1)(1 + g))⌋)) and
+    the next one starts after it. (A block's levels are at least κc0/(1 + g), g the levels'
+    growth, so below that end they stay above h·c1 = κc1·(p − 1)/(p + 1).)"""
+    spread_limit = (p + 1.0) / ((p - 1.0) * (1.0 + growth)) * (1.0 - 1e-12)
     c = np.arange(c_lo, c_hi + 1, dtype=np.int64)
     width = np.maximum(1, np.floor(4.0 * lowering * c)).astype(np.int64)
     end_of = np.maximum(c, np.minimum(np.minimum(c_hi, c + width - 1),
@@ -289,12 +292,6 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
         c_lo, c_hi, outside = _window(users - 1, r_c, z)
         c_hi = min(users, c_hi + 1)
         truncated = outside * factor
-    starts, ends = _blocks(c_lo, c_hi, eta, p)
-    c_pmf = BinomialRows(np.array([users]), np.array([c_lo]), c_hi - c_lo + 1, r_c)
-    block_mass = np.add.reduceat(c_pmf.values()[0], starts - c_lo)
-    walks = _Walks(ends, block_mass, int(max(1, min(c_hi, math.ceil(z * math.sqrt(c_hi) + 2.0)))))
-    truncated += walks.truncated * factor
-
     # levels t_j = t_min·(1 + g)^j, g = η (at most _MAX_LEVELS levels), from the smallest positive T
     # in use (T = 0 only for c = k = 0, a cell with N = D = 0)
     if k_rate > 0.0:
@@ -311,6 +308,12 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
     growth = max(eta, math.expm1(math.log(t_max / t_min) / _MAX_LEVELS))
     levels = int(math.floor(math.log(t_max / t_min) / math.log1p(growth))) + 1
     t_grid = t_min * np.exp(math.log1p(growth) * np.arange(levels, dtype=np.float64))
+
+    starts, ends = _blocks(c_lo, c_hi, eta, p, growth)
+    c_pmf = BinomialRows(np.array([users]), np.array([c_lo]), c_hi - c_lo + 1, r_c)
+    block_mass = np.add.reduceat(c_pmf.values()[0], starts - c_lo)
+    walks = _Walks(ends, block_mass, int(max(1, min(c_hi, math.ceil(z * math.sqrt(c_hi) + 2.0)))))
+    truncated += walks.truncated * factor
 
     if k_rate > 0.0:
         bands = _Bands.of_neutral_counts(users - ends, starts, t_grid, kappa, lam, k_rate, z)
