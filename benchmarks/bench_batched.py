@@ -1,8 +1,8 @@
 """Benchmark: one batched pair curve (``dpacct_shuffle.core.batched``) per number of users.
 
-For k-ary RR (ε0 = 2, d = 100), ``--count`` values of n log-uniform in [``--low``, ``--high``] and
-the lowering η = ``--lowering``, builds each curve ``_batched_delta(vr, n, η, 1e-18)`` with its cache
-cold and prints per n: CPU milliseconds per curve (``time.process_time``, best of ``--repeat``),
+For k-ary RR (ε0 = 2, d = 100), ``--count`` values of n log-uniform in [``--low``, ``--high``]
+and the lowering η = ``--lowering``, builds each curve ``_batched_delta(vr, n, η, 1e-18)`` with its
+cache cold and prints per n: CPU milliseconds per curve (``time.process_time``, best of ``--repeat``),
 its cells, and δ at the ε where the curve crosses δ = 1e-6 and 1e-12. With ``--against REV`` the
 same is printed for the module of git revision REV (``git show REV:dpacct_shuffle/core/batched.py``,
 imported from a temporary directory against the current package), beside the current one, with

@@ -47,7 +47,8 @@ def test_windows_off_the_support_tiny_trials_and_degenerate_rates() -> None:
     for rate in (0.0, 1.0):
         values = BinomialRows(trials, first, 7, rate).values()
         k = first[:, None] + np.arange(7)[None, :]
-        assert np.array_equal(values, np.where(k == (0 if rate == 0.0 else trials[:, None]), 1.0, 0.0))
+        support = 0 if rate == 0.0 else trials[:, None]
+        assert np.array_equal(values, np.where(k == support, 1.0, 0.0))
     assert BinomialRows(trials, first, 0, 0.5).values().shape == (7, 0)
 
 

@@ -13,16 +13,16 @@ from scipy (:func:`dpacct_shuffle.core.binomial.binomial_pmf`). A row is then tw
 of the tables and two multiplications per value — no exponential, no log-factorial of magnitude
 m·ln m (whose rounding error grows with m).
 
-*Error.* Every computed ratio carries a relative error ≤ 4u (u = 2⁻⁵³: the rounding of ρ1 or of
-ρ2/(1 − s), one division, and the running product's multiplication), and the anchor of C the
-relative error of scipy's pmf (``special_function_rtol``). An entry is a product of at most L1 + L2
-+ Lm ratios (the three table lengths) and of the anchor, and the anchor divides by two table
-entries, so the relative error of every value is at most
-rtol = special_function_rtol(m) + 10u·(L1 + L2 + Lm + 1), to first order (the second-order term
-is covered by a factor 1.01 while rtol ≤ 0.01). Tables are used only where all entries of E1 and
-E2 lie in [1e-140, 1e140] and those of C in [1e-290, 1e290], so no intermediate product over- or
-underflows; a value whose result is subnormal is off by at most 2⁻¹⁰⁷⁴ absolute. Rows whose
-tables would leave that range are split in halves, and a single such row is evaluated by scipy's
+*Error.* Every step of a running product carries a relative error ≤ 5u (u = 2⁻⁵³: up to three
+roundings of ρ1, or two of ρ2/(1 − s), one division and the product's multiplication), and the
+anchor of C the relative error of scipy's pmf (``special_function_rtol``). An entry is C·E1·E2,
+where C divides the anchor by E1 and E2 at the anchor and by G(m), so it carries at most
+2·5u·L1 + 2·2u·L2 + 4u·Lm steps' errors (L the three table lengths) plus five roundings: every
+value is within rtol = special_function_rtol(m) + 10u·(L1 + L2 + Lm + 1) of the pmf, to first
+order (the second-order term is covered by a factor 1.01 while rtol ≤ 0.01). Tables are used only
+where all entries of E1 and E2 lie in [1e-140, 1e140] and those of C in [1e-290, 1e290], so no
+intermediate product over- or underflows; a value whose result is subnormal is off by at most
+2⁻¹⁰⁷⁴ absolute. Rows whose tables would leave that range are split in halves, and a single such row is evaluated by scipy's
 pmf directly (as are requests of fewer than 2048 values, where building tables costs more).
 """
 
