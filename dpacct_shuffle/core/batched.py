@@ -352,8 +352,14 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
                 truncated += float(np.sum(p_mass, where=~keep)) * (1.0 + (dropped + 2) * 2.0**-52)
             level, column = np.nonzero(keep)
             h_kept = h_delta[column]
-            loss = np.log1p(2.0 * h_kept / (t_grid[lo + level] - h_kept))
-            losses.append(loss * (1.0 + _LOSS_RTOL) + 1e-300)
+            loss = t_grid[lo:lo + step][level]
+            loss -= h_kept
+            np.divide(h_kept, loss, out=loss)
+            loss *= 2.0
+            np.log1p(loss, out=loss)
+            loss *= 1.0 + _LOSS_RTOL
+            loss += 1e-300
+            losses.append(loss)
             masses.append(p_mass[keep])
 
     # largest loss of a truncated cell: ε0 for the pair's own cells; a spread block's cells reach
