@@ -89,6 +89,7 @@ from dpacct_shuffle.profiles import (
     DEFAULT_VALUE_DISCRETIZATION,
     PrivacyProfile,
     ProfileGrid,
+    ROUND_LOWERING,
     discretization_for_scale,
     honest_users,
     batched_randomizer,
@@ -125,16 +126,18 @@ _OWN_EVENTS = (ShuffleEvent, ParallelCompositionEvent, LDPCompositionEvent)
 def _sampled_profile(event: dp_event.PoissonSampledDpEvent,
                      relation: NeighborRel = NeighborRel.REPLACE_ONE) -> PrivacyProfile:
     """Profile of ``PoissonSampledDpEvent(γ, ShuffleEvent | ParallelCompositionEvent)``: the void
-    view (:func:`dpacct_shuffle.sampling.poisson_sampled_profile`) under ``relation``."""
+    view (:func:`dpacct_shuffle.sampling.poisson_sampled_profile`) under ``relation``, its
+    VariationRatios read from batched pair curves at ``ROUND_LOWERING`` (one curve per
+    VariationRatio and number of users for every ε, like an unsampled round's PLD)."""
     inner, gamma = event.event, event.sampling_probability
     if isinstance(inner, ShuffleEvent):
         return poisson_sampled_profile(inner.randomizer, inner.num_users, gamma,
-                                       inner.honest_fraction, relation)
+                                       inner.honest_fraction, relation, lowering=ROUND_LOWERING)
     if inner.mode is ParallelMode.RANDOM:
         # the void view needs VariationRatio parameters: the composite VariationRatio; under
         # replace-one the participant-count bound of the (tighter) composite bound also applies
         void = poisson_sampled_profile(inner.composite_randomizer(), inner.num_users, gamma,
-                                       inner.honest_fraction, relation)
+                                       inner.honest_fraction, relation, lowering=ROUND_LOWERING)
         if relation is not NeighborRel.REPLACE_ONE:
             return void
         count = poisson_sampled_shuffle_profile(inner.composite_bound(), inner.num_users, gamma,
@@ -142,7 +145,8 @@ def _sampled_profile(event: dp_event.PoissonSampledDpEvent,
         return PrivacyProfile(lambda epsilon: min(void.delta(epsilon), count.delta(epsilon)),
                               min(void.epsilon_cap, count.epsilon_cap),
                               f"min({void.description}, {count.description})")
-    return max_profile([poisson_sampled_profile(branch, size, gamma, inner.honest_fraction, relation)
+    return max_profile([poisson_sampled_profile(branch, size, gamma, inner.honest_fraction, relation,
+                                                lowering=ROUND_LOWERING)
                         for branch, size in zip(inner.branches, inner.num_users)])
 
 

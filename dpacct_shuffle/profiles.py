@@ -170,9 +170,11 @@ def _batched_entry_delta(bound: PairBound, epsilon: float, n: int, lowering: flo
                else vr.delta(epsilon, n, rtol=_CORE_RTOL) for vr in candidates)
 
 
-def _batched_entry_deltas(bound: PairBound, epsilons: NDArray[np.float64], n: int,
-                          lowering: float) -> NDArray[np.float64]:
-    """:func:`_batched_entry_delta` at every ε of ``epsilons`` (batched curves read at once)."""
+def batched_entry_deltas(bound: PairBound, epsilons: NDArray[np.float64], n: int,
+                         lowering: float) -> NDArray[np.float64]:
+    """One cover/fallback entry of a Randomizer at every ε of ``epsilons``: the minimum over its
+    candidate VariationRatios, each supported one read from its batched curve (built once for all
+    ε), or the entry's own bound at ``_CORE_RTOL`` point by point."""
     candidates = getattr(bound, "candidates", None)
     if not candidates or not any(supports_batched_delta(vr) for vr in candidates):
         return np.array([bound.delta_at_rtol(float(eps), n, _CORE_RTOL) for eps in epsilons])
@@ -216,10 +218,10 @@ class BatchedRandomizer:
         if isinstance(self.randomizer, VariationRatio):
             return batched_delta(self.randomizer, n, self.lowering).deltas(eps)
         # the rule of Randomizer.combine, elementwise: max over the cover, min over the fallbacks
-        value = np.max([_batched_entry_deltas(bound, eps, n, self.lowering)
+        value = np.max([batched_entry_deltas(bound, eps, n, self.lowering)
                         for bound in self.randomizer.cover], axis=0)
         for bound in self.randomizer.fallbacks:
-            value = np.minimum(value, _batched_entry_deltas(bound, eps, n, self.lowering))
+            value = np.minimum(value, batched_entry_deltas(bound, eps, n, self.lowering))
         return value
 
 
@@ -995,6 +997,7 @@ __all__ = [
     "RandomizerDescription",
     "ShuffleBound",
     "as_shuffle_bound",
+    "batched_entry_deltas",
     "batched_randomizer",
     "LOSS_RESOLUTION",
     "connect_the_dots_points",
