@@ -413,6 +413,57 @@ def void_personalized_round(round_: PersonalizedShuffle, sampling_probability: f
     return PersonalizedShuffle(groups)
 
 
+_EntryDeltas = Callable[..., FloatArray]
+# points of the coarse grid on [0, ε0] at which a lazily evaluated participant-count bound is
+# evaluated first (_CountBound)
+_COARSE_POINTS = 16
+
+
+class _CountBound:
+    """The participant-count bound of one pair class at every ε, evaluated only where it can lower
+    a ceiling (a valid bound at each ε) when ``lazy``.
+
+    :meth:`below` returns min(ceiling, count). Lazily, the count is first evaluated on a coarse
+    grid of [0, ε0]; at an ε between grid points g_i < ε < g_{i+1} it is evaluated only when
+    count(g_{i+1}) < ceiling(ε), elsewhere the ceiling is returned. Returning the ceiling is
+    always valid (it is a bound by itself); the rule only steers cost: the count is
+    non-increasing in ε, so where count(g_{i+1}) ≥ ceiling(ε) it cannot be below the ceiling.
+    """
+
+    def __init__(self, count: Callable[[FloatArray], FloatArray], epsilon0: float,
+                 lazy: bool) -> None:
+        self.count = count
+        self.lazy = lazy and math.isfinite(epsilon0) and epsilon0 > 0.0
+        self.grid = np.linspace(0.0, epsilon0, _COARSE_POINTS + 1) if self.lazy else None
+        self._coarse = np.full(_COARSE_POINTS + 1, np.nan)
+
+    def _coarse_values(self, points: NDArray[np.int64]) -> FloatArray:
+        """The count at the grid points ``points`` (each evaluated once, when first needed)."""
+        missing = np.unique(points[np.isnan(self._coarse[points])])
+        if missing.size:
+            self._coarse[missing] = self.count(self.grid[missing])
+        return self._coarse
+
+    def below(self, epsilons: FloatArray, ceiling: FloatArray | None) -> FloatArray:
+        if ceiling is None or not self.lazy:
+            values = self.count(epsilons)
+            return values if ceiling is None else np.minimum(ceiling, values)
+        grid = self.grid
+        eps = np.asarray(epsilons, dtype=np.float64)
+        result = np.array(ceiling, dtype=np.float64)
+        index = np.searchsorted(grid, eps, side="right")  # grid[index − 1] ≤ ε < grid[index]
+        on_grid = (index == len(grid)) | (grid[np.maximum(index - 1, 0)] == eps)
+        # the grid point of each ε: itself (on the grid, or ε0 beyond) or its upper neighbour
+        point = np.where(on_grid, np.minimum(index, len(grid)) - 1, np.minimum(index, len(grid) - 1))
+        coarse = self._coarse_values(point)
+        known = np.flatnonzero(on_grid)
+        result[known] = np.minimum(result[known], coarse[point[known]])
+        needed = np.flatnonzero(~on_grid & (coarse[point] < result))
+        if needed.size:
+            result[needed] = np.minimum(result[needed], self.count(eps[needed]))
+        return result
+
+
 class _SampledRound:
     """δ(ε) of a Poisson-sampled round, replace-one, at every ε of an array: min(void view,
     participant-count bound), entry by entry for a catalog Randomizer, and the analyzed void
@@ -456,15 +507,18 @@ class _SampledRound:
 
         return deltas_upper
 
-    def _best(self, void: DeltasFunction | None, delta_n: DeltasFunction
-              ) -> Callable[[FloatArray], FloatArray]:
-        count = self._count_bound(delta_n)
-        if void is None:
-            return count
+    def _best(self, void: DeltasFunction | None, delta_n: DeltasFunction) -> _EntryDeltas:
+        """min(void view, participant-count bound) of one pair class, below an optional ceiling
+        (a valid bound already known at each ε: the result is min(ceiling, void, count))."""
+        count = _CountBound(self._count_bound(delta_n), self.bound.epsilon0,
+                            lazy=self.lowering is not None)
         population = self.population
 
-        def deltas_upper(epsilons: FloatArray) -> FloatArray:
-            return np.minimum(void(epsilons, population), count(epsilons))
+        def deltas_upper(epsilons: FloatArray, ceiling: FloatArray | None = None) -> FloatArray:
+            if void is not None:
+                values = void(epsilons, population)
+                ceiling = values if ceiling is None else np.minimum(ceiling, values)
+            return count.below(epsilons, ceiling)
 
         return deltas_upper
 
@@ -485,7 +539,7 @@ class _SampledRound:
             def randomizer_deltas(epsilons: FloatArray) -> FloatArray:
                 value = np.max([entry(epsilons) for entry in covers], axis=0)
                 for entry in fallbacks:
-                    value = np.minimum(value, entry(epsilons))
+                    value = entry(epsilons, value)  # min(value, the fallback's bound)
                 return value
 
             return randomizer_deltas
