@@ -56,7 +56,7 @@ def _sampled(name: str, randomizer, n: int, gamma: float):
 
 def _parallel(n: int):
     event = ParallelCompositionEvent(SURVEY, n)
-    return ("parallel: binary RR eps0=1 | worst case eps0=1.5", n, "—", event,
+    return ("parallel: binary RR eps0=1 + worst case eps0=1.5", n, "—", event,
             lambda: shuffle_profile(parallel_composite_bound(SURVEY, [0.5, 0.5]), n))
 
 
@@ -71,7 +71,7 @@ CASES = [
     _parallel(1_000),
 ]
 # cases whose "before" PLD takes minutes (skipped by --quick)
-SLOW = {("parallel: binary RR eps0=1 | worst case eps0=1.5", 1_000)}
+SLOW = {("parallel: binary RR eps0=1 + worst case eps0=1.5", 1_000)}
 
 
 def _timed(function: Callable[[], float]) -> tuple[float, float]:
