@@ -20,7 +20,9 @@ Supported, anywhere inside ``ComposedDpEvent`` / ``SelfComposedDpEvent``:
   :func:`dpacct_shuffle.profiles.rdp_from_profile`); a round's profile comes from the batched
   pair curve wherever it carries the randomizer's rule
   (:func:`dpacct_shuffle.profiles.round_randomizer`: one pass for every ε, within 0.2 % of the
-  core's ε), else from the randomizer's own bound;
+  core's ε), else from the randomizer's own bound; a random-mode parallel round keeps its
+  structured bounds up to ``profiles.PARALLEL_STRUCTURE_PROFILE_MAX_USERS`` users
+  (docs/theory.md, "Sampled and parallel round profiles for PLDs");
 * ``PoissonSampledDpEvent(γ, ·)`` around either of them (client sampling from a population of
   ``num_users``): replace-one and, PLD only, add/remove-one, through the void view of
   :mod:`dpacct_shuffle.sampling` (:func:`~dpacct_shuffle.sampling.poisson_sampled_profile`; the
