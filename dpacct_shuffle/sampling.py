@@ -662,15 +662,17 @@ def poisson_sampled_profile(randomizer: RandomizerDescription, num_users: int, s
       honest_fraction: h ∈ (0, 1]: ⌊h·N⌋ users follow the protocol (module docstring).
       neighboring_relation: ``REPLACE_ONE`` or ``ADD_OR_REMOVE_ONE``.
       tail: lower-tail mass of the participant count in the participant-count bound.
-      lowering: replace-one only. None (default): every VariationRatio is evaluated by the core
-        point by point. A float η ∈ (0, 0.01]: by its batched pair curve at η wherever
+      lowering: None (default): every VariationRatio is evaluated by the core point by point.
+        A float η ∈ (0, 0.01]: by its batched pair curve at η wherever
         :func:`~dpacct_shuffle.core.batched.supports_batched_delta` accepts it (void candidates,
         the participant-count bound's entries, the analyzed void matrix), one curve per
         (VariationRatio, number of users) for all ε, and the profile gets an array form
         (``deltas_upper``): what the accountants use for a sampled round's PLD
         (:data:`~dpacct_shuffle.profiles.ROUND_LOWERING`). Each curve dominates the core's pair
         (docs/theory.md, "Batched evaluation from the dominating pair"), so the profile stays an
-        upper bound; it is at most a few tenths of a percent looser in ε.
+        upper bound; it is at most a few tenths of a percent looser in ε. Under
+        ``ADD_OR_REMOVE_ONE`` every presence pair has p = ∞, which the curve does not support:
+        the core evaluates them whatever ``lowering`` is.
     """
     gamma = check_sampling_probability(sampling_probability)
     population = check_num_users(num_users, "num_users")
