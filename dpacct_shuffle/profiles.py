@@ -422,42 +422,37 @@ def shuffle_profile(randomizer: RandomizerDescription, num_users: int, honest_fr
                           deltas_upper)
 
 
-def max_profile(profiles: Sequence[PrivacyProfile]) -> PrivacyProfile:
-    """Pointwise maximum: valid whenever the neighbouring pair is covered by one of the profiles
-    (with an array form when every profile has one)."""
+def _pointwise_profile(profiles: Sequence[PrivacyProfile], name: str,
+                       combine: Callable[..., float],
+                       combine_arrays: Callable[..., NDArray[np.float64]]) -> PrivacyProfile:
+    """The profile ``combine`` (max or min) of ``profiles`` at every ε, and of their ε caps (with
+    an array form when every profile has one)."""
     if len(profiles) == 0:
         raise ValueError("profiles must not be empty")
     items = tuple(profiles)
 
     def delta_upper(epsilon: float) -> float:
-        return max(profile.delta(epsilon) for profile in items)
+        return combine(profile.delta(epsilon) for profile in items)
 
     def deltas_upper(epsilons: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.max([profile.deltas(epsilons) for profile in items], axis=0)
+        return combine_arrays([profile.deltas(epsilons) for profile in items], axis=0)
 
     arrays = all(profile.deltas_upper is not None for profile in items)
-    return PrivacyProfile(delta_upper, max(p.epsilon_cap for p in items),
-                          "max(" + ", ".join(p.description for p in items) + ")",
+    return PrivacyProfile(delta_upper, combine(p.epsilon_cap for p in items),
+                          f"{name}(" + ", ".join(p.description for p in items) + ")",
                           deltas_upper if arrays else None)
+
+
+def max_profile(profiles: Sequence[PrivacyProfile]) -> PrivacyProfile:
+    """Pointwise maximum: valid whenever the neighbouring pair is covered by one of the profiles
+    (with an array form when every profile has one)."""
+    return _pointwise_profile(profiles, "max", max, np.max)
 
 
 def min_profile(profiles: Sequence[PrivacyProfile]) -> PrivacyProfile:
     """Pointwise minimum: valid when every profile bounds every neighbouring pair (with an array
     form when every profile has one)."""
-    if len(profiles) == 0:
-        raise ValueError("profiles must not be empty")
-    items = tuple(profiles)
-
-    def delta_upper(epsilon: float) -> float:
-        return min(profile.delta(epsilon) for profile in items)
-
-    def deltas_upper(epsilons: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.min([profile.deltas(epsilons) for profile in items], axis=0)
-
-    arrays = all(profile.deltas_upper is not None for profile in items)
-    return PrivacyProfile(delta_upper, min(p.epsilon_cap for p in items),
-                          "min(" + ", ".join(p.description for p in items) + ")",
-                          deltas_upper if arrays else None)
+    return _pointwise_profile(profiles, "min", min, np.min)
 
 
 def randomized_response_delta(epsilon0: float, epsilon: float) -> float:
