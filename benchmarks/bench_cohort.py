@@ -3,8 +3,9 @@
 ``--rounds`` rounds, each a ``ShuffleEvent`` with its own number of users drawn log-uniformly
 from [``--low``, ``--high``] (all distinct), composed in two accountants:
 
-* *grid*: ``ShufflePLDAccountant(users_grid_ratio=r)`` — user counts rounded down to the
-  geometric grid ⌊r^j⌋, one PLD per grid value;
+* *grid*: ``ShufflePLDAccountant(users_grid_ratio=r)`` — every round accounted at an anchor
+  among the rounds' own counts within a factor r below its count
+  (:class:`dpacct_shuffle.user_anchors.UserCountAnchors`), one PLD per anchor;
 * *exact*: ``ShufflePLDAccountant()`` — every round at its own n (skip with ``--no-exact``).
 
 Printed: distinct n, distinct PLDs, ε at ``--delta`` and CPU seconds (``time.process_time``,
@@ -34,10 +35,11 @@ import numpy as np  # noqa: E402
 
 from dpacct_shuffle import VariationRatio  # noqa: E402
 from dpacct_shuffle import randomizers as rz  # noqa: E402
-from dpacct_shuffle.accountants import ShufflePLDAccountant, event_on_users_grid  # noqa: E402
+from dpacct_shuffle.accountants import ShufflePLDAccountant  # noqa: E402
 from dpacct_shuffle.core.closed_forms import chernoff_delta  # noqa: E402
 from dpacct_shuffle.events import ShuffleEvent  # noqa: E402
 from dpacct_shuffle.profiles import RandomizerDescription  # noqa: E402
+from dpacct_shuffle.user_anchors import UserCountAnchors  # noqa: E402
 
 
 class ChernoffShuffleBound:
@@ -87,14 +89,14 @@ def main() -> None:
     krr = rz.krr(2.0, 100)
     randomizer = krr if args.bound == "core" else ChernoffShuffleBound(krr.variation_ratio)
     sizes = cohort_sizes(args.rounds, args.low, args.high, args.seed)
-    grid_sizes = {event_on_users_grid(ShuffleEvent(randomizer, n), args.ratio).num_users
-                  for n in sizes}
+    anchors = UserCountAnchors(args.ratio)
+    anchors.extend(sizes)  # the accountant's anchors: it is queried once, after every round
     print(f"k-RR eps0=2 d=100 ({args.bound} bound), {len(sizes)} rounds, n in "
           f"[{args.low:g}, {args.high:g}], delta={args.delta:g}")
     print("| accounting | distinct PLDs | epsilon | CPU s |")
     print("|---|---:|---:|---:|")
     eps_grid, cpu_grid = account(randomizer, sizes, args.delta, args.ratio)
-    print(f"| users grid ratio {args.ratio:g} | {len(grid_sizes)} | {eps_grid:.6f} | "
+    print(f"| users grid ratio {args.ratio:g} | {len(anchors.anchors)} | {eps_grid:.6f} | "
           f"{cpu_grid:.1f} |")
     if not args.no_exact:
         eps_exact, cpu_exact = account(randomizer, sizes, args.delta, None)

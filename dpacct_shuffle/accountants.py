@@ -104,6 +104,7 @@ from dpacct_shuffle.profiles import (
     users_grid_floor,
 )
 from dpacct_shuffle.sampling import poisson_sampled_profile
+from dpacct_shuffle.user_anchors import UserCountAnchors
 from dpacct_shuffle.without_replacement import (
     gaussian_profile,
     shuffled_cohort_profile,
@@ -287,35 +288,67 @@ def shuffle_event_loss_scale(event: dp_event.DpEvent,
 
 
 def event_on_users_grid(event: dp_event.DpEvent, ratio: float) -> dp_event.DpEvent:
-    """A shuffle event with every user count rounded down to the geometric grid of ``ratio``.
+    """A shuffle event with every user count rounded down to the geometric grid of ``ratio``
+    (:func:`dpacct_shuffle.profiles.users_grid_floor`), as :func:`event_with_user_counts` does
+    with any rule; ``ShufflePLDAccountant(users_grid_ratio=r)`` anchors the counts on the rounds'
+    own counts instead (:class:`dpacct_shuffle.user_anchors.UserCountAnchors`). Other events are
+    returned unchanged."""
+    return event_with_user_counts(event, lambda users: users_grid_floor(users, ratio))
 
-    Honest users ⌊γ·n⌋ become the count (honest fraction 1) and are rounded down with
-    :func:`dpacct_shuffle.profiles.users_grid_floor`; under ``PoissonSampledDpEvent`` the
-    population is rounded, under ``SampledWithoutReplacementDpEvent`` the round on the sample —
-    except a round of exactly the m sampled users, returned unchanged (its cohort bound needs
-    the m reports; a cohort bound is not monotone in m). Sound: every bound is non-increasing in
-    the number of honest users (see there), so the rounded event's PLD dominates the original's.
-    Other events are returned unchanged.
+
+def event_with_user_counts(event: dp_event.DpEvent,
+                           accounted: Callable[[int], int]) -> dp_event.DpEvent:
+    """A shuffle event with every count of honest users n replaced by ``accounted(n)`` ≤ n.
+
+    Honest users ⌊γ·n⌋ become the count (honest fraction 1) and are passed to ``accounted``;
+    under ``PoissonSampledDpEvent`` the population is replaced, under
+    ``SampledWithoutReplacementDpEvent`` the round on the sample — except a round of exactly the
+    m sampled users, returned unchanged (its cohort bound needs the m reports; a cohort bound is
+    not monotone in m). Sound for any ``accounted(n)`` ≤ n: every bound is non-increasing in the
+    number of honest users (:func:`dpacct_shuffle.profiles.users_grid_floor`), so the returned
+    event's PLD dominates the original's. Other events are returned unchanged.
     """
     if isinstance(event, dp_event.PoissonSampledDpEvent) and isinstance(event.event, _SHUFFLE_EVENTS):
         return dp_event.PoissonSampledDpEvent(event.sampling_probability,
-                                              event_on_users_grid(event.event, ratio))
+                                              event_with_user_counts(event.event, accounted))
     if (isinstance(event, dp_event.SampledWithoutReplacementDpEvent)
             and isinstance(event.event, _SHUFFLE_EVENTS) and not _is_whole_cohort(event)):
         return dp_event.SampledWithoutReplacementDpEvent(
-            event.source_dataset_size, event.sample_size, event_on_users_grid(event.event, ratio))
+            event.source_dataset_size, event.sample_size,
+            event_with_user_counts(event.event, accounted))
     if isinstance(event, ShuffleEvent):
         users = honest_users(event.num_users, event.honest_fraction)
-        return ShuffleEvent(event.randomizer, users_grid_floor(users, ratio))
+        return ShuffleEvent(event.randomizer, _accounted_users(users, accounted))
     if isinstance(event, ParallelCompositionEvent):
         fraction = event.honest_fraction
         if isinstance(event.num_users, tuple):
-            sizes: Any = tuple(users_grid_floor(honest_users(size, fraction), ratio)
+            sizes: Any = tuple(_accounted_users(honest_users(size, fraction), accounted)
                                for size in event.num_users)
         else:
-            sizes = users_grid_floor(honest_users(event.num_users, fraction), ratio)
+            sizes = _accounted_users(honest_users(event.num_users, fraction), accounted)
         return ParallelCompositionEvent(event.branches, sizes, event.probabilities, event.mode)
     return event
+
+
+def _accounted_users(users: int, accounted: Callable[[int], int]) -> int:
+    """``accounted(users)``, checked to be a count in [1, users] (the soundness condition)."""
+    value = accounted(users)
+    if not 1 <= value <= users:
+        raise ValueError(f"a shuffle round with {users} honest users may be accounted at a count "
+                         f"in [1, {users}] only, got {value!r}")
+    return value
+
+
+def user_counts(event: dp_event.DpEvent) -> tuple[int, ...]:
+    """The counts of honest users that :func:`event_with_user_counts` replaces in ``event``."""
+    counts: list[int] = []
+
+    def record(users: int) -> int:
+        counts.append(users)
+        return users
+
+    event_with_user_counts(event, record)
+    return tuple(counts)
 
 
 def _batched(event: dp_event.DpEvent) -> dp_event.DpEvent:
@@ -495,11 +528,13 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
         chosen from the scale of the composed events (below); a number: that grid, fixed, each
         event composed as it arrives (dp-accounting's behaviour).
       users_grid_ratio: ``None`` (default): every round is accounted at its own user count. A
-        ratio r in (1, 2]: user counts are rounded down to the geometric grid ⌊r^j⌋
-        (:func:`event_on_users_grid`, sound because the bounds are non-increasing in n), so a
-        cohort that changes every round costs one PLD per grid value, cached across rounds and
-        accountants; each round's ε grows by at most about √r − 1 (0.5 % at r = 1.01). Each grid
-        value's profile comes from the batched pair curve
+        ratio r in (1, 2]: every round is accounted at an anchor a ≤ n < a·r chosen among the
+        rounds' own user counts when they are composed
+        (:class:`~dpacct_shuffle.user_anchors.UserCountAnchors`: greedily, the fewest anchors;
+        rounds composed earlier keep theirs; sound because the bounds are non-increasing in n),
+        so a cohort that changes every round costs one PLD per anchor, cached across rounds and
+        accountants; each round's ε grows by at most about √r − 1 (0.5 % at r = 1.01). Each
+        anchor's profile comes from the batched pair curve
         (:class:`dpacct_shuffle.profiles.BatchedRandomizer`: one pass per n for every ε, at most
         about 0.3 % above the core's ε) wherever it applies.
 
@@ -532,8 +567,7 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
         fixed = (None if value_discretization_interval is None else check_range(
             "value_discretization_interval", value_discretization_interval, 0.0, 1.0,
             low_open=True))
-        self._users_grid_ratio = (None if users_grid_ratio is None else check_range(
-            "users_grid_ratio", users_grid_ratio, 1.0, 2.0, low_open=True))
+        self._anchors = None if users_grid_ratio is None else UserCountAnchors(users_grid_ratio)
         super().__init__(neighboring_relation,
                          DEFAULT_VALUE_DISCRETIZATION if fixed is None else fixed)
         self._fixed_discretization = fixed
@@ -597,9 +631,17 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
                 and self.neighboring_relation is not NeighborRel.ADD_OR_REMOVE_ONE  # both replace relations
                 and event.num_buckets > 1 and 0.0 < event.noise_parameter <= 1.0)
 
+    def _accounted(self, event: dp_event.DpEvent) -> dp_event.DpEvent:
+        """The event a recorded own event is accounted as: with ``users_grid_ratio``, its user
+        counts at their anchors (:class:`~dpacct_shuffle.user_anchors.UserCountAnchors`, extended
+        with them beforehand) and its randomizer on the batched pair curve."""
+        if self._anchors is None:
+            return event
+        return _batched(event_with_user_counts(event, self._anchors.anchor))
+
     def _compose_leaf(self, event: dp_event.DpEvent, count: int) -> None:
         if _is_own(event):
-            self._compose_pld(self._own_pld(event, count), 1)
+            self._compose_pld(self._own_pld(self._accounted(event), count), 1)
         elif self._is_fixed_randomized_response(event):
             # parent defect: it composes the randomized-response PLD once, whatever `count` is
             if event.noise_parameter < 1.0:
@@ -619,14 +661,14 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
         error = self._leaf_error(event)
         if error is not None or not do_compose:
             return error
-        if self._users_grid_ratio is not None and _is_own(event) and not self._replaying:
-            event = _batched(event_on_users_grid(event, self._users_grid_ratio))
         if self._fixed_discretization is None and not self._replaying:
             self._leaves.append((event, count))
             if _is_own(event):
                 self._pending.append((event, count))
                 return None
         # fixed interval, replay, or a parent event (composed now: its errors surface here)
+        if self._anchors is not None and _is_own(event):
+            self._anchors.extend(user_counts(event))
         self._compose_leaf(event, count)
         return None
 
@@ -636,7 +678,7 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
         if isinstance(event, LDPCompositionEvent):
             return math.sqrt(math.fsum(eps * eps for eps in event.epsilons))
         if _is_own(event):
-            return shuffle_event_loss_scale(event, self.neighboring_relation)
+            return shuffle_event_loss_scale(self._accounted(event), self.neighboring_relation)
         return _gaussian_loss_scale(event, self.neighboring_relation)
 
     def _auto_discretization(self) -> float:
@@ -659,6 +701,8 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
         """Compose the pending shuffle/local events; rebuild everything if the interval changed."""
         if self._fixed_discretization is not None:
             return
+        if self._anchors is not None:
+            self._anchors.extend(users for event, _ in self._pending for users in user_counts(event))
         d = self._auto_discretization()
         if d != self._value_discretization_interval:
             self._value_discretization_interval = d
@@ -676,7 +720,8 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
             return
         groups: dict[Any, list[Any]] = {}
         separate: list[_Leaf] = []
-        for event, count in self._pending:
+        for recorded, count in self._pending:
+            event = self._accounted(recorded)
             try:
                 groups.setdefault(event, [event, 0])[1] += count
             except TypeError:  # unhashable event (mutable randomizer): composed on its own
@@ -770,6 +815,7 @@ __all__ = [
     "event_epsilon_cap",
     "event_on_users_grid",
     "event_profile",
+    "event_with_user_counts",
     "ldp_event_pld",
     "ldp_event_rdp",
     "relation_message",
@@ -777,4 +823,5 @@ __all__ = [
     "shuffle_event_loss_scale",
     "shuffle_event_pld",
     "shuffle_event_rdp",
+    "user_counts",
 ]

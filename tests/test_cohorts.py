@@ -1,4 +1,5 @@
-"""Cohorts that change every round: user counts rounded down to a geometric grid.
+"""Cohorts that change every round: user counts accounted at anchors among the rounds' own counts
+(or rounded down to a geometric grid).
 
 References: the core's certified profile at the exact user count (the rounded PLD must dominate
 it), and the same rounds accounted each at its own n (the ε gap).
@@ -6,6 +7,7 @@ it), and the same rounds accounted each at its own n (the ε gap).
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -19,10 +21,13 @@ from dpacct_shuffle import pld_composition, profiles
 from dpacct_shuffle.accountants import (
     ShufflePLDAccountant,
     event_on_users_grid,
+    event_with_user_counts,
     shuffle_event_pld,
+    user_counts,
 )
 from dpacct_shuffle.core.closed_forms import chernoff_delta
 from dpacct_shuffle.events import ParallelCompositionEvent, ShuffleEvent
+from dpacct_shuffle.user_anchors import UserCountAnchors
 
 
 class ChernoffShuffleBound:
@@ -69,6 +74,96 @@ def test_event_on_users_grid_rounds_honest_users_and_sampled_populations() -> No
     assert event_on_users_grid(gaussian, 1.05) is gaussian
 
 
+def _fewest_anchors(counts: list[int], ratio: float) -> int:
+    """Brute force: the fewest anchors (any integers) with a ≤ n < a·r for every count."""
+    candidates = range(math.floor(min(counts) / ratio), max(counts) + 1)  # a in (n/r, n]
+    for size in range(1, len(counts) + 1):
+        for chosen in itertools.combinations(candidates, size):
+            if all(any(a <= n < a * ratio for a in chosen) for n in counts):
+                return size
+    raise AssertionError("the counts themselves are anchors")
+
+
+def test_anchors_cover_every_count_with_the_fewest_anchors() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        counts = [int(v) for v in rng.integers(20, 40, size=int(rng.integers(1, 7)))]
+        anchors = UserCountAnchors(1.1)
+        anchors.extend(counts)
+        assert set(anchors.anchors) <= set(counts)
+        for n in counts:
+            a = anchors.anchor(n)
+            assert a in anchors.anchors and a <= n < a * 1.1
+            assert a == max(b for b in anchors.anchors if b <= n)
+        assert len(anchors.anchors) == _fewest_anchors(counts, 1.1), counts
+
+
+def test_anchors_of_earlier_counts_never_change() -> None:
+    rng = np.random.default_rng(11)
+    counts = [int(v) for v in np.exp(rng.uniform(np.log(1e3), np.log(1e5), 300))]
+    anchors = UserCountAnchors(1.02)
+    seen: dict[int, int] = {}
+    for start in range(0, len(counts), 7):  # queried every few rounds
+        anchors.extend(counts[start:start + 7])
+        for n in counts[:start + 7]:
+            assert seen.setdefault(n, anchors.anchor(n)) == anchors.anchor(n)
+            assert anchors.anchor(n) <= n < anchors.anchor(n) * 1.02
+    once = UserCountAnchors(1.02)
+    once.extend(counts)
+    assert len(once.anchors) <= len(anchors.anchors)
+    # fewer PLDs than the geometric grid ⌊r^j⌋ over the same counts
+    assert len(once.anchors) < len({profiles.users_grid_floor(n, 1.02) for n in counts})
+
+
+def test_anchors_reject_bad_input() -> None:
+    for bad in (1.0, 0.5, 2.5, math.nan):
+        with pytest.raises(ValueError, match="users_grid_ratio"):
+            UserCountAnchors(bad)
+    anchors = UserCountAnchors(1.1)
+    anchors.extend([100])
+    with pytest.raises(ValueError, match="num_users=111 has no anchor"):
+        anchors.anchor(111)
+    with pytest.raises(ValueError, match="num_users"):
+        anchors.extend([0])
+    with pytest.raises(ValueError, match="accounted at a count in \\[1, 50\\]"):
+        event_with_user_counts(ShuffleEvent(VariationRatio.worst_case(1.0), 50), lambda n: n + 1)
+
+
+def test_user_counts_are_the_honest_counts_the_anchors_replace() -> None:
+    vr = VariationRatio.worst_case(1.0)
+    assert user_counts(ShuffleEvent(vr, 1234, honest_fraction=0.5)) == (617,)
+    assert user_counts(dp_event.PoissonSampledDpEvent(0.1, ShuffleEvent(vr, 5000))) == (5000,)
+    disjoint = ParallelCompositionEvent([vr, vr], (300, 4000), mode="disjoint")
+    assert user_counts(disjoint) == (300, 4000)
+    assert user_counts(dp_event.GaussianDpEvent(1.0)) == ()
+    assert event_with_user_counts(disjoint, lambda n: n // 2).num_users == (150, 2000)
+
+
+def test_grid_accountant_accounts_every_round_at_its_anchor() -> None:
+    """The same ε, bit for bit, as every round composed at its anchor in an accountant without a
+    users grid; queried after every round or once, never below each round at its own n."""
+    bound = ChernoffShuffleBound(VariationRatio.worst_case(1.0))
+    sizes = [5230, 5010, 5500, 5047, 5100, 5230, 5600, 5333]
+    anchors = UserCountAnchors(1.01)
+    anchors.extend(sizes)
+    grid = ShufflePLDAccountant(users_grid_ratio=1.01)
+    at_anchors = ShufflePLDAccountant()
+    exact = ShufflePLDAccountant()
+    stepwise = ShufflePLDAccountant(users_grid_ratio=1.01)
+    for n in sizes:
+        grid.compose(ShuffleEvent(bound, n))
+        at_anchors.compose(event_with_user_counts(ShuffleEvent(bound, n), anchors.anchor))
+        exact.compose(ShuffleEvent(bound, n))
+        stepwise.compose(ShuffleEvent(bound, n))
+        stepwise.get_epsilon(1e-6)
+    assert len(anchors.anchors) < len(set(sizes))
+    for delta in (1e-6, 1e-9):
+        assert grid.get_epsilon(delta) == at_anchors.get_epsilon(delta)
+        assert exact.get_epsilon(delta) <= grid.get_epsilon(delta) <= 1.005 * exact.get_epsilon(delta)
+        assert exact.get_epsilon(delta) <= stepwise.get_epsilon(delta)
+        assert stepwise.get_epsilon(delta) <= 1.005 * exact.get_epsilon(delta)
+
+
 def test_rounded_pld_dominates_the_exact_round_profile() -> None:
     """Rounding n down never gives a smaller δ than the exact round's certified profile."""
     vr, n, ratio = VariationRatio.worst_case(1.0), 157, 1.1
@@ -90,9 +185,10 @@ def test_changing_cohort_epsilon_within_half_a_percent_of_exact_per_round_accoun
     for n in sizes:
         grid.compose(ShuffleEvent(bound, int(n)))
         exact.compose(ShuffleEvent(bound, int(n)))
-    rounded = {event_on_users_grid(ShuffleEvent(bound, int(n)), 1.01).num_users for n in sizes}
-    # shared PLDs: at most one per grid value in the range
-    assert len(rounded) <= math.ceil(math.log(5600 / 4950) / math.log(1.01)) + 1 < len(sizes)
+    anchors = UserCountAnchors(1.01)
+    anchors.extend(int(n) for n in sizes)
+    # shared PLDs: at most one per factor 1.01 in the range
+    assert len(anchors.anchors) <= math.ceil(math.log(5600 / 5000) / math.log(1.01)) < len(sizes)
     for delta in (1e-6, 1e-9):
         eps_grid, eps_exact = grid.get_epsilon(delta), exact.get_epsilon(delta)
         assert eps_exact <= eps_grid <= 1.005 * eps_exact, (delta, eps_grid, eps_exact)
