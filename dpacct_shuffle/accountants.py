@@ -84,7 +84,7 @@ from dpacct_shuffle.events import (
     ParallelMode,
     ShuffleEvent,
 )
-from dpacct_shuffle.pld_composition import TAIL_MASS_TRUNCATION, dense, tree_compose
+from dpacct_shuffle.pld_composition import TAIL_MASS_TRUNCATION, dense, self_compose, tree_compose
 from dpacct_shuffle.profiles import (
     DEFAULT_VALUE_DISCRETIZATION,
     PrivacyProfile,
@@ -458,7 +458,7 @@ _Leaf = tuple[dp_event.DpEvent, int]
 # an event's loss range shrinks the automatic interval at most to this fraction of its scale
 # (bounds dense array sizes when scales differ a lot); see _auto_discretization
 _MAX_SCALE_SPREAD = 64.0
-# equal events composed more often than this are self-composed once (see _own_leaves)
+# equal events composed more often than this are self-composed by dp-accounting (see _own_leaves)
 _SELF_COMPOSE_MIN = 16
 # relative margin on the summed ε caps (float sums of products are rounded to nearest)
 _CAP_ROUNDING = 1e-12
@@ -600,13 +600,13 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
 
     def _own_leaves(self, event: dp_event.DpEvent,
                     count: int) -> list[pld_lib.PrivacyLossDistribution]:
-        """PLDs whose composition is ``count`` copies of an event: one self-composed PLD for
-        more than ``_SELF_COMPOSE_MIN`` copies, else ``count`` copies of one dense PLD (the
-        pairwise FFT compositions of a few copies cost less than ``self_compose``'s tail bounds,
-        and dp-accounting converts a sparse PLD to a dense one at every composition)."""
+        """PLDs whose composition is ``count`` copies of an event: one PLD self-composed by
+        dp-accounting for more than ``_SELF_COMPOSE_MIN`` copies, else the dense PLD's FFT power
+        (:func:`dpacct_shuffle.pld_composition.self_compose`: a few copies cost less that way
+        than through ``self_compose``'s tail bounds or pairwise compositions)."""
         if count > _SELF_COMPOSE_MIN:
             return [self._own_pld(event, count)]
-        return [dense(self._single_pld(event))] * count
+        return [self_compose(dense(self._single_pld(event)), count)]
 
     def _compose_pld(self, pld: pld_lib.PrivacyLossDistribution, count: int) -> None:
         if _infinity_mass(pld) >= 1.0:

@@ -221,3 +221,41 @@ def test_truncate_tails_equals_dp_accountings_rule_on_noisy_tails() -> None:
     offset, kept, right = pld_pmf._truncate_tails(probs.copy(), 1e-15, True)
     assert ours._lower_loss == -40 + offset and ours._infinity_mass == 1e-12 + right
     np.testing.assert_array_equal(ours._probs, kept)
+    # tails longer than the first chunk of running sums (several chunks of tiny masses)
+    long_tails = np.concatenate([rng.uniform(0.0, 1e-19, 5000), probs[50:70],
+                                 rng.uniform(0.0, 3e-19, 9000)])
+    ours = pld_composition.truncate_tails(pld_pmf.DensePLDPmf(1e-3, 0, long_tails.copy(), 0.0, True))
+    offset, kept, right = pld_pmf._truncate_tails(long_tails.copy(), 1e-15, True)
+    assert offset > 2 * 1024 and ours._lower_loss == offset and ours._infinity_mass == right
+    np.testing.assert_array_equal(ours._probs, kept)
+
+
+@pytest.mark.parametrize("count", [2, 3, 7])
+def test_self_compose_equals_pairwise_composition_up_to_its_truncated_mass(count: int) -> None:
+    """The FFT power of copies is dp-accounting's pairwise composition without the intermediate
+    tail cuts: δ differs by at most the mass those cuts send to +∞ ((count − 1)·1e-15), never by
+    more than float rounding in the other direction."""
+    vr = VariationRatio.worst_case(1.0)
+    d = 1e-4
+    symmetric = pld_lib.identity(d).compose(shuffle_event_pld(ShuffleEvent(vr, 300), d),
+                                            tail_mass_truncation=1e-15)
+    # sampled Laplace: add and remove pmfs differ
+    asymmetric = pld_lib.from_laplace_mechanism(1.0, value_discretization_interval=d,
+                                                sampling_prob=0.5)
+    for pld in (symmetric, asymmetric):
+        ours = pld_composition.self_compose(pld_composition.dense(pld), count)
+        theirs = pld
+        for _ in range(count - 1):
+            theirs = theirs.compose(pld)  # dp-accounting's own composition, 1e-15 cut each time
+        assert ours._symmetric == pld._symmetric
+        cut = (count - 1) * 1e-15
+        for eps in np.linspace(0.0, 3.0, 31):
+            ours_delta = ours.get_delta_for_epsilon(float(eps))
+            theirs_delta = theirs.get_delta_for_epsilon(float(eps))
+            assert theirs_delta - cut - 1e-15 <= ours_delta <= theirs_delta + 1e-15, eps
+        for delta in (1e-3, 1e-6):
+            assert ours.get_epsilon_for_delta(delta) == pytest.approx(
+                theirs.get_epsilon_for_delta(delta), rel=1e-9)
+        assert ours._pmf_remove._infinity_mass <= theirs._pmf_remove._infinity_mass
+    assert pld_composition.self_compose(symmetric, 1)._pmf_remove._probs.tolist() == \
+        pld_composition.dense(symmetric)._pmf_remove._probs.tolist()
