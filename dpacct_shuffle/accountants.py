@@ -309,16 +309,19 @@ def event_with_user_counts(event: dp_event.DpEvent,
     event's PLD dominates the original's. Other events are returned unchanged.
     """
     if isinstance(event, dp_event.PoissonSampledDpEvent) and isinstance(event.event, _SHUFFLE_EVENTS):
-        return dp_event.PoissonSampledDpEvent(event.sampling_probability,
-                                              event_with_user_counts(event.event, accounted))
+        inner = event_with_user_counts(event.event, accounted)
+        return (event if inner is event.event
+                else dp_event.PoissonSampledDpEvent(event.sampling_probability, inner))
     if (isinstance(event, dp_event.SampledWithoutReplacementDpEvent)
             and isinstance(event.event, _SHUFFLE_EVENTS) and not _is_whole_cohort(event)):
-        return dp_event.SampledWithoutReplacementDpEvent(
-            event.source_dataset_size, event.sample_size,
-            event_with_user_counts(event.event, accounted))
+        inner = event_with_user_counts(event.event, accounted)
+        return (event if inner is event.event else dp_event.SampledWithoutReplacementDpEvent(
+            event.source_dataset_size, event.sample_size, inner))
     if isinstance(event, ShuffleEvent):
-        users = honest_users(event.num_users, event.honest_fraction)
-        return ShuffleEvent(event.randomizer, _accounted_users(users, accounted))
+        users = _accounted_users(honest_users(event.num_users, event.honest_fraction), accounted)
+        if users == event.num_users and event.honest_fraction == 1.0:
+            return event
+        return ShuffleEvent(event.randomizer, users)
     if isinstance(event, ParallelCompositionEvent):
         fraction = event.honest_fraction
         if isinstance(event.num_users, tuple):
@@ -326,6 +329,8 @@ def event_with_user_counts(event: dp_event.DpEvent,
                                for size in event.num_users)
         else:
             sizes = _accounted_users(honest_users(event.num_users, fraction), accounted)
+        if sizes == event.num_users and fraction == 1.0:
+            return event
         return ParallelCompositionEvent(event.branches, sizes, event.probabilities, event.mode)
     return event
 
@@ -355,8 +360,9 @@ def _batched(event: dp_event.DpEvent) -> dp_event.DpEvent:
     """A shuffle round whose randomizer is evaluated with the batched pair curve where it applies
     (:func:`dpacct_shuffle.profiles.batched_randomizer`); other events unchanged."""
     if isinstance(event, ShuffleEvent):
-        return ShuffleEvent(batched_randomizer(event.randomizer), event.num_users,
-                            event.honest_fraction)
+        randomizer = batched_randomizer(event.randomizer)
+        if randomizer is not event.randomizer:
+            return ShuffleEvent(randomizer, event.num_users, event.honest_fraction)
     return event
 
 
@@ -572,7 +578,7 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
                          DEFAULT_VALUE_DISCRETIZATION if fixed is None else fixed)
         self._fixed_discretization = fixed
         self._leaves: list[_Leaf] = []
-        self._pending: list[_Leaf] = []
+        self._pending: list[int] = []  # indices in _leaves of own events not composed yet
         self._replaying = False
         self._epsilon_caps: list[float] = []
 
@@ -637,11 +643,11 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
         with them beforehand) and its randomizer on the batched pair curve."""
         if self._anchors is None:
             return event
-        return _batched(event_with_user_counts(event, self._anchors.anchor))
+        return event_with_user_counts(_batched(event), self._anchors.anchor)
 
     def _compose_leaf(self, event: dp_event.DpEvent, count: int) -> None:
         if _is_own(event):
-            self._compose_pld(self._own_pld(self._accounted(event), count), 1)
+            self._compose_pld(self._own_pld(event, count), 1)
         elif self._is_fixed_randomized_response(event):
             # parent defect: it composes the randomized-response PLD once, whatever `count` is
             if event.noise_parameter < 1.0:
@@ -664,11 +670,12 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
         if self._fixed_discretization is None and not self._replaying:
             self._leaves.append((event, count))
             if _is_own(event):
-                self._pending.append((event, count))
+                self._pending.append(len(self._leaves) - 1)
                 return None
         # fixed interval, replay, or a parent event (composed now: its errors surface here)
         if self._anchors is not None and _is_own(event):
             self._anchors.extend(user_counts(event))
+            event = self._accounted(event)
         self._compose_leaf(event, count)
         return None
 
@@ -678,7 +685,7 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
         if isinstance(event, LDPCompositionEvent):
             return math.sqrt(math.fsum(eps * eps for eps in event.epsilons))
         if _is_own(event):
-            return shuffle_event_loss_scale(self._accounted(event), self.neighboring_relation)
+            return shuffle_event_loss_scale(event, self.neighboring_relation)
         return _gaussian_loss_scale(event, self.neighboring_relation)
 
     def _auto_discretization(self) -> float:
@@ -702,7 +709,13 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
         if self._fixed_discretization is not None:
             return
         if self._anchors is not None:
-            self._anchors.extend(users for event, _ in self._pending for users in user_counts(event))
+            # the new rounds' anchors, then each recorded round replaced by the event it is
+            # accounted as (rounds recorded earlier keep their anchors)
+            self._anchors.extend(users for index in self._pending
+                                 for users in user_counts(self._leaves[index][0]))
+            for index in self._pending:
+                event, count = self._leaves[index]
+                self._leaves[index] = (self._accounted(event), count)
         d = self._auto_discretization()
         if d != self._value_discretization_interval:
             self._value_discretization_interval = d
@@ -715,13 +728,13 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
                         self._compose_leaf(event, count)
             finally:
                 self._replaying = False
-            self._pending = [(e, c) for e, c in self._leaves if _is_own(e)]
+            self._pending = [index for index, (e, _) in enumerate(self._leaves) if _is_own(e)]
         if not self._pending:
             return
         groups: dict[Any, list[Any]] = {}
         separate: list[_Leaf] = []
-        for recorded, count in self._pending:
-            event = self._accounted(recorded)
+        for index in self._pending:
+            event, count = self._leaves[index]
             try:
                 groups.setdefault(event, [event, 0])[1] += count
             except TypeError:  # unhashable event (mutable randomizer): composed on its own
