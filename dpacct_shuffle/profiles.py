@@ -331,7 +331,7 @@ def honest_users(num_users: int, honest_fraction: float) -> int:
     """
     n = check_num_users(num_users, "num_users")
     gamma = check_range("honest_fraction", honest_fraction, 0.0, 1.0, low_open=True)
-    return max(1, math.floor(Fraction(gamma) * n))
+    return n if gamma == 1.0 else max(1, math.floor(Fraction(gamma) * n))
 
 
 def users_grid_floor(num_users: int, ratio: float) -> int:
@@ -842,7 +842,7 @@ def _refined(k_a: NDArray[np.int64], k_b: NDArray[np.int64], y_a: NDArray[np.flo
 
 
 # bisection levels decided per profile evaluation in _refine_by_levels
-_SPECULATIVE_LEVELS = 3
+_SPECULATIVE_LEVELS = 5
 
 
 def _refine_by_levels(profile: PrivacyProfile, keys: NDArray[np.int64],

@@ -206,7 +206,7 @@ def test_grid_refined_several_levels_per_evaluation_equals_pass_by_pass(users: i
         slow = profiles.profile_grid(_scalar_form(profile), d)
         np.testing.assert_array_equal(fast.rounded_epsilons, slow.rounded_epsilons)
         np.testing.assert_array_equal(fast.deltas, slow.deltas)
-        # the initial points, then three bisection levels per call (pass by pass: 8 or more
+        # the initial points, then five bisection levels per call (pass by pass: 8 or more
         # passes here, from intervals of 0.0625 down to the final spacing)
         assert fast_calls <= 5 < len(calls), (fast_calls, len(calls))
 
