@@ -157,6 +157,15 @@ def test_grid_accountant_accounts_every_round_at_its_anchor() -> None:
         stepwise.compose(ShuffleEvent(bound, n))
         stepwise.get_epsilon(1e-6)
     assert len(anchors.anchors) < len(set(sizes))
+    # a fixed interval composes every round as it arrives, at the anchors known then
+    fixed = ShufflePLDAccountant(value_discretization_interval=1e-4, users_grid_ratio=1.01)
+    online = UserCountAnchors(1.01)
+    fixed_at_anchors = ShufflePLDAccountant(value_discretization_interval=1e-4)
+    for n in sizes:
+        fixed.compose(ShuffleEvent(bound, n))
+        online.extend([n])
+        fixed_at_anchors.compose(event_with_user_counts(ShuffleEvent(bound, n), online.anchor))
+    assert fixed.get_epsilon(1e-6) == fixed_at_anchors.get_epsilon(1e-6)
     for delta in (1e-6, 1e-9):
         assert grid.get_epsilon(delta) == at_anchors.get_epsilon(delta)
         assert exact.get_epsilon(delta) <= grid.get_epsilon(delta) <= 1.005 * exact.get_epsilon(delta)
