@@ -857,7 +857,7 @@ def _refine_by_levels(profile: PrivacyProfile, keys: NDArray[np.int64],
     values (:func:`_refined`) and the tested ones are bisected. When the values of the final
     points are non-increasing, so are those of every earlier set of points (a subset), the
     running minimum equals the values, and an interval's test depends on its own end points
-    only: the final points are the closure of bisecting every interval that passes its test.
+    only: the final points are the closure of bisecting every interval its test selects.
     Here each interval to test gets the midpoints of ``_SPECULATIVE_LEVELS`` levels of bisection
     evaluated in one call (the array form is elementwise, so every value is the one a pass would
     get), all of their sub-intervals are tested in one call, and the tests are resolved from the
