@@ -16,10 +16,10 @@ from dpacct_shuffle.accountants import ShufflePLDAccountant
 from dpacct_shuffle.events import ShuffleEvent
 from dpacct_shuffle.profiles import ROUND_LOWERING
 from dpacct_shuffle.sampling import poisson_sampled_profile
+from tests.oracle import epsilon_by_bisection
 from tests.test_sampling_bruteforce import (
     EPSILON_RATIO,
     _binary_rr_matrix,
-    _epsilon_of,
     _exact_delta,
     _sampled_pairs,
 )
@@ -52,7 +52,7 @@ def test_batched_sampled_profile_against_exact(name: str, randomizer, matrix, n:
     profile = poisson_sampled_profile(randomizer, n, gamma, lowering=ROUND_LOWERING)
     assert profile.deltas_upper is not None
     eps_cap = math.log(float(np.max(mat[:, None, :] / mat[None, :, :])))
-    exact_eps = _epsilon_of(lambda e: _exact_delta(pairs, e), delta, eps_cap)
+    exact_eps = epsilon_by_bisection(lambda e: _exact_delta(pairs, e), delta, eps_cap, steps=50)
     grid = np.linspace(0.0, 1.5 * exact_eps, 7)
     values = profile.deltas(grid)
     for eps, value in zip(grid, values):
