@@ -86,7 +86,8 @@ from dpacct_shuffle.events import (
     ParallelMode,
     ShuffleEvent,
 )
-from dpacct_shuffle.pld_composition import TAIL_MASS_TRUNCATION, dense, self_compose, tree_compose
+from dpacct_shuffle.pld_composition import (TAIL_MASS_TRUNCATION, dense, self_compose, tree_compose,
+                                            truncated)
 from dpacct_shuffle.profiles import (
     DEFAULT_VALUE_DISCRETIZATION,
     PARALLEL_STRUCTURE_PROFILE_MAX_USERS,
@@ -634,8 +635,7 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
         d = self._value_discretization_interval
         if isinstance(event, LDPCompositionEvent):
             return ldp_event_pld(event, d)
-        return pld_lib.identity(d).compose(shuffle_event_pld(event, d, self.neighboring_relation),
-                                           tail_mass_truncation=TAIL_MASS_TRUNCATION)
+        return truncated(shuffle_event_pld(event, d, self.neighboring_relation), TAIL_MASS_TRUNCATION)
 
     def _own_leaves(self, event: dp_event.DpEvent,
                     count: int) -> list[pld_lib.PrivacyLossDistribution]:

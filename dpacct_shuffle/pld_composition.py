@@ -14,7 +14,8 @@ every value and cost less when hundreds of rounds are composed:
   identical (tests/test_cohorts.py compares it with dp-accounting's own composition).
 
 :func:`self_compose` composes a few copies of one PLD (rounds accounted at one anchor) by one FFT
-power instead of pairwise compositions.
+power instead of pairwise compositions, and :func:`truncated` cuts one PLD's tails by the same rule
+without composing it with the identity (a convolution with one point, by FFT in dp-accounting).
 """
 
 from __future__ import annotations
@@ -84,6 +85,44 @@ def truncate_tails(pmf: pld_pmf.DensePLDPmf,
     kept[0] += left_mass
     return pld_pmf.DensePLDPmf(pmf._discretization, pmf._lower_loss + left, kept,
                                pmf._infinity_mass + right_mass, pmf._pessimistic_estimate)
+
+
+def truncated(pld: pld_lib.PrivacyLossDistribution,
+              tail_mass_truncation: float = TAIL_MASS_TRUNCATION) -> pld_lib.PrivacyLossDistribution:
+    """``identity().compose(pld, tail_mass_truncation)`` for a pessimistic PLD without the
+    convolution (with the identity it is the pmf itself): dense pmfs with the tails cut by
+    dp-accounting's rule, found on a sparse pmf's own entries (zeros between them change no
+    running sum) so that only the kept range is ever made dense; the cut masses are summed with
+    ``math.fsum``. Any other PLD is composed by dp-accounting itself."""
+    pmfs = [pld._pmf_remove, pld._pmf_add]
+    if not all(pmf._pessimistic_estimate for pmf in pmfs):
+        return pld_lib.identity(pld._pmf_remove._discretization).compose(
+            pld, tail_mass_truncation=tail_mass_truncation)
+    remove = _truncated_pmf(pld._pmf_remove, tail_mass_truncation)
+    if pld._symmetric:
+        return pld_lib.PrivacyLossDistribution(remove)
+    return pld_lib.PrivacyLossDistribution(remove, _truncated_pmf(pld._pmf_add, tail_mass_truncation))
+
+
+def _truncated_pmf(pmf: pld_pmf.PLDPmf, tail_mass_truncation: float) -> pld_pmf.DensePLDPmf:
+    if isinstance(pmf, pld_pmf.DensePLDPmf):
+        losses = np.arange(pmf._lower_loss, pmf._lower_loss + len(pmf._probs))
+        probs = pmf._probs
+    else:
+        losses = np.fromiter(pmf._loss_probs.keys(), dtype=np.int64, count=pmf.size)
+        probs = np.fromiter(pmf._loss_probs.values(), dtype=np.float64, count=pmf.size)
+        order = np.argsort(losses)
+        losses, probs = losses[order], probs[order]
+    threshold = tail_mass_truncation / 2.0
+    left = _prefix_to_truncate(probs, threshold)
+    right = max(len(probs) - _prefix_to_truncate(probs[::-1], threshold), left + 1)
+    kept_losses = losses[left:right]
+    array = np.zeros(int(kept_losses[-1] - kept_losses[0]) + 1)
+    array[kept_losses - kept_losses[0]] = probs[left:right]
+    array[0] += math.fsum(probs[:left].tolist())
+    return pld_pmf.DensePLDPmf(pmf._discretization, int(kept_losses[0]), array,
+                               pmf._infinity_mass + math.fsum(probs[right:].tolist()),
+                               pmf._pessimistic_estimate)
 
 
 def compose(first: pld_lib.PrivacyLossDistribution, second: pld_lib.PrivacyLossDistribution,
@@ -157,4 +196,5 @@ def tree_compose(plds: list[pld_lib.PrivacyLossDistribution]) -> pld_lib.Privacy
     return plds[0]
 
 
-__all__ = ["TAIL_MASS_TRUNCATION", "compose", "dense", "self_compose", "tree_compose", "truncate_tails"]
+__all__ = ["TAIL_MASS_TRUNCATION", "compose", "dense", "self_compose", "tree_compose", "truncate_tails",
+           "truncated"]
