@@ -89,6 +89,7 @@ from dpacct_shuffle.events import (
 from dpacct_shuffle.pld_composition import (TAIL_MASS_TRUNCATION, dense, self_compose, tree_compose,
                                             truncated)
 from dpacct_shuffle.profiles import (
+    COHORT_LOWERING,
     DEFAULT_VALUE_DISCRETIZATION,
     PARALLEL_STRUCTURE_PROFILE_MAX_USERS,
     PrivacyProfile,
@@ -391,10 +392,11 @@ def user_counts(event: dp_event.DpEvent) -> tuple[int, ...]:
 
 
 def _batched(event: dp_event.DpEvent) -> dp_event.DpEvent:
-    """A shuffle round whose randomizer is evaluated with the batched pair curve where it applies
-    (:func:`dpacct_shuffle.profiles.batched_randomizer`); other events unchanged."""
+    """A shuffle round whose randomizer is evaluated with the batched pair curve at
+    ``COHORT_LOWERING`` where it applies (:func:`dpacct_shuffle.profiles.batched_randomizer`);
+    other events unchanged."""
     if isinstance(event, ShuffleEvent):
-        randomizer = batched_randomizer(event.randomizer)
+        randomizer = batched_randomizer(event.randomizer, COHORT_LOWERING)
         if randomizer is not event.randomizer:
             return ShuffleEvent(randomizer, event.num_users, event.honest_fraction)
     return event
@@ -574,7 +576,7 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
         rounds composed earlier keep theirs; sound because the bounds are non-increasing in n),
         so a cohort that changes every round costs one PLD per anchor, cached across rounds and
         accountants; each round's ε grows by at most about √r − 1 (0.5 % at r = 1.01). Each
-        anchor's profile comes from the batched pair curve
+        anchor's profile comes from the batched pair curve at ``profiles.COHORT_LOWERING``
         (:class:`dpacct_shuffle.profiles.BatchedRandomizer`: one pass per n for every ε, at most
         about 0.3 % above the core's ε) wherever it applies.
 
