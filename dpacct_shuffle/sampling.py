@@ -80,6 +80,7 @@ from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.rounding import ratio_up
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.profiles import (
+    CORE_RTOL,
     PrivacyProfile,
     batched_randomizer,
     RandomizerDescription,
@@ -92,7 +93,7 @@ from dpacct_shuffle.profiles import (
     DEFAULT_SAMPLING_TAIL,
 )
 from dpacct_shuffle.randomizers.base import LocalPairBound, PairBound, Randomizer, VariationRatioBound
-from dpacct_shuffle.randomizers.binary_rr_exact import BinaryRRExactUpper
+from dpacct_shuffle.randomizers.binary_rr_curve import BinaryRRExactUpper
 from dpacct_shuffle.randomizers.binary_rr_sampled import (SampledBinaryRRProfile, is_tractable,
                                                           sampled_binary_rr_profile)
 from dpacct_shuffle.randomizers.matrix import from_matrix
@@ -100,8 +101,6 @@ from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 
 NeighborRel = privacy_accountant.NeighboringRelation
 _SHARE_SHRINK = 1.0 - 1e-12
-# core evaluations use this relative bracket width (the upper end is certified whatever the width)
-_CORE_RTOL = 1e-2
 
 # splits r1 = t·(1 − γ) of the others' ⊥ mass in the add/remove pair (add_remove_variation_ratios;
 # measured best for both directions, given that absent‖present vanishes for ε ≥ −ln(1 − γ))
@@ -231,7 +230,7 @@ def _presence_delta(randomizer: RandomizerDescription, gamma: float, users: int)
     absent_cap = ratio_up(-math.log1p(-g_up)) if g_up < 1.0 else math.inf
 
     def direction_delta(epsilon: float, direction: int) -> float:
-        return min(vr.delta_interval(epsilon, users, rtol=_CORE_RTOL, direction=direction).upper
+        return min(vr.delta_interval(epsilon, users, rtol=CORE_RTOL, direction=direction).upper
                    for vr in vrs)
 
     def delta_upper(epsilon: float) -> float:
@@ -259,7 +258,7 @@ def _exact_binary_rr_fallback(randomizer: RandomizerDescription, gamma: float, r
 
 def binary_rr_epsilon0(randomizer: RandomizerDescription) -> float | None:
     """ε0 of a catalog ``binary_rr`` entry (recognised by its exact-profile fallback
-    :class:`~dpacct_shuffle.randomizers.binary_rr_exact.BinaryRRExactUpper`), None for any other
+    :class:`~dpacct_shuffle.randomizers.binary_rr_curve.BinaryRRExactUpper`), None for any other
     randomizer."""
     if isinstance(randomizer, Randomizer):
         for entry in randomizer.fallbacks:
@@ -294,7 +293,7 @@ def _vr_delta(vr: VariationRatio, epsilon: float, n: int, batched: bool) -> floa
     where it applies (:func:`dpacct_shuffle.core.batched.batched_delta`, built once per (vr, n))."""
     if batched and supports_batched_delta(vr):
         return batched_delta(vr, n).delta(epsilon)
-    return vr.delta_interval(epsilon, n, rtol=_CORE_RTOL).upper
+    return vr.delta_interval(epsilon, n, rtol=CORE_RTOL).upper
 
 
 def _min_over(vrs: Sequence[VariationRatio], batched: bool = False) -> DeltaFunction:
@@ -337,7 +336,7 @@ def _exact_binary_rr(epsilon0: float, gamma: float, relation: str) -> DeltaFunct
 
 def _entry_delta(entry: PairBound) -> DeltaFunction:
     """δ(ε, n) of one cover/fallback entry (the unsampled round)."""
-    return functools.partial(entry.delta_at_rtol, rtol=_CORE_RTOL)
+    return functools.partial(entry.delta_at_rtol, rtol=CORE_RTOL)
 
 
 def void_matrix_randomizer(randomizer: RandomizerDescription, sampling_probability: float

@@ -87,6 +87,13 @@ class PairBound:
         ``rtol`` (:meth:`SupportsShuffleBound.delta`); bounds without a bracket ignore it."""
         return self.delta(epsilon, n)
 
+    def deltas_at_rtol(self, epsilons: NDArray[np.float64], n: int,
+                       rtol: float) -> NDArray[np.float64]:
+        """:meth:`delta_at_rtol` at every ε of ``epsilons`` (bounds with a curve for all ε, e.g.
+        the exact binary RR, answer them at once)."""
+        return np.array([self.delta_at_rtol(float(eps), n, rtol) for eps in epsilons],
+                        dtype=np.float64)
+
     def epsilon(self, delta: float, n: int) -> float:  # pragma: no cover - interface
         raise NotImplementedError
 
