@@ -27,17 +27,19 @@ non-decreasing (raising a loss keeps the bound valid). Float error of the sums: 
 relative to S_P + e^ε·S_Q, added.
 
 The components are evaluated on a grid ε_0 = 0 < ε_1 < … < ε_K = ε0 (``CURVE_POINTS`` points up to
-the ε where the worst evaluated configuration's δ falls below 1e-18, a few more up to ε0, and
-δ(ε0) = 0: ε0-LDP). U(ε_j) = max over components is an upper bound on δ(ε_j). Between grid points
+the ε where the configuration m = 0's δ falls below 1e-18, geometric points towards 0, a few more
+up to ε0, and δ(ε0) = 0: ε0-LDP). U(ε_j) = max over components is an upper bound on δ(ε_j). Between grid points
 the chord in x = e^ε is used: the true δ(x) = max over configurations and directions of
 hockey-stick divergences is convex in x, so it lies below the chord of any upper values at the
 chord's ends (grid x rounded up, the queried x rounded down: δ is non-increasing).
 
 Which blocks (tightness only, never soundness): exact configurations {0, 1, 2, 4, 8, (n − 1)/2}
 and then blocks [0, 0], [1, 1], [2, 3], [4, 7], …; a block is kept when its curve is below the
-best exact configuration's curve shifted by a relative ``CURVE_EPSILON_TOLERANCE`` in ε at every
-grid point with δ > ``_CURVE_FLOOR``, else split in halves (its middle evaluated exactly); blocks
-of at most four configurations are evaluated one by one.
+exact configurations' curve shifted by a relative ``CURVE_EPSILON_TOLERANCE`` in ε (or within
+``_DELTA_TOLERANCE`` of it in δ, where δ is flat in ε) at every grid point with δ >
+``_CURVE_FLOOR``, else split in halves (its middle evaluated exactly); blocks of at most four
+configurations are evaluated one by one. Measured (tests/test_binary_rr_curve.py): ε(δ) within
+1e-3 of the exact worst case at δ ≤ 1e-4, and ∫δ dε within 1e-3 of it.
 """
 
 from __future__ import annotations
