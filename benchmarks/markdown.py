@@ -5,10 +5,15 @@ A page holds each generated table between ``<!-- generated: NAME -->`` and
 rows it computed into that block: rows whose key (the first ``key_columns`` cells) is already there
 are replaced in place, new rows are appended, the other rows are kept (so a run restricted to some
 entries, e.g. ``--entries``, regenerates only theirs).
+
+:func:`add_table_arguments` gives a script the shared ``--entries``/``--markdown`` options and
+:func:`selected_entries` validates them; :class:`MarkdownTable` prints rows as they are computed
+and writes them into the page at the end.
 """
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -45,4 +50,43 @@ def update_generated_table(page: Path, name: str, note: str, header: Sequence[st
     page.write_text(head + "\n".join(lines) + tail, encoding="utf-8")
 
 
-__all__ = ["update_generated_table"]
+def add_table_arguments(parser: argparse.ArgumentParser, entries: Sequence[str],
+                        separator: str = ",") -> None:
+    """Add ``--entries`` (``separator``-separated names among ``entries``, default all) and
+    ``--markdown PAGE`` (the page whose generated table gets the rows)."""
+    kind = {",": "comma", ";": "semicolon"}.get(separator, repr(separator))
+    parser.add_argument("--entries", type=lambda s: s.split(separator), default=list(entries),
+                        help=f"{kind}-separated entry names (default: all)")
+    parser.add_argument("--markdown", type=Path, help="page whose generated table gets the rows")
+
+
+def selected_entries(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                     entries: Sequence[str]) -> list[str]:
+    """``args.entries``, after exiting with a usage error if one is not among ``entries``."""
+    unknown = sorted(set(args.entries) - set(entries))
+    if unknown:
+        parser.error(f"unknown entries {unknown}; known: {sorted(entries)}")
+    return list(args.entries)
+
+
+class MarkdownTable:
+    """A table printed row by row (header first) and optionally written into a page."""
+
+    def __init__(self, header: Sequence[str]) -> None:
+        self.header = list(header)
+        self.rows: list[list[str]] = []
+        print(_row(self.header))
+        print("|" + "---|" * len(self.header))
+
+    def add(self, cells: Sequence[str]) -> None:
+        """Print one row now and keep it for :meth:`write`."""
+        self.rows.append(list(cells))
+        print(_row(cells), flush=True)
+
+    def write(self, page: Path | None, name: str, note: str, key_columns: int = 3) -> None:
+        """:func:`update_generated_table` with the rows so far; nothing when ``page`` is None."""
+        if page is not None:
+            update_generated_table(page, name, note, self.header, self.rows, key_columns)
+
+
+__all__ = ["MarkdownTable", "add_table_arguments", "selected_entries", "update_generated_table"]

@@ -93,6 +93,7 @@ from dpacct_shuffle.profiles import (
     DEFAULT_SAMPLING_TAIL,
 )
 from dpacct_shuffle.randomizers.base import LocalPairBound, PairBound, Randomizer, VariationRatioBound
+from dpacct_shuffle.randomizers.binary_reduction import BinaryReductionUpper
 from dpacct_shuffle.randomizers.binary_rr_curve import BinaryRRExactUpper
 from dpacct_shuffle.randomizers.binary_rr_sampled import (SampledBinaryRRProfile, is_tractable,
                                                           sampled_binary_rr_profile)
@@ -319,6 +320,8 @@ def _void_entry(entry: object, gamma: float, batched: bool = False) -> DeltaFunc
         return local_delta
     if isinstance(entry, BinaryRRExactUpper):
         return _exact_binary_rr(entry.epsilon0, gamma, "replace_one")
+    if isinstance(entry, BinaryReductionUpper):  # sampled binary RR at rate γρ (replace-one)
+        return _exact_binary_rr(entry.epsilon0, entry.sampled(_gamma_up(gamma)), "replace_one")
     return None
 
 

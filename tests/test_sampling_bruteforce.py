@@ -154,10 +154,12 @@ def test_participants_multiset_law_equals_void_histogram_law() -> None:
 # replace-one: bound >= exact, and close
 # ---------------------------------------------------------------------------------------------
 
-# Largest measured ratio bound ε / exact ε over the cases below is 1.25 (RAPPOR); the void view
-# alone gives binary RR up to 1.47 (the clone reduction's own gap), which the exact sampled
-# profile removes (docs/theory.md, "Exact sampled binary randomized response").
-EPSILON_RATIO = 1.5
+# The criterion: ε within 25 % of the exact value. Largest measured ratio bound ε / exact
+# ε over the cases below is 1.237 (the worst-case VariationRatio against binary RR), then 1.146
+# (the random matrix); the void view alone gives binary RR up to 1.47 (the clone reduction's own
+# gap) and RAPPOR on two values 1.25, which their exact sampled profiles remove (docs/theory.md,
+# "Exact sampled binary randomized response", "Binary reduction of two-input randomizers").
+EPSILON_RATIO = 1.25
 # binary RR: the exact sampled profile, certified to its rtol (1 %) and grid
 BINARY_RR_EPSILON_RATIO = 1.011
 

@@ -11,7 +11,8 @@ from typing import Callable, ParamSpec, Sequence
 import numpy as np
 
 from dpacct_shuffle.core.bound import VariationRatio
-from dpacct_shuffle.randomizers.base import LowerBoundFactory, Randomizer, VariationRatioBound
+from dpacct_shuffle.randomizers.base import (LowerBoundFactory, PairBound, Randomizer,
+                                             VariationRatioBound)
 from dpacct_shuffle.randomizers.binary_rr_exact import BinaryRRProfile
 from dpacct_shuffle.randomizers.frequency import FrequencyOracle
 from dpacct_shuffle.randomizers.lower_bounds import InstanceLowerBound, trinomial_projection
@@ -64,15 +65,18 @@ def single_entry(
     matrix: np.ndarray | None = None,
     lower: LowerBoundFactory | None = None,
     levels: MultiLevelBound | None = None,
+    exact: Sequence[PairBound] = (),
     published: tuple[float, float, float, float] | None = None,
     notes: str = "",
     frequency_oracle: FrequencyOracle | None = None,
 ) -> Randomizer:
     """A catalog entry: ``vr`` (its summary) and ``alternatives`` are each valid for every pair;
     the reported bound is their minimum (which one is tightest depends on ε and n), and the
-    closed-form multi-level bound ``levels`` (valid for every pair) lowers it further."""
+    closed-form multi-level bound ``levels`` (valid for every pair) and the ``exact`` bounds
+    (valid for every pair, e.g. :class:`~dpacct_shuffle.randomizers.binary_reduction.BinaryReductionUpper`)
+    lower it further."""
     return Randomizer(name, parameters, [VariationRatioBound([vr, *alternatives])], variation_ratio=vr,
-                      fallbacks=[] if levels is None else [levels],
+                      fallbacks=[*([] if levels is None else [levels]), *exact],
                       matrix=matrix, lower_bound=lower, published=published, notes=notes,
                       frequency_oracle=frequency_oracle)
 
