@@ -75,34 +75,25 @@ _SUBNORMAL = 5e-324
 
 
 class _DirectionCurve:
-    """Upper bound on D_{e^ε}(P‖Q) at every ε ≥ 0 for a mixture Σ_b w_b·(P_b, Q_b) of count pairs
-    (module docstring): per part, losses in increasing order and reverse cumulative sums."""
+    """Upper bound on D_{e^ε}(P‖Q) at every ε ≥ 0 for a mixture of count pairs (module
+    docstring): per part, the cells' losses (rounded up) and masses P'; ``constant`` is added."""
 
     __slots__ = ("_parts", "constant")
 
-    def __init__(self, parts: list[tuple[float, np.ndarray, np.ndarray, float, float]]) -> None:
-        # parts: (weight, P̂, Q̂, η, truncated mass)
+    def __init__(self) -> None:
         self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        constant = 0.0
-        for weight, big, small, rel_error, dropped in parts:
-            eta = rel_error + 20.0 * UNIT_ROUNDOFF  # the law's error, a, 1 − a, the weight, products
-            p_up = weight * (1.0 + eta) * big
-            q_down = weight * (1.0 - eta) * small
-            positive = p_up > q_down
-            q_zero = positive & (q_down <= 0.0)
-            constant += float(np.sum(p_up[q_zero]))  # infinite loss: P' counted at every ε < ε0
-            keep = positive & ~q_zero
-            loss = np.log(p_up[keep] / q_down[keep]) * (1.0 + 1e-12) + 8.0 * UNIT_ROUNDOFF
-            mass = p_up[keep]
-            if loss.size > 1 and loss[0] > loss[-1]:  # the loss falls along the counts
-                loss, mass = loss[::-1], mass[::-1]
-            # rounded up (division, log) above, then made non-decreasing
-            loss = np.maximum.accumulate(loss)
-            p_tail = np.concatenate([np.cumsum(mass[::-1])[::-1], [0.0]])
-            q_tail = np.concatenate([np.cumsum((mass * np.exp(-loss))[::-1])[::-1], [0.0]])
-            self._parts.append((loss, p_tail, q_tail))
-            constant += weight * (dropped + 8.0 * big.size * _SUBNORMAL)
-        self.constant = constant * (1.0 + 8.0 * UNIT_ROUNDOFF)
+        self.constant = 0.0
+
+    def add(self, loss: np.ndarray, mass: np.ndarray, constant: float) -> None:
+        """One part: cells of masses P'_c and losses ℓ_c ≥ ln(P'_c/Q'_c), in the order of the
+        counts (the loss is monotone along them up to rounding), and a constant term."""
+        if loss.size > 1 and loss[0] > loss[-1]:  # the loss falls along the counts
+            loss, mass = loss[::-1], mass[::-1]
+        loss = np.maximum.accumulate(loss)  # raising a loss keeps the bound
+        p_tail = np.concatenate([np.cumsum(mass[::-1])[::-1], [0.0]])
+        q_tail = np.concatenate([np.cumsum((mass * np.exp(-loss))[::-1])[::-1], [0.0]])
+        self._parts.append((loss, p_tail, q_tail))
+        self.constant += constant * (1.0 + 8.0 * UNIT_ROUNDOFF)
 
     def deltas(self, epsilons: NDArray[np.float64]) -> NDArray[np.float64]:
         """The bound at every ε ≥ 0 of ``epsilons`` (not capped at 1)."""
@@ -118,18 +109,30 @@ class _DirectionCurve:
 
 
 class _PairCurves:
-    """Both directions of one component (a configuration or a block)."""
+    """Both directions of one component (a configuration or a block): a mixture of count laws
+    with weights (rounded up), each with the victim's bit added."""
 
     __slots__ = ("forward", "backward")
 
     def __init__(self, keep: float, flip: float, weighted_laws: list[tuple[float, _Law]]) -> None:
-        forward, backward = [], []
+        self.forward, self.backward = _DirectionCurve(), _DirectionCurve()
         for weight, law in weighted_laws:
             p0, p1 = _victim_laws(law, keep, flip)
-            forward.append((weight, p0, p1, law.rel_error, law.dropped))
-            backward.append((weight, p1, p0, law.rel_error, law.dropped))
-        self.forward = _DirectionCurve(forward)
-        self.backward = _DirectionCurve(backward)
+            # η: the law's error and the roundings of a, 1 − a, the weight and the products;
+            # ln((1 + η)/(1 − η)) = 2η(1 + η²/3 + …) ≤ 2.0001·η (η < 0.01)
+            eta = law.rel_error + 20.0 * UNIT_ROUNDOFF
+            margin = 2.0001 * eta
+            both = (p0 > 0.0) & (p1 > 0.0)
+            log_ratio = np.log(p0[both] / p1[both])  # absolute error ≤ 2u·(1 + |value|)
+            up = weight * (1.0 + eta)
+            subnormal = 8.0 * p0.size * _SUBNORMAL  # cells in the subnormal range
+            for curve, big, sign in ((self.forward, p0, 1.0), (self.backward, p1, -1.0)):
+                loss = (sign * log_ratio + margin) * (1.0 + 1e-12) + 8.0 * UNIT_ROUNDOFF
+                positive = loss > 0.0
+                # cells where only this direction's law has mass: infinite loss (P' at every ε)
+                alone = float(np.sum(big[(big > 0.0) & ~both])) * up
+                curve.add(loss[positive], up * big[both][positive],
+                          alone + weight * (law.dropped + subnormal))
 
     def deltas(self, epsilons: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.maximum(self.forward.deltas(epsilons), self.backward.deltas(epsilons))
