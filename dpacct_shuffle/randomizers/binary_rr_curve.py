@@ -24,12 +24,12 @@ keeping reverse cumulative sums of P'_c and P'_c·e^{−ℓ_c} gives the sum at 
 search (no δ search). Within one count law the loss is monotone in the count (the law of S_m + V
 is log-concave), so the cells come sorted up to rounding; a running maximum makes the losses
 non-decreasing (raising a loss keeps the bound valid). Float error of the sums: ≤ (cells + 8)·u
-relative to S_P + e^ε·S_Q, added.
+relative to S_P + e^ε·S_Q; twice that is added.
 
 The components are evaluated on a grid ε_0 = 0 < ε_1 < … < ε_K = ε0 (``CURVE_POINTS`` points up to
 the ε where the configuration m = 0's δ falls below 1e-18, geometric points towards 0, a few more
-up to ε0, and δ(ε0) = 0: ε0-LDP). U(ε_j) = max over components is an upper bound on δ(ε_j). Between grid points
-the chord in x = e^ε is used: the true δ(x) = max over configurations and directions of
+up to ε0, and δ(ε0) = 0: ε0-LDP). U(ε_j) = max over components is an upper bound on δ(ε_j).
+Between grid points the chord in x = e^ε is used: the true δ(x) = max over configurations and directions of
 hockey-stick divergences is convex in x, so it lies below the chord of any upper values at the
 chord's ends (grid x rounded up, the queried x rounded down: δ is non-increasing).
 
@@ -54,7 +54,8 @@ from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.problem import UNIT_ROUNDOFF
 from dpacct_shuffle.core.validation import check_epsilon, check_epsilon0, check_num_users, check_range
 from dpacct_shuffle.randomizers.base import LocalPairBound, PairBound
-from dpacct_shuffle.randomizers.binary_rr_exact import (BINARY_RR_RTOL, BinaryRRProfile, _Law,
+from dpacct_shuffle.randomizers.binary_rr_exact import (_LEAF_CONFIGURATIONS, _SUBNORMAL,
+                                                        BINARY_RR_RTOL, BinaryRRProfile, _Law,
                                                         _victim_laws)
 
 #: points of the curve's ε grid below the tail level (chords between them, in e^ε)
@@ -66,12 +67,10 @@ CURVE_EPSILON_TOLERANCE = 4e-4
 CURVE_MAX_USERS = 1_000_000
 _CURVE_BUDGET = 1e-26  # truncated mass per window
 _CURVE_FLOOR = 1e-17  # blocks are not split for grid points with δ below this
-_TAIL_LEVEL = 1e-18  # the dense grid ends where the worst exact configuration's δ is below this
+_TAIL_LEVEL = 1e-18  # the dense grid ends where configuration m = 0's δ is below this
 _TAIL_POINTS = 16  # grid points between the tail level and ε0
 _NEAR_ZERO_POINTS = 256  # geometric grid points from 1e-6·ε_tail to ε_tail (small ε, large δ)
-_LEAF_CONFIGURATIONS = 4
-_DELTA_TOLERANCE = 2e-3
-_SUBNORMAL = 5e-324
+_DELTA_TOLERANCE = 2e-3  # ... or within this relative excess in δ (where δ is flat in ε)
 
 
 class _DirectionCurve:
@@ -182,7 +181,7 @@ class BinaryRRCurve:
                 evaluate(m)
         upper = np.zeros_like(grid)
         kept: list[tuple[int, int]] = []
-        pending = [(first, last) for first, last in self._initial_blocks(half)][::-1]
+        pending = profile.initial_blocks()[::-1]
         while pending:
             first, last = pending.pop()
             if last - first + 1 <= _LEAF_CONFIGURATIONS:
@@ -226,16 +225,6 @@ class BinaryRRCurve:
         points = np.unique(np.concatenate([dense, near_zero, rest]))
         points[-1] = self.epsilon0
         return points
-
-    @staticmethod
-    def _initial_blocks(half: int) -> list[tuple[int, int]]:
-        """[0, 0], [1, 1], [2, 3], [4, 7], … up to (n − 1)/2 (the worst m sits near the ends)."""
-        blocks, first = [], 0
-        while first <= half:
-            last = min(half, max(first, 2 * first - 1) if first else 0)
-            blocks.append((first, last))
-            first = last + 1
-        return blocks
 
     def deltas(self, epsilons: NDArray[np.float64]) -> NDArray[np.float64]:
         """Certified upper bounds on δ(ε) at every ε ≥ 0 of ``epsilons`` (0 at and above ε0): the

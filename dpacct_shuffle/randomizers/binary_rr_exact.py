@@ -452,7 +452,7 @@ class BinaryRRProfile(InstanceLowerBound):
         ``budget`` each)."""
         return self._base_law(holders, holders, budget)
 
-    def _initial_blocks(self) -> list[tuple[int, int]]:
+    def initial_blocks(self) -> list[tuple[int, int]]:
         """[0, 0], [1, 1], [2, 3], [4, 7], …: geometric (the worst m sits near the ends)."""
         if self.full_search:
             return [(m, m) for m in range(self.half + 1)]
@@ -486,7 +486,7 @@ class BinaryRRProfile(InstanceLowerBound):
                 break
             budget = needed
         cands = self._candidate_set(budget)
-        blocks = self._initial_blocks()
+        blocks = self.initial_blocks()
         self._evaluate(cands, [b[0] for b in blocks] if self.full_search else self._seeds(), budget)
         ms, lows, ups = cands.bounds(eps)
         best = int(np.argmax(lows))
@@ -547,7 +547,7 @@ class BinaryRRProfile(InstanceLowerBound):
     def _epsilon_search(self, target: float) -> tuple[float, float]:
         budget = self._budget(target)
         cands = self._candidate_set(budget)
-        blocks = self._initial_blocks()
+        blocks = self.initial_blocks()
         self._evaluate(cands, self._seeds(), budget)
         eps_lo = self._lower_end(cands, target, 0.0)
         if self.full_search:
