@@ -241,9 +241,10 @@ class BinaryRRCurve:
         return float(self.deltas(np.array([check_epsilon(epsilon)]))[0])
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=64)
 def binary_rr_curve(epsilon0: float, n: int) -> BinaryRRCurve:
-    """The :class:`BinaryRRCurve` of (ε0, n), cached (the eight most recent)."""
+    """The :class:`BinaryRRCurve` of (ε0, n), cached (the 64 most recent; each keeps only its
+    grid values)."""
     return BinaryRRCurve(epsilon0, n)
 
 
