@@ -62,7 +62,7 @@ ENTRIES: dict[str, Entry] = {
     "piecewise eps0=1": Entry(lambda n: rz.piecewise(1.0)),
     "duchi eps0=1": Entry(lambda n: rz.duchi(1.0)),
     "worst_case_ldp eps0=1": Entry(lambda n: rz.worst_case_ldp(1.0)),
-    "personalized k-RR d=10 eps0=1|2": Entry(_personalized, max_users=10**5),
+    "personalized k-RR d=10 eps0=1/2": Entry(_personalized, max_users=10**5),
 }
 
 
