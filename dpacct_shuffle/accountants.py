@@ -20,7 +20,9 @@ Supported, anywhere inside ``ComposedDpEvent`` / ``SelfComposedDpEvent``:
   :func:`dpacct_shuffle.profiles.rdp_from_profile`); a round's profile comes from the batched
   pair curve wherever it carries the randomizer's rule
   (:func:`dpacct_shuffle.profiles.round_randomizer`: one pass for every ε, within 0.2 % of the
-  core's ε), else from the randomizer's own bound;
+  core's ε), else from the randomizer's own bound; a random-mode parallel round keeps its
+  structured bounds up to ``profiles.PARALLEL_STRUCTURE_PROFILE_MAX_USERS`` users
+  (docs/theory.md, "Sampled and parallel round profiles for PLDs");
 * ``PoissonSampledDpEvent(γ, ·)`` around either of them (client sampling from a population of
   ``num_users``): replace-one and, PLD only, add/remove-one, through the void view of
   :mod:`dpacct_shuffle.sampling` (:func:`~dpacct_shuffle.sampling.poisson_sampled_profile`; the
@@ -87,20 +89,27 @@ from dpacct_shuffle.events import (
 from dpacct_shuffle.pld_composition import TAIL_MASS_TRUNCATION, dense, tree_compose
 from dpacct_shuffle.profiles import (
     DEFAULT_VALUE_DISCRETIZATION,
+    PARALLEL_STRUCTURE_PROFILE_MAX_USERS,
     PrivacyProfile,
     ProfileGrid,
+    ROUND_LOWERING,
+    ShuffleBound,
+    check_probabilities,
     discretization_for_scale,
     honest_users,
     batched_randomizer,
     ldp_pld,
     loss_scale,
     max_profile,
+    min_profile,
+    parallel_composite_bound,
     pld_from_grid,
     poisson_sampled_shuffle_profile,
     profile_grid,
     randomized_response_rdp,
     rdp_from_grid,
     round_randomizer,
+    shuffle_profile,
     users_grid_floor,
 )
 from dpacct_shuffle.sampling import poisson_sampled_profile
@@ -125,25 +134,48 @@ _OWN_EVENTS = (ShuffleEvent, ParallelCompositionEvent, LDPCompositionEvent)
 def _sampled_profile(event: dp_event.PoissonSampledDpEvent,
                      relation: NeighborRel = NeighborRel.REPLACE_ONE) -> PrivacyProfile:
     """Profile of ``PoissonSampledDpEvent(γ, ShuffleEvent | ParallelCompositionEvent)``: the void
-    view (:func:`dpacct_shuffle.sampling.poisson_sampled_profile`) under ``relation``."""
+    view (:func:`dpacct_shuffle.sampling.poisson_sampled_profile`) under ``relation``, its
+    VariationRatios read from batched pair curves at ``ROUND_LOWERING`` (one curve per
+    VariationRatio and number of users for every ε, like an unsampled round's PLD)."""
     inner, gamma = event.event, event.sampling_probability
     if isinstance(inner, ShuffleEvent):
         return poisson_sampled_profile(inner.randomizer, inner.num_users, gamma,
-                                       inner.honest_fraction, relation)
+                                       inner.honest_fraction, relation, lowering=ROUND_LOWERING)
     if inner.mode is ParallelMode.RANDOM:
         # the void view needs VariationRatio parameters: the composite VariationRatio; under
         # replace-one the participant-count bound of the (tighter) composite bound also applies
         void = poisson_sampled_profile(inner.composite_randomizer(), inner.num_users, gamma,
-                                       inner.honest_fraction, relation)
+                                       inner.honest_fraction, relation, lowering=ROUND_LOWERING)
         if relation is not NeighborRel.REPLACE_ONE:
             return void
-        count = poisson_sampled_shuffle_profile(inner.composite_bound(), inner.num_users, gamma,
-                                                inner.honest_fraction)
-        return PrivacyProfile(lambda epsilon: min(void.delta(epsilon), count.delta(epsilon)),
-                              min(void.epsilon_cap, count.epsilon_cap),
-                              f"min({void.description}, {count.description})")
-    return max_profile([poisson_sampled_profile(branch, size, gamma, inner.honest_fraction, relation)
+        count = poisson_sampled_shuffle_profile(_parallel_round_bound(inner), inner.num_users,
+                                                gamma, inner.honest_fraction)
+        return min_profile([void, count])
+    return max_profile([poisson_sampled_profile(branch, size, gamma, inner.honest_fraction, relation,
+                                                lowering=ROUND_LOWERING)
                         for branch, size in zip(inner.branches, inner.num_users)])
+
+
+def _parallel_round_bound(event: ParallelCompositionEvent) -> ShuffleBound:
+    """The bound a random-mode parallel round's PLD is built from: the composite VariationRatio
+    and composite matrix from batched pair curves at ``ROUND_LOWERING``, the structured bounds
+    for at most ``PARALLEL_STRUCTURE_PROFILE_MAX_USERS`` users
+    (:func:`dpacct_shuffle.profiles.parallel_composite_bound`; a PLD evaluates its profile at
+    about a hundred points, the multi-level bound costs seconds per point at 1000 users)."""
+    return parallel_composite_bound(event.branches,
+                                    check_probabilities(event.probabilities, len(event.branches)),
+                                    lowering=ROUND_LOWERING,
+                                    structure_max_users=PARALLEL_STRUCTURE_PROFILE_MAX_USERS)
+
+
+def _parallel_round_profile(event: ParallelCompositionEvent) -> PrivacyProfile:
+    """The profile a parallel round's PLD is built from: :func:`_parallel_round_bound` (random
+    mode) or every group's round from its batched curve (disjoint mode, the maximum over groups;
+    :func:`dpacct_shuffle.profiles.round_randomizer`)."""
+    if event.mode is ParallelMode.RANDOM:
+        return shuffle_profile(_parallel_round_bound(event), event.num_users, event.honest_fraction)
+    return max_profile([shuffle_profile(round_randomizer(branch), size, event.honest_fraction)
+                        for branch, size in zip(event.branches, event.num_users)])
 
 
 def _shuffled_users(event: ShuffleEvent | ParallelCompositionEvent) -> int:
@@ -183,7 +215,8 @@ def _without_replacement_profile(event: dp_event.SampledWithoutReplacementDpEven
         if _is_whole_cohort(event):
             return shuffled_cohort_profile(inner.randomizer, event.sample_size,
                                            event.source_dataset_size)
-        base = _round_event(inner).profile() if isinstance(inner, ShuffleEvent) else inner.profile()
+        base = (_round_event(inner).profile() if isinstance(inner, ShuffleEvent)
+                else _parallel_round_profile(inner))
     return without_replacement_profile(base, event.sample_size, event.source_dataset_size)
 
 
@@ -200,8 +233,8 @@ def event_profile(event: dp_event.DpEvent,
         return _without_replacement_profile(event)
     if isinstance(event, ShuffleEvent):
         return _round_event(event).profile()
-    if isinstance(event, _SHUFFLE_EVENTS):
-        return event.profile()
+    if isinstance(event, ParallelCompositionEvent):
+        return _parallel_round_profile(event)
     raise TypeError(f"no shuffle profile for {type(event).__name__}")
 
 

@@ -72,16 +72,18 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 from dp_accounting import privacy_accountant
 
-from dpacct_shuffle.core.batched import batched_delta, supports_batched_delta
+from dpacct_shuffle.core.batched import DEFAULT_LOWERING, batched_delta, supports_batched_delta
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.rounding import ratio_up
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.profiles import (
     CORE_RTOL,
     PrivacyProfile,
+    batched_entry_deltas,
     batched_randomizer,
     RandomizerDescription,
     ShuffleBound,
@@ -112,6 +114,9 @@ VOID_MATRIX_MAX_CELLS = 64
 _RATIO_TOLERANCE = 1e-9
 
 DeltaFunction = Callable[[float, int], float]
+FloatArray = NDArray[np.float64]
+# δ(ε, n) at every ε of an array
+DeltasFunction = Callable[[FloatArray, int], FloatArray]
 
 
 def _gamma_up(sampling_probability: float) -> float:
@@ -289,39 +294,49 @@ def exact_sampled_profile(randomizer: RandomizerDescription, num_users: int,
 # ---------------------------------------------------------------------------------------------
 
 
-def _vr_delta(vr: VariationRatio, epsilon: float, n: int, batched: bool) -> float:
-    """The core's upper bound for ``vr`` and n users, or with ``batched`` the batched pair curve
-    where it applies (:func:`dpacct_shuffle.core.batched.batched_delta`, built once per (vr, n))."""
-    if batched and supports_batched_delta(vr):
-        return batched_delta(vr, n).delta(epsilon)
-    return vr.delta_interval(epsilon, n, rtol=CORE_RTOL).upper
+def _pointwise(delta: Callable[[float, int], float]) -> DeltasFunction:
+    """The array form of a scalar δ(ε, n): one call per ε."""
+
+    def deltas(epsilons: FloatArray, n: int) -> FloatArray:
+        return np.array([delta(float(epsilon), n) for epsilon in epsilons], dtype=np.float64)
+
+    return deltas
 
 
-def _min_over(vrs: Sequence[VariationRatio], batched: bool = False) -> DeltaFunction:
-    def delta_upper(epsilon: float, n: int) -> float:
-        return min(_vr_delta(vr, epsilon, n, batched) for vr in vrs)
+def _vr_deltas(vr: VariationRatio, lowering: float | None) -> DeltasFunction:
+    """δ(ε, n) of one VariationRatio at every ε: the batched pair curve at η = ``lowering`` where
+    it applies (:func:`dpacct_shuffle.core.batched.batched_delta`, built once per (vr, n) for all
+    ε; it dominates the core's pair), else the core at ``CORE_RTOL`` point by point."""
+    if lowering is not None and supports_batched_delta(vr):
+        return lambda epsilons, n: batched_delta(vr, n, lowering).deltas(epsilons)
+    return _pointwise(lambda epsilon, n: vr.delta_interval(epsilon, n, rtol=CORE_RTOL).upper)
 
-    return delta_upper
+
+def _min_over(vrs: Sequence[VariationRatio], lowering: float | None) -> DeltasFunction:
+    """The minimum over candidate VariationRatios (each valid, so is their minimum)."""
+    parts = [_vr_deltas(vr, lowering) for vr in vrs]
+
+    def deltas(epsilons: FloatArray, n: int) -> FloatArray:
+        return np.min([part(epsilons, n) for part in parts], axis=0)
+
+    return deltas
 
 
-def _void_entry(entry: object, gamma: float, batched: bool = False) -> DeltaFunction | None:
+def _void_entry(entry: object, gamma: float, lowering: float | None) -> DeltasFunction | None:
     """Void-view δ(ε, N) of one cover/fallback entry of a catalog Randomizer, None if the entry
     has no void form (e.g. an exact-profile fallback)."""
     if isinstance(entry, VariationRatioBound) and all(
             isinstance(vr, VariationRatio) for vr in entry.candidates):
         return _min_over([v for vr in entry.candidates for v in void_variation_ratios(vr, gamma)],
-                         batched)
+                         lowering)
     if isinstance(entry, LocalPairBound):
         factor = ratio_up(_gamma_up(gamma))
-
-        def local_delta(epsilon: float, n: int) -> float:
-            return min(1.0, factor * entry.delta(epsilon, n))
-
-        return local_delta
+        return _pointwise(lambda epsilon, n: min(1.0, factor * entry.delta(epsilon, n)))
     if isinstance(entry, BinaryRRExactUpper):
-        return _exact_binary_rr(entry.epsilon0, gamma, "replace_one")
+        return _pointwise(_exact_binary_rr(entry.epsilon0, gamma, "replace_one"))
     if isinstance(entry, BinaryReductionUpper):  # sampled binary RR at rate γρ (replace-one)
-        return _exact_binary_rr(entry.epsilon0, entry.sampled(_gamma_up(gamma)), "replace_one")
+        return _pointwise(_exact_binary_rr(entry.epsilon0, entry.sampled(_gamma_up(gamma)),
+                                           "replace_one"))
     return None
 
 
@@ -337,9 +352,22 @@ def _exact_binary_rr(epsilon0: float, gamma: float, relation: str) -> DeltaFunct
     return exact_delta
 
 
-def _entry_delta(entry: PairBound) -> DeltaFunction:
-    """δ(ε, n) of one cover/fallback entry (the unsampled round)."""
-    return functools.partial(entry.delta_at_rtol, rtol=CORE_RTOL)
+def _entry_deltas(entry: PairBound, lowering: float | None) -> DeltasFunction:
+    """δ(ε, n) of one cover/fallback entry (the unsampled round): with ``lowering`` its supported
+    candidates from their batched curves (:func:`dpacct_shuffle.profiles.batched_entry_deltas`),
+    else the entry's bound at ``CORE_RTOL`` point by point."""
+    if lowering is None:
+        return _pointwise(functools.partial(entry.delta_at_rtol, rtol=CORE_RTOL))
+    return lambda epsilons, n: batched_entry_deltas(entry, epsilons, n, lowering)
+
+
+def _bound_deltas(randomizer: RandomizerDescription, lowering: float | None) -> DeltasFunction:
+    """δ(ε, n) of the unsampled round of ``randomizer`` at every ε: its batched form
+    (:func:`dpacct_shuffle.profiles.batched_randomizer`) when ``lowering`` is given and it has
+    one, else its :func:`~dpacct_shuffle.profiles.as_shuffle_bound` point by point."""
+    bound = as_shuffle_bound(randomizer if lowering is None
+                             else batched_randomizer(randomizer, lowering))
+    return bound.deltas_upper if bound.deltas_upper is not None else _pointwise(bound.delta_upper)
 
 
 def void_matrix_randomizer(randomizer: RandomizerDescription, sampling_probability: float
@@ -388,113 +416,179 @@ def void_personalized_round(round_: PersonalizedShuffle, sampling_probability: f
     return PersonalizedShuffle(groups)
 
 
+_EntryDeltas = Callable[..., FloatArray]
+# points of the coarse grid on [0, ε0] at which a lazily evaluated participant-count bound is
+# evaluated first (_CountBound)
+_COARSE_POINTS = 16
+
+
+class _CountBound:
+    """The participant-count bound of one pair class at every ε, evaluated only where it can lower
+    a ceiling (a valid bound at each ε) when ``lazy``.
+
+    :meth:`below` returns min(ceiling, count). Lazily, the count is first evaluated on a coarse
+    grid of [0, ε0]; at an ε between grid points g_i < ε < g_{i+1} it is evaluated only when
+    count(g_{i+1}) < ceiling(ε), elsewhere the ceiling is returned. Returning the ceiling is
+    always valid (it is a bound by itself); the rule only steers cost: the count is
+    non-increasing in ε, so where count(g_{i+1}) ≥ ceiling(ε) it cannot be below the ceiling.
+    """
+
+    def __init__(self, count: Callable[[FloatArray], FloatArray], epsilon0: float,
+                 lazy: bool) -> None:
+        self.count = count
+        self.lazy = lazy and math.isfinite(epsilon0) and epsilon0 > 0.0
+        self.grid = np.linspace(0.0, epsilon0, _COARSE_POINTS + 1) if self.lazy else None
+        self._coarse = np.full(_COARSE_POINTS + 1, np.nan)
+
+    def _coarse_values(self, points: NDArray[np.int64]) -> FloatArray:
+        """The count at the grid points ``points`` (each evaluated once, when first needed)."""
+        missing = np.unique(points[np.isnan(self._coarse[points])])
+        if missing.size:
+            self._coarse[missing] = self.count(self.grid[missing])
+        return self._coarse
+
+    def below(self, epsilons: FloatArray, ceiling: FloatArray | None) -> FloatArray:
+        if ceiling is None or not self.lazy:
+            values = self.count(epsilons)
+            return values if ceiling is None else np.minimum(ceiling, values)
+        grid = self.grid
+        eps = np.asarray(epsilons, dtype=np.float64)
+        result = np.array(ceiling, dtype=np.float64)
+        index = np.searchsorted(grid, eps, side="right")  # grid[index − 1] ≤ ε < grid[index]
+        on_grid = (index == len(grid)) | (grid[np.maximum(index - 1, 0)] == eps)
+        # the grid point of each ε: itself (on the grid, or ε0 beyond) or its upper neighbour
+        point = np.where(on_grid, np.minimum(index, len(grid)) - 1, np.minimum(index, len(grid) - 1))
+        coarse = self._coarse_values(point)
+        known = np.flatnonzero(on_grid)
+        result[known] = np.minimum(result[known], coarse[point[known]])
+        needed = np.flatnonzero(~on_grid & (coarse[point] < result))
+        if needed.size:
+            result[needed] = np.minimum(result[needed], self.count(eps[needed]))
+        return result
+
+
 class _SampledRound:
-    """δ(ε) of a Poisson-sampled round, replace-one: min(void view, participant-count bound),
-    entry by entry for a catalog Randomizer, and the analyzed void matrix when the randomizer has a
-    small one (module docstring)."""
+    """δ(ε) of a Poisson-sampled round, replace-one, at every ε of an array: min(void view,
+    participant-count bound), entry by entry for a catalog Randomizer, and the analyzed void
+    matrix when the randomizer has a small one (module docstring). ``lowering`` None: every
+    VariationRatio by the core at ``CORE_RTOL``; a float η: by its batched pair curve at η where
+    it applies (one curve per (VariationRatio, n) for all ε; docs/theory.md, "Batched evaluation
+    from the dominating pair") — each curve dominates the core's pair, and a minimum or maximum of
+    valid bounds taken entry by entry is the same rule."""
 
     def __init__(self, randomizer: RandomizerDescription, num_users: int, gamma: float, honest_fraction: float,
-                 tail: float) -> None:
+                 tail: float, lowering: float | None = None) -> None:
         self.gamma = gamma
+        self.lowering = lowering
         self.bound = as_shuffle_bound(randomizer)
         self.population = honest_users(num_users, honest_fraction)
         self.sampled, self.tail_mass = sampled_users_lower_bound(self.population, gamma, tail)
-        transformed = self._delta_function(randomizer)
+        transformed = self._deltas_function(randomizer)
         analyzed = void_matrix_randomizer(randomizer, gamma)
         if analyzed is None:
-            self.delta = transformed
+            self.deltas: Callable[[FloatArray], FloatArray] = transformed
         else:
-            matrix_delta = as_shuffle_bound(analyzed).delta_upper
+            matrix_deltas = _bound_deltas(analyzed, lowering)
             population = self.population
 
-            def delta_upper(epsilon: float) -> float:
-                return min(transformed(epsilon), matrix_delta(epsilon, population))
+            def deltas_upper(epsilons: FloatArray) -> FloatArray:
+                return np.minimum(transformed(epsilons), matrix_deltas(epsilons, population))
 
-            self.delta = delta_upper
+            self.deltas = deltas_upper
 
-    def _count_bound(self, delta_n: DeltaFunction) -> Callable[[float], float]:
+    def delta(self, epsilon: float) -> float:
+        """δ(ε) at one ε ≥ 0."""
+        return float(self.deltas(np.array([epsilon], dtype=np.float64))[0])
+
+    def _count_bound(self, delta_n: DeltasFunction) -> Callable[[FloatArray], FloatArray]:
         """The participant-count bound γ·(δ_m(ε) + τ·δ_RR,ε0(ε)) for one pair class."""
         gamma, users, tail_mass, eps0 = self.gamma, self.sampled, self.tail_mass, self.bound.epsilon0
 
-        def delta_upper(epsilon: float) -> float:
-            value = delta_n(epsilon, users) + tail_mass * randomized_response_delta(eps0, epsilon)
-            return min(1.0, gamma * value)
+        def deltas_upper(epsilons: FloatArray) -> FloatArray:
+            local = np.array([randomized_response_delta(eps0, float(e)) for e in epsilons])
+            return np.minimum(1.0, gamma * (delta_n(epsilons, users) + tail_mass * local))
 
-        return delta_upper
+        return deltas_upper
 
-    def _best(self, void: DeltaFunction | None, delta_n: DeltaFunction) -> Callable[[float], float]:
-        count = self._count_bound(delta_n)
-        if void is None:
-            return count
+    def _best(self, void: DeltasFunction | None, delta_n: DeltasFunction) -> _EntryDeltas:
+        """min(void view, participant-count bound) of one pair class, below an optional ceiling
+        (a valid bound already known at each ε: the result is min(ceiling, void, count))."""
+        count = _CountBound(self._count_bound(delta_n), self.bound.epsilon0,
+                            lazy=self.lowering is not None)
         population = self.population
 
-        def delta_upper(epsilon: float) -> float:
-            return min(void(epsilon, population), count(epsilon))
+        def deltas_upper(epsilons: FloatArray, ceiling: FloatArray | None = None) -> FloatArray:
+            if void is not None:
+                values = void(epsilons, population)
+                ceiling = values if ceiling is None else np.minimum(ceiling, values)
+            return count.below(epsilons, ceiling)
 
-        return delta_upper
+        return deltas_upper
 
-    def _delta_function(self, randomizer: RandomizerDescription) -> Callable[[float], float]:
-        gamma = self.gamma
+    def _deltas_function(self, randomizer: RandomizerDescription) -> Callable[[FloatArray], FloatArray]:
+        gamma, lowering = self.gamma, self.lowering
         if isinstance(randomizer, VariationRatio):
-            return self._best(_min_over(void_variation_ratios(randomizer, gamma)),
-                              self.bound.delta_upper)
+            return self._best(_min_over(void_variation_ratios(randomizer, gamma), lowering),
+                              _bound_deltas(randomizer, lowering))
         if isinstance(randomizer, PersonalizedShuffle):
             void_round = void_personalized_round(randomizer, gamma)
-            return self._best(lambda epsilon, n: void_round.delta(epsilon, n), self.bound.delta_upper)
+            return self._best(_pointwise(void_round.delta), _pointwise(self.bound.delta_upper))
         if isinstance(randomizer, Randomizer):
-            covers = [self._best(_void_entry(e, gamma), _entry_delta(e)) for e in randomizer.cover]
-            fallbacks = [self._best(_void_entry(e, gamma), _entry_delta(e))
+            covers = [self._best(_void_entry(e, gamma, lowering), _entry_deltas(e, lowering))
+                      for e in randomizer.cover]
+            fallbacks = [self._best(_void_entry(e, gamma, lowering), _entry_deltas(e, lowering))
                          for e in randomizer.fallbacks]
 
-            def randomizer_delta(epsilon: float) -> float:
-                value = max(entry(epsilon) for entry in covers)
+            def randomizer_deltas(epsilons: FloatArray) -> FloatArray:
+                value = np.max([entry(epsilons) for entry in covers], axis=0)
                 for entry in fallbacks:
-                    value = min(value, entry(epsilon))
+                    value = entry(epsilons, value)  # min(value, the fallback's bound)
                 return value
 
-            return randomizer_delta
+            return randomizer_deltas
         if not isinstance(randomizer, ShuffleBound) and hasattr(randomizer, "variation_ratio"):
-            return self._delta_function(randomizer.variation_ratio)
+            return self._deltas_function(randomizer.variation_ratio)
         if isinstance(randomizer, Sequence) and not isinstance(randomizer, str) and randomizer:
-            items = [self._delta_function(item) for item in randomizer]
+            items = [self._deltas_function(item) for item in randomizer]
 
-            def sequence_delta(epsilon: float) -> float:
-                return max(item(epsilon) for item in items)
+            def sequence_deltas(epsilons: FloatArray) -> FloatArray:
+                return np.max([item(epsilons) for item in items], axis=0)
 
-            return sequence_delta
-        return self._best(None, self.bound.delta_upper)
+            return sequence_deltas
+        return self._best(None, _bound_deltas(randomizer, lowering))
 
 
-def _void_view(randomizer: RandomizerDescription, gamma: float) -> DeltaFunction | None:
+def _void_view(randomizer: RandomizerDescription, gamma: float, lowering: float
+               ) -> DeltasFunction | None:
     """δ(ε, N) of the void view alone with batched curves (:func:`void_view_profile`), None
     when the randomizer has no void form."""
     if isinstance(randomizer, VariationRatio):
-        return _min_over(void_variation_ratios(randomizer, gamma), batched=True)
+        return _min_over(void_variation_ratios(randomizer, gamma), lowering)
     if isinstance(randomizer, Randomizer):
-        covers = [_void_entry(e, gamma, batched=True) for e in randomizer.cover]
+        covers = [_void_entry(e, gamma, lowering) for e in randomizer.cover]
         if any(entry is None for entry in covers):
             return None
-        fallbacks = [f for f in (_void_entry(e, gamma, batched=True) for e in randomizer.fallbacks)
+        fallbacks = [f for f in (_void_entry(e, gamma, lowering) for e in randomizer.fallbacks)
                      if f is not None]
 
-        def randomizer_delta(epsilon: float, n: int) -> float:
-            value = max(entry(epsilon, n) for entry in covers)
+        def randomizer_deltas(epsilons: FloatArray, n: int) -> FloatArray:
+            value = np.max([entry(epsilons, n) for entry in covers], axis=0)  # type: ignore[misc]
             for entry in fallbacks:
-                value = min(value, entry(epsilon, n))
+                value = np.minimum(value, entry(epsilons, n))
             return value
 
-        return randomizer_delta
+        return randomizer_deltas
     if not isinstance(randomizer, ShuffleBound) and hasattr(randomizer, "variation_ratio"):
-        return _void_view(randomizer.variation_ratio, gamma)
+        return _void_view(randomizer.variation_ratio, gamma, lowering)
     if isinstance(randomizer, Sequence) and not isinstance(randomizer, str) and randomizer:
-        items = [_void_view(item, gamma) for item in randomizer]
+        items = [_void_view(item, gamma, lowering) for item in randomizer]
         if any(item is None for item in items):
             return None
 
-        def sequence_delta(epsilon: float, n: int) -> float:
-            return max(item(epsilon, n) for item in items)  # type: ignore[misc]
+        def sequence_deltas(epsilons: FloatArray, n: int) -> FloatArray:
+            return np.max([item(epsilons, n) for item in items], axis=0)  # type: ignore[misc]
 
-        return sequence_delta
+        return sequence_deltas
     return None
 
 
@@ -523,26 +617,30 @@ def void_view_profile(randomizer: RandomizerDescription, num_users: int,
     bound = as_shuffle_bound(randomizer)
     if gamma == 0.0:
         return PrivacyProfile(lambda epsilon: 0.0, 0.0, "poisson(0.0): nobody reports")
-    view = _void_view(randomizer, gamma)
+    view = _void_view(randomizer, gamma, DEFAULT_LOWERING)
     if view is None:
         return None
     analyzed = void_matrix_randomizer(randomizer, gamma)
-    matrix = None if analyzed is None else as_shuffle_bound(batched_randomizer(analyzed)).delta_upper
+    matrix = None if analyzed is None else _bound_deltas(analyzed, DEFAULT_LOWERING)
+
+    def deltas_upper(epsilons: FloatArray) -> FloatArray:
+        value = view(epsilons, population)  # type: ignore[misc]
+        if matrix is not None:
+            value = np.minimum(value, matrix(epsilons, population))
+        return np.minimum(1.0, value)
 
     def delta_upper(epsilon: float) -> float:
-        value = view(epsilon, population)  # type: ignore[misc]
-        if matrix is not None:
-            value = min(value, matrix(epsilon, population))
-        return min(1.0, value)
+        return float(deltas_upper(np.array([epsilon], dtype=np.float64))[0])
 
     return PrivacyProfile(delta_upper, bound.epsilon0,
-                          f"void_view({gamma!r}, {bound.source!r}, N={population})")
+                          f"void_view({gamma!r}, {bound.source!r}, N={population})", deltas_upper)
 
 
 def poisson_sampled_profile(randomizer: RandomizerDescription, num_users: int, sampling_probability: float,
                             honest_fraction: float = 1.0,
                             neighboring_relation: NeighborRel = NeighborRel.REPLACE_ONE,
-                            tail: float = DEFAULT_SAMPLING_TAIL) -> PrivacyProfile:
+                            tail: float = DEFAULT_SAMPLING_TAIL,
+                            lowering: float | None = None) -> PrivacyProfile:
     """Profile of a shuffle round on a Poisson sample of a population of ``num_users`` users.
 
     Every user takes part independently with probability γ = ``sampling_probability`` and the
@@ -563,9 +661,22 @@ def poisson_sampled_profile(randomizer: RandomizerDescription, num_users: int, s
       honest_fraction: h ∈ (0, 1]: ⌊h·N⌋ users follow the protocol (module docstring).
       neighboring_relation: ``REPLACE_ONE`` or ``ADD_OR_REMOVE_ONE``.
       tail: lower-tail mass of the participant count in the participant-count bound.
+      lowering: None (default): every VariationRatio is evaluated by the core point by point.
+        A float η ∈ (0, 0.01]: by its batched pair curve at η wherever
+        :func:`~dpacct_shuffle.core.batched.supports_batched_delta` accepts it (void candidates,
+        the participant-count bound's entries, the analyzed void matrix), one curve per
+        (VariationRatio, number of users) for all ε, and the profile gets an array form
+        (``deltas_upper``): what the accountants use for a sampled round's PLD
+        (:data:`~dpacct_shuffle.profiles.ROUND_LOWERING`). Each curve dominates the core's pair
+        (docs/theory.md, "Batched evaluation from the dominating pair"), so the profile stays an
+        upper bound; it is at most a few tenths of a percent looser in ε. Under
+        ``ADD_OR_REMOVE_ONE`` every presence pair has p = ∞, which the curve does not support:
+        the core evaluates them whatever ``lowering`` is.
     """
     gamma = check_sampling_probability(sampling_probability)
     population = check_num_users(num_users, "num_users")
+    if lowering is not None:
+        lowering = check_range("lowering", lowering, 0.0, 0.01, low_open=True)
     if isinstance(randomizer, PersonalizedShuffle) and len(randomizer.groups) == 1:
         randomizer = randomizer.groups[0][0]  # one group is the homogeneous round of its randomizer
     if neighboring_relation is NeighborRel.ADD_OR_REMOVE_ONE:
@@ -578,12 +689,13 @@ def poisson_sampled_profile(randomizer: RandomizerDescription, num_users: int, s
     if neighboring_relation is not NeighborRel.REPLACE_ONE:
         raise ValueError("neighboring_relation must be REPLACE_ONE or ADD_OR_REMOVE_ONE, "
                          f"got {neighboring_relation!r}")
-    round_ = _SampledRound(randomizer, population, gamma, honest_fraction, tail)
+    round_ = _SampledRound(randomizer, population, gamma, honest_fraction, tail, lowering)
     if gamma == 0.0:
         return PrivacyProfile(lambda epsilon: 0.0, 0.0, "poisson(0.0): nobody reports")
     return PrivacyProfile(round_.delta, round_.bound.epsilon0,
                           f"poisson({gamma!r}, void shuffle({round_.bound.source!r}, "
-                          f"N={round_.population}))")
+                          f"N={round_.population}))",
+                          None if lowering is None else round_.deltas)
 
 
 __all__ = [

@@ -28,6 +28,23 @@ PAIRS = [
     (math.exp(2.0), 0.3, math.exp(2.0), 0.5),
 ]
 EPSILONS = [0.0, 0.05, 0.3, 0.9, 1.5]
+RECORDED_PAIRS = {
+    "krr": rz.krr(2.0, 100).variation_ratio,
+    "worst": VariationRatio.worst_case(0.5),
+    "share": VariationRatio(math.exp(2.0), 0.5, math.exp(2.0), neutral_share=0.3),
+}
+# (pair, n, lowering, ε, δ(ε)): batched_delta(vr, n, lowering).delta(ε) as computed by the
+# implementation of commit d90655c (binomial pmfs from log-factorials, K' band masses as
+# differences of a cumulative sum, scipy's cdf/sf for wide bands), printed to 10 significant
+# digits, at ε = 0 and at the ε (4 digits) where that curve crossed δ = 1e-4, 1e-6, …, 1e-14, 1e-15
+RECORDED_CURVES = [
+    ('krr', 20000, 0.0005, [0.0, 0.01086, 0.02008, 0.02683, 0.03238, 0.0372, 0.04152, 0.04353], [0.002470341291, 9.997355172e-05, 9.980101939e-07, 9.973780924e-09, 1.002092299e-10, 1.004133542e-12, 9.999802358e-15, 1.001585427e-15]),
+    ('krr', 150000, 0.0005, [0.0, 0.002975, 0.006699, 0.009299, 0.0114, 0.01321, 0.01481, 0.01556], [0.0009026163665, 0.0001000371871, 9.995836185e-07, 9.998334974e-09, 1.000976821e-10, 9.916151983e-13, 1.011606483e-14, 1.000076688e-15]),
+    ('krr', 1000000, 0.0005, [0.0, 0.0007273, 0.002348, 0.003414, 0.004258, 0.004978, 0.005614, 0.005908], [0.0003496380205, 0.0001000071891, 9.988539698e-07, 9.982199696e-09, 1.00286625e-10, 9.980598592e-13, 9.98283958e-15, 1.00178926e-15]),
+    ('krr', 40000, 0.000125, [0.0, 0.007048, 0.01378, 0.01863, 0.02261, 0.02604, 0.02911, 0.03054], [0.001747080298, 9.998088256e-05, 9.986866225e-07, 1.004072003e-08, 9.942950766e-11, 1.001884188e-12, 9.999255494e-15, 9.967872151e-16]),
+    ('worst', 3000, 0.0005, [0.0, 0.02013, 0.03477, 0.0457, 0.05474, 0.06262, 0.06968, 0.07297], [0.004107623663, 9.992084837e-05, 1.001645624e-06, 9.983655388e-09, 1.001928739e-10, 1.000318595e-12, 9.997221007e-15, 1.000681747e-15]),
+    ('share', 7000, 0.0005, [0.0, 0.07095, 0.1105, 0.1411, 0.1668, 0.1893, 0.2097, 0.2192], [0.01205691154, 0.0001000334439, 1.003545052e-06, 9.944825785e-09, 9.914759316e-11, 1.004606028e-12, 9.926076822e-15, 9.970778277e-16])
+]
 
 
 def _vr(p: float, beta: float, q: float, share: float | None) -> VariationRatio:
@@ -49,6 +66,15 @@ def test_batched_curve_bounds_the_enumerated_pair(params: tuple, n: int) -> None
         shifted = eps / (1.0 + 4.0 * DEFAULT_LOWERING)
         closer = oracle.pair_delta_max(p, beta, q, None, share, n, shifted) if eps > 0.0 else exact
         assert value <= closer * (1.0 + 3e-6) + 1e-12, (n, eps, value, exact, closer)
+
+
+@pytest.mark.parametrize("recorded", RECORDED_CURVES, ids=lambda r: f"{r[0]}-{r[1]}-{r[2]}")
+def test_batched_curve_keeps_its_recorded_values(recorded: tuple) -> None:
+    name, n, lowering, epsilons, deltas = recorded
+    curve = batched_delta(RECORDED_PAIRS[name], n, lowering)
+    values = curve.deltas(np.array(epsilons))
+    assert np.all(np.abs(values / np.array(deltas) - 1.0) <= 1e-3), (values, deltas)
+    assert np.array_equal(values, [curve.delta(eps) for eps in epsilons])
 
 
 def test_batched_curve_bounds_exact_shuffled_krr_for_every_configuration() -> None:
@@ -76,6 +102,21 @@ def test_batched_curve_against_the_core_for_large_n(vr: VariationRatio, n: int) 
         limit = vr.delta_interval(closer, n, rtol=1e-4).upper * (1.0 + 2.0 * DEFAULT_LOWERING)
         assert curve.delta(eps) <= limit + 1e-17
     # ε at 1e-6 by bisection on the curve: above the core's ε (within its rtol 1e-4), within 0.25 %
+    low, high = 0.0, vr.epsilon0
+    for _ in range(60):
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if curve.delta(middle) > 1e-6 else (low, middle)
+    assert core * (1.0 - 1e-4) <= high <= core * 1.0025
+
+
+def test_batched_curve_stays_tight_for_a_large_epsilon0_and_many_users() -> None:
+    # p = e^8: blocks wider than c0·(p + 1)/((p − 1)(1 + g)) would put their only level below
+    # h·c1 and all their mass at the top loss (δ = 1 up to ε0)
+    vr = rz.krr(8.0, 2).variation_ratio
+    n = 3_000_000
+    curve = batched_delta(vr, n)
+    core = vr.epsilon(1e-6, n)
+    assert curve.truncated_mass < 1e-15
     low, high = 0.0, vr.epsilon0
     for _ in range(60):
         middle = 0.5 * (low + high)

@@ -30,12 +30,29 @@ curve, evaluated at any ε by a binary search and two cumulative sums:
    (π = 1/2 since r0 = r1), and the c1-step walk is a mean-preserving spread of it, so the block's
    mixture of walks is replaced by the c1-step walk (E[Δ] = 0 keeps the total mass). Blocks are at
    most 4η·c0 wide (Var Δ grows by at most 4η relative), single C values when that is below 2, and
-   narrower than c0·(p + 1)/(p − 1) (so t_j − hΔ > 0 stays true for |Δ| ≤ c1).
+   end below c0·(p + 1)/((p − 1)(1 + g)), g the levels' growth: a block's levels are at least
+   κc0/(1 + g), so t_j − hΔ > 0 stays true for |Δ| ≤ c1 (levels where it fails are truncated).
 3. *Moving P-mass to larger losses.* Mass truncated from the windows of C, K' and Δ is put at the
    largest loss any of its cells can have (ε0 = ln p for cells of the pair itself; slightly more
    for cells of a spread block), which can only raise E_P[(1 − e^{ε − L})⁺]; negative losses do not
-   contribute at ε ≥ 0 and are dropped. Cell masses are rounded up by ``_MASS_RTOL`` and losses by
+   contribute at ε ≥ 0 and are dropped, and so are cells of P-mass below 1e-25 (their mass joins
+   the truncated mass). Cell masses are rounded up by a relative ``mass_rtol`` and losses by
    ``_LOSS_RTOL`` (the value is non-decreasing in both).
+
+*Numerics.* The pmfs of C, of the walks and of K' come from
+:class:`~dpacct_shuffle.core.binomial_rows.BinomialRows` (shared tables of ratios, a relative
+error bound ``rtol`` for every value, subnormal results off by at most ``PMF_ABSOLUTE_ERROR``). A
+block's K' band masses are plain sums of its nonnegative pmf values (``np.add.reduceat``, relative
+error ≤ (terms)·u), never differences of a cumulative sum; the block masses and the matrix product
+over blocks are sums of nonnegative terms too. So every cell mass is within a relative
+c_rtol + walk_rtol + k_rtol + sf_rtol + 2·(C values + span + blocks + 16)·u of the exact one
+(sf_rtol for scipy's sf of the mass above a K' window, added to a band), and ``mass_rtol`` =
+max(``_MASS_RTOL``, 1.01 × that); the values lost to subnormals (at most ``PMF_ABSOLUTE_ERROR`` per
+pmf value, times max(m_a/r, λ)) join the truncated mass. The band of a k is decided by cuts
+⌈t_j(1 + 1e-9)/λ − κc0/λ⌉: the margin 1e-9·t_j/λ exceeds the rounding error of the difference and
+of its terms (≤ 6u·t_j/λ wherever it is ≥ 0), so every k of band j has κc0 + λk ≥ t_j. The cell
+c = k = 0 (T = 0, no P-mass) leaves the truncated mass as P[K' = 0] rounded down, from scipy's cdf
+rounded up.
 
 The relative loss error of steps 1–2 is about η (``lowering``); the curve is an upper bound at
 every ε ≥ 0 and about η·dlnδ/dlnε above the exact pair in relative terms.
@@ -50,27 +67,27 @@ import numpy as np
 from scipy import special
 
 from dpacct_shuffle.core.binomial import binomial_cdf, binomial_sf
+from dpacct_shuffle.core.binomial_rows import PMF_ABSOLUTE_ERROR, BinomialRows
 from dpacct_shuffle.core.bound import MAX_EVALUATED_USERS, VariationRatio
-from dpacct_shuffle.core.inner_expectation import band_masses
-from dpacct_shuffle.core.lazy_import import LazyModule
-from dpacct_shuffle.core.problem import neutral_rate, special_function_rtol
+from dpacct_shuffle.core.problem import UNIT_ROUNDOFF, neutral_rate, special_function_rtol
 from dpacct_shuffle.core.validation import check_epsilon, check_num_users, check_range
-
-stats = LazyModule("scipy.stats")
 
 DEFAULT_LOWERING = 5e-4
 DEFAULT_BATCHED_TAIL = 1e-18
-# relative error allowed to the masses (log-factorial pmfs, sums, the matrix product): far above
-# their rounding error (log-factorials of magnitude ≤ 2e7 lose ≤ 1e-8 absolute in the exponent)
+# relative error allowed to the masses at least (the computed bound of the pmfs, sums and matrix
+# product, about 1e-10, is used when larger)
 _MASS_RTOL = 1e-6
 _LOSS_RTOL = 1e-12
 # cells of the T grid at most (bounds the work for small n, where T spans a wide range)
 _MAX_LEVELS = 20_000
-# cells with P-mass below this join the truncated mass (placed at the largest loss)
-_NEGLIGIBLE_MASS = 1e-30
-# one scipy cdf/sf evaluation costs about this many log-factorial pmf values
-_PMF_PER_CDF = 12
-_LOG_FACTORIAL_SIZE = 1 << 12
+# cells with P-mass below this join the truncated mass (placed at the largest loss): together well
+# below the truncated windows' mass (about 1e-21)
+_NEGLIGIBLE_MASS = 1e-25
+# blocks (and cells) are processed in pieces of about this many values: large temporaries cost
+# page faults on every call
+_PIECE = 1 << 15
+# blocks per matrix product (each restricted to the levels its blocks use)
+_PRODUCT_BLOCKS = 64
 
 
 def supports_batched_delta(vr: object) -> bool:
@@ -80,59 +97,96 @@ def supports_batched_delta(vr: object) -> bool:
             and vr.alpha > 0.0 and vr.r0 == vr.r1 and vr.r0 > 0.0)
 
 
-_LOG_FACTORIALS = [np.zeros(0)]
-
-
-def _log_factorials(size: int) -> np.ndarray:
-    """ln k! for k = 0 … ≥ size − 1 (scipy's gammaln), from a table grown by doubling."""
-    table = _LOG_FACTORIALS[0]
-    if len(table) < size:
-        length = _LOG_FACTORIAL_SIZE
-        while length < size:
-            length *= 2
-        table = special.gammaln(np.arange(length, dtype=np.float64) + 1.0)
-        _LOG_FACTORIALS[0] = table
-    return table
-
-
-def _binomial_pmf(k: np.ndarray, trials: np.ndarray, rate: float) -> np.ndarray:
-    """P[Bin(trials, rate) = k] from log-factorials, 0 outside 0 ≤ k ≤ trials (integer arrays,
-    broadcast together; ``trials`` ≥ 0 is looked up in its own shape, e.g. one value per row)."""
-    k, trials = np.asarray(k), np.asarray(trials)
-    inside = (k >= 0) & (k <= trials)
-    if rate <= 0.0 or rate >= 1.0:
-        return np.where(inside & (k == (0 if rate <= 0.0 else trials)), 1.0, 0.0)
-    kk = np.minimum(np.maximum(k, 0), trials)  # any value in [0, trials] outside: masked below
-    table = _log_factorials(int(np.max(trials, initial=0)) + 1)
-    log_pmf = (table[trials] - table[kk] - table[trials - kk]
-               + kk * math.log(rate) + (trials - kk) * math.log1p(-rate))
-    return np.where(inside, np.exp(log_pmf), 0.0)
+def _window_bounds(trials: int, rate: float, z: float) -> tuple[int, int]:
+    """[lo, hi] = mean ∓ (z standard deviations + 2) of Bin(trials, rate), within [0, trials]."""
+    mean = trials * rate
+    half = z * math.sqrt(trials * rate * (1.0 - rate) + 1.0) + 2.0
+    return max(0, math.floor(mean - half)), min(trials, math.ceil(mean + half))
 
 
 def _window(trials: int, rate: float, z: float) -> tuple[int, int, float]:
-    """[lo, hi] = mean ∓ z standard deviations, and the certified mass of Bin(trials, rate) outside
-    it (scipy's cdf/sf, rounded up by special_function_rtol)."""
-    mean = trials * rate
-    half = z * math.sqrt(trials * rate * (1.0 - rate) + 1.0) + 2.0
-    lo = max(0, math.floor(mean - half))
-    hi = min(trials, math.ceil(mean + half))
+    """:func:`_window_bounds` and the certified mass of Bin(trials, rate) outside them (scipy's
+    cdf/sf, rounded up by special_function_rtol)."""
+    lo, hi = _window_bounds(trials, rate, z)
     outside = float(binomial_cdf(lo - 1, trials, rate)) if lo > 0 else 0.0
     outside += float(binomial_sf(hi, trials, rate)) if hi < trials else 0.0
     return lo, hi, outside * (1.0 + float(special_function_rtol(trials)))
 
 
-def _blocks(c_lo: int, c_hi: int, lowering: float, p: float) -> tuple[np.ndarray, np.ndarray]:
-    """Block starts c0 and ends c1 covering [c_lo, c_hi] (step 2 of the module docstring)."""
-    spread_limit = (p + 1.0) / (p - 1.0) * (1.0 - 1e-12)
+def _blocks(c_lo: int, c_hi: int, lowering: float, p: float,
+            growth: float) -> tuple[np.ndarray, np.ndarray]:
+    """Block starts c0 and ends c1 covering [c_lo, c_hi] (step 2 of the module docstring): from
+    c0, the block ends at max(c0, min(c_hi, c0 + ⌊4η·c0⌋ − 1, ⌊c0·(p + 1)/((p − 1)(1 + g))⌋)) and
+    the next one starts after it. (A block's levels are at least κc0/(1 + g), g the levels'
+    growth, so below that end they stay above h·c1 = κc1·(p − 1)/(p + 1).)"""
+    spread_limit = (p + 1.0) / ((p - 1.0) * (1.0 + growth)) * (1.0 - 1e-12)
+    c = np.arange(c_lo, c_hi + 1, dtype=np.int64)
+    width = np.maximum(1, np.floor(4.0 * lowering * c)).astype(np.int64)
+    end_of = np.maximum(c, np.minimum(np.minimum(c_hi, c + width - 1),
+                                      np.floor(c * spread_limit).astype(np.int64))).tolist()
     starts, ends = [], []
     c0 = c_lo
     while c0 <= c_hi:
-        width = max(1, math.floor(4.0 * lowering * c0))
-        c1 = max(c0, min(c_hi, c0 + width - 1, math.floor(c0 * spread_limit)))
         starts.append(c0)
-        ends.append(c1)
-        c0 = c1 + 1
+        c0 = end_of[c0 - c_lo]
+        ends.append(c0)
+        c0 += 1
     return np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
+
+
+def _cuts(t_over_lam: np.ndarray, offsets: np.ndarray, trials: np.ndarray) -> np.ndarray:
+    """First k of each band of each block, ⌈t/λ·(1 + 1e-9) − κc0/λ⌉ clipped to [0, trials + 1],
+    for the levels t of a row of ``t_over_lam`` (t/λ; +inf for "no further level") and
+    ``offsets`` = κc0/λ. The margin 1e-9·t/λ exceeds the rounding error of the difference and of
+    its terms (≤ 6u·t/λ wherever it is ≥ 0), so every k put in band j has κc0 + λk ≥ t_j."""
+    cuts = np.ceil(t_over_lam * (1.0 + 1e-9) - offsets[:, None])
+    return np.clip(cuts, 0, trials[:, None] + 1).astype(np.int64)
+
+
+def _level_windows(t_over_lam: np.ndarray, offsets: np.ndarray, k_first: np.ndarray,
+                   top_k: np.ndarray, trials: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each block, the first level j_b and the cuts of levels j_b … j_b + W (W common) such
+    that every k of [k_first, top_k] lies in one of the bands j_b … j_b + W − 1: checked on the
+    exact cuts (cut of j_b ≤ k_first, cut of j_b + W > top_k or no level j_b + W), starting from a
+    guess by the levels' values and widened until the check holds (all levels always pass)."""
+    levels = len(t_over_lam)
+    t_ext = np.append(t_over_lam, np.inf)
+    first_level = np.searchsorted(t_over_lam, (offsets + k_first) * (1.0 - 1e-7), side="right")
+    first_level = np.maximum(first_level - 1, 0)
+    last_level = np.searchsorted(t_over_lam, (offsets + top_k + 1) * (1.0 + 1e-7), side="right")
+    width = min(levels, int(np.max(last_level - first_level)) + 2)
+    while True:
+        index = np.minimum(first_level[:, None] + np.arange(width + 1), levels)
+        cuts = _cuts(t_ext[index], offsets, trials)
+        low_ok = cuts[:, 0] <= k_first
+        high_ok = (cuts[:, -1] > top_k) | (first_level + width >= levels)
+        if np.all(low_ok) and np.all(high_ok):
+            return first_level, cuts
+        first_level = np.where(low_ok, first_level, 0)
+        if not np.all(high_ok):
+            width = min(levels, 2 * width)
+
+
+def _band_sums(rows: BinomialRows, edges: np.ndarray) -> np.ndarray:
+    """S[b, j] = Σ_{e_j ≤ i < e_{j+1}} pmf[b, i] for the pmf rows of ``rows`` and edges
+    e = ``edges[b]`` clipped to the row: a few rows at a time are laid end to end (each followed
+    by a 0) and summed per band by one ``np.add.reduceat``, so each band is a plain sum of its
+    nonnegative terms (relative error ≤ (terms)·u)."""
+    blocks, width = len(edges), rows.width
+    stride = width + 1
+    local = np.clip(edges, 0, width)
+    step = max(1, _PIECE // stride)
+    offsets = local + stride * (np.arange(blocks, dtype=np.int64) % step)[:, None]
+    sums = np.empty(edges.shape)
+    buffer = np.zeros((min(step, blocks), stride))
+    for lo in range(0, blocks, step):
+        hi = min(lo + step, blocks)
+        rows.fill(buffer[:hi - lo, :width], lo, hi, scaled=False)
+        # (the entry of a row's last edge sums into the next row: it is not used)
+        sums[lo:hi] = np.add.reduceat(buffer[:hi - lo].ravel(),
+                                      offsets[lo:hi].ravel()).reshape(hi - lo, -1)
+    # (reduceat returns the first term for an empty band); then the rows' factors
+    return np.where(local[:, 1:] > local[:, :-1], sums[:, :-1], 0.0) * rows.row_factors[:, None]
 
 
 class BatchedDelta:
@@ -145,7 +199,8 @@ class BatchedDelta:
       top_loss: largest loss of any truncated cell.
     """
 
-    __slots__ = ("losses", "_p_tail", "_q_tail", "truncated_mass", "top_loss", "epsilon0")
+    __slots__ = ("losses", "_p_tail", "_q_tail", "_sum_rtol", "truncated_mass", "top_loss",
+                 "epsilon0")
 
     def __init__(self, losses: np.ndarray, masses: np.ndarray, truncated_mass: float,
                  top_loss: float, epsilon0: float) -> None:
@@ -153,9 +208,16 @@ class BatchedDelta:
         self.losses = losses[order]
         masses = masses[order]
         # Σ_{j ≥ i} P_j and Σ_{j ≥ i} P_j·e^{−ℓ_j} (reverse cumulative sums, one trailing zero)
-        self._p_tail = np.concatenate([np.cumsum(masses[::-1])[::-1], [0.0]])
-        self._q_tail = np.concatenate([np.cumsum((masses * np.exp(-self.losses))[::-1])[::-1],
-                                       [0.0]])
+        self._p_tail = np.zeros(len(masses) + 1)
+        self._q_tail = np.zeros(len(masses) + 1)
+        if len(masses):
+            np.cumsum(masses[::-1], out=self._p_tail[-2::-1])
+            q_masses = np.exp(-self.losses)
+            q_masses *= masses
+            np.cumsum(q_masses[::-1], out=self._q_tail[-2::-1])
+        # relative error of a reverse cumulative sum of N nonnegative terms (≤ (N − 1)·u), of the
+        # terms themselves (P·e^{−ℓ}, e^ε: a few u) and of the final sum, with room to spare
+        self._sum_rtol = max(1e-12, 2.0 * (len(masses) + 4) * UNIT_ROUNDOFF)
         self.truncated_mass = truncated_mass
         self.top_loss = top_loss
         self.epsilon0 = epsilon0
@@ -164,15 +226,15 @@ class BatchedDelta:
         """Upper bounds on δ(ε) at every ε ≥ 0 of ``epsilons`` (0 at and above ε0).
 
         δ(ε) = Σ_{ℓ_j > ε} P_j(1 − e^{ε − ℓ_j}) = S_P − e^ε·S_Q over the cells above ε, plus the
-        truncated mass's term; the cumulative sums carry a relative error ≤ (cells + 2)·u, covered
-        by adding 1e-12·(S_P + e^ε·S_Q).
+        truncated mass's term R; the cumulative sums and the terms carry a relative error
+        ≤ (cells + 3)·u, covered by adding max(1e-12, 2·(cells + 4)·u)·(S_P + e^ε·S_Q + R).
         """
         eps = np.asarray(epsilons, dtype=np.float64)
         first = np.searchsorted(self.losses, eps, side="right")
         s_p = self._p_tail[first]
         s_q = self._q_tail[first] * np.exp(eps)
-        value = s_p - s_q + 1e-12 * (s_p + s_q)
-        value = value + self.truncated_mass * np.maximum(-np.expm1(eps - self.top_loss), 0.0)
+        rest = self.truncated_mass * np.maximum(-np.expm1(eps - self.top_loss), 0.0)
+        value = s_p - s_q + rest + self._sum_rtol * (s_p + s_q + rest)
         value = np.clip(value, 0.0, 1.0)
         return np.where(eps >= self.epsilon0, 0.0, value)
 
@@ -184,8 +246,8 @@ class BatchedDelta:
         first = int(np.searchsorted(self.losses, eps, side="right"))
         s_p = float(self._p_tail[first])
         s_q = float(self._q_tail[first]) * math.exp(eps)
-        value = s_p - s_q + 1e-12 * (s_p + s_q)
-        value += self.truncated_mass * max(-math.expm1(eps - self.top_loss), 0.0)
+        rest = self.truncated_mass * max(-math.expm1(eps - self.top_loss), 0.0)
+        value = s_p - s_q + rest + self._sum_rtol * (s_p + s_q + rest)
         return min(1.0, max(0.0, value))
 
 
@@ -220,7 +282,7 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
     h = (m_a - m_b) / (2.0 * r)
     # N/n ≤ max(m_a/r, λ)·(a + b + k)/n ≤ max(m_a/r, λ) for every cell, spread cells included
     factor = max(m_a / r, lam) * (1.0 + 1e-12)
-    z = float(stats.norm.isf(tail)) + 1.0
+    z = float(-special.ndtri(tail)) + 1.0
 
     # C window: P-mass outside [c_lo, c_hi] ≤ mass of C' ~ Bin(n − 1, r_c) outside [c_lo, c_hi − 1]
     # (C = C' + V, V ∈ {0, 1} the victim's own type)
@@ -230,32 +292,11 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
         c_lo, c_hi, outside = _window(users - 1, r_c, z)
         c_hi = min(users, c_hi + 1)
         truncated = outside * factor
-    starts, ends = _blocks(c_lo, c_hi, eta, p)
-    blocks = len(starts)
-    c_pmf = _binomial_pmf(np.arange(c_lo, c_hi + 1, dtype=np.int64), np.int64(users), r_c)
-    block_mass = np.add.reduceat(c_pmf, starts - c_lo)
-
-    # Δ > 0 axis (negative losses do not contribute at ε ≥ 0): the c1-step walks, truncated above
-    delta_max = int(max(1, min(c_hi, math.ceil(z * math.sqrt(c_hi) + 2.0))))
-    deltas = np.arange(1, delta_max + 1, dtype=np.int64)
-    # Δ = 2A − c1 with A ~ Bin(c1, 1/2): only Δ of the parity of c1 has mass; the first such Δ ≥ 1
-    # is 1 or 2, and A runs from (c1 + first)/2 in steps of one
-    first = np.where(ends % 2 == 1, 1, 2)
-    steps = np.arange((delta_max + 1) // 2, dtype=np.int64)
-    columns = first[:, None] - 1 + 2 * steps[None, :]
-    walk_pmf = _binomial_pmf((ends + first)[:, None] // 2 + steps[None, :], ends[:, None], 0.5)
-    walk = np.zeros((blocks, delta_max))
-    inside = columns < delta_max
-    walk[np.nonzero(inside)[0], columns[inside]] = walk_pmf[inside]
-    weights_u = block_mass[:, None] * walk
-    above = binomial_sf(np.floor((ends + delta_max) / 2.0), ends, 0.5)
-    truncated += float(np.sum(block_mass * above)) * factor
-
     # levels t_j = t_min·(1 + g)^j, g = η (at most _MAX_LEVELS levels), from the smallest positive T
     # in use (T = 0 only for c = k = 0, a cell with N = D = 0)
     if k_rate > 0.0:
-        k_lo = _window(users - c_hi, k_rate, z)[0] if users > c_hi else 0
-        k_hi = _window(users - c_lo, k_rate, z)[1]
+        k_lo = _window_bounds(users - c_hi, k_rate, z)[0] if users > c_hi else 0
+        k_hi = _window_bounds(users - c_lo, k_rate, z)[1]
     else:
         k_lo = k_hi = 0
     t_min = kappa * c_lo + lam * k_lo
@@ -268,73 +309,190 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
     levels = int(math.floor(math.log(t_max / t_min) / math.log1p(growth))) + 1
     t_grid = t_min * np.exp(math.log1p(growth) * np.arange(levels, dtype=np.float64))
 
-    # V[b, j] = P[K' in band j of block b], band j = {k: t_j ≤ κc0 + λk < t_{j+1}} (last one open)
-    trials = users - ends
+    starts, ends = _blocks(c_lo, c_hi, eta, p, growth)
+    c_pmf = BinomialRows(np.array([users]), np.array([c_lo]), c_hi - c_lo + 1, r_c)
+    block_mass = np.add.reduceat(c_pmf.values()[0], starts - c_lo)
+    walks = _Walks(ends, block_mass, int(max(1, min(c_hi, math.ceil(z * math.sqrt(c_hi) + 2.0)))))
+    truncated += walks.truncated * factor
+
     if k_rate > 0.0:
-        # first k of each band, moved up by a float margin (a k put in a lower band stays valid)
-        cuts = (t_grid[None, :] - kappa * starts[:, None]) / lam
-        cuts = np.clip(np.ceil(cuts + 1e-9 * np.abs(cuts)), 0, trials[:, None] + 1)
-        cuts = cuts.astype(np.int64)
-        edges = np.concatenate([cuts, (trials + 1)[:, None]], axis=1)
-        mean = trials * k_rate
-        half = z * np.sqrt(mean * (1.0 - k_rate) + 1.0) + 2.0
-        k_first = np.maximum(cuts[:, 0], np.floor(mean - half).astype(np.int64))
-        k_last = np.maximum(k_first, np.minimum(trials, np.ceil(mean + half).astype(np.int64)))
-        span = int(np.max(k_last - k_first)) + 1
-        if blocks * span <= _PMF_PER_CDF * blocks * levels:
-            # pmf of K' over each block's window by log-factorials, summed per band
-            k_pmf = _binomial_pmf(k_first[:, None] + np.arange(span, dtype=np.int64)[None, :],
-                                  trials[:, None], k_rate)
-            cumulative = np.concatenate([np.zeros((blocks, 1)), np.cumsum(k_pmf, axis=1)], axis=1)
-            local = np.clip(edges - k_first[:, None], 0, span)
-            weights_v = np.diff(np.take_along_axis(cumulative, local, axis=1), axis=1)
-            # above each block's pmf window: the band of its first k (lowered to that band's level)
-            top_k = k_first + span
-            beyond = np.where(top_k <= trials, binomial_sf(top_k - 1, trials, k_rate), 0.0)
-            top_band = np.maximum(np.sum(cuts <= top_k[:, None], axis=1) - 1, 0)
-            weights_v[np.arange(blocks), top_band] += beyond
-        else:  # few levels per block (large n): band masses from scipy's cdf/sf
-            k_first = cuts[:, 0]
-            weights_v = band_masses(edges.astype(np.float64), trials[:, None].astype(np.float64),
-                                     k_rate)
-        below = np.where(k_first > 0, binomial_cdf(k_first - 1, trials, k_rate), 0.0)
-    else:
-        weights_v = np.zeros((blocks, levels))
+        bands = _Bands.of_neutral_counts(users - ends, starts, t_grid, kappa, lam, k_rate, z)
+    else:  # K' = 0: one level per block
         level_of_block = np.floor(np.log(np.maximum(kappa * starts, t_min) / t_min)
                                   / math.log1p(growth) * (1.0 - 1e-12) - 1e-9)
-        weights_v[np.arange(blocks), np.clip(level_of_block, 0, levels - 1).astype(np.int64)] = 1.0
-        below = np.zeros(blocks)
-    # the cell c = k = 0 (T = 0) has no P-mass
-    below = np.where(starts == 0, np.maximum(below - (1.0 - k_rate) ** trials, 0.0), below)
+        bands = _Bands(np.clip(level_of_block, 0, levels - 1).astype(np.int64),
+                       np.ones((len(starts), 1)), np.zeros(len(starts)), 0.0, 0)
     # levels with t_j ≤ h·c1 (the lowered D could vanish in the block) join the truncated mass
-    too_low = (t_grid[None, :] <= h * ends[:, None] * (1.0 + 1e-9)) & (ends[:, None] > 0)
-    below = below + np.sum(np.where(too_low, weights_v, 0.0), axis=1)
-    weights_v = np.where(too_low, 0.0, weights_v)
-    truncated += float(np.sum(block_mass * below)) * factor
+    bands.drop_levels_below(np.where(ends > 0, np.searchsorted(t_grid, h * ends * (1.0 + 1e-9),
+                                                               side="right"), 0))
+    truncated += float(np.sum(block_mass * bands.below)) * factor
+    # relative error of the cell masses: the pmfs, their sums (C blocks, K' bands, the product
+    # over blocks, Δ-wise weights) and products; values lost to subnormals join the truncated mass
+    # (and scipy's sf for the mass above each K' window, added to a band)
+    mass_rtol = max(_MASS_RTOL, 1.01 * (
+        c_pmf.rtol + walks.rtol + bands.rtol + float(special_function_rtol(users))
+        + (2.0 * (c_hi - c_lo + bands.span + len(starts)) + 32.0) * UNIT_ROUNDOFF))
+    pmf_values = c_hi - c_lo + 1 + walks.values + bands.values
+    truncated += pmf_values * PMF_ABSOLUTE_ERROR * factor
 
-    # cells (Δ, t_j): M-mass by one matrix product, lowered P-mass and loss
-    cell_mass = (weights_u.T @ weights_v).ravel()
-    h_delta = np.repeat(h * deltas.astype(np.float64), levels)
-    t_cells = np.tile(t_grid, len(deltas))
-    p_mass = cell_mass * (t_cells + h_delta) / users * (1.0 + _MASS_RTOL)
-    keep = p_mass > _NEGLIGIBLE_MASS
-    dropped = p_mass[~keep]
-    truncated += float(np.sum(dropped)) * (1.0 + (len(dropped) + 2) * 2.0**-52)
-    losses = np.log1p(2.0 * h_delta[keep] / (t_cells[keep] - h_delta[keep]))
-    losses = losses * (1.0 + _LOSS_RTOL) + 1e-300
+    # cells (t_j, Δ): lowered P-mass and loss; the negligible ones join the truncated mass
+    losses, masses = [], []
+    scale = (1.0 + mass_rtol) / users
+    t_scaled = t_grid * scale
+    for deltas, grid in _cell_grids(walks, bands, block_mass, levels):
+        h_delta = h * deltas.astype(np.float64)
+        h_scaled = h_delta * scale
+        step = max(1, _PIECE // len(deltas))
+        for lo in range(0, levels, step):
+            p_mass = grid[lo:lo + step]
+            p_mass *= t_scaled[lo:lo + step, None] + h_scaled[None, :]
+            keep = p_mass > _NEGLIGIBLE_MASS
+            dropped = p_mass.size - int(np.count_nonzero(keep))
+            if dropped:
+                truncated += float(np.sum(p_mass, where=~keep)) * (1.0 + (dropped + 2) * 2.0**-52)
+            level, column = np.nonzero(keep)
+            h_kept = h_delta[column]
+            loss = t_grid[lo:lo + step][level]
+            loss -= h_kept
+            np.divide(h_kept, loss, out=loss)
+            loss *= 2.0
+            np.log1p(loss, out=loss)
+            loss *= 1.0 + _LOSS_RTOL
+            loss += 1e-300
+            losses.append(loss)
+            masses.append(p_mass[keep])
 
     # largest loss of a truncated cell: ε0 for the pair's own cells; a spread block's cells reach
     # ln((t + h·c1)/(t − h·c1)) at its lowest level in use
     top_loss = math.log(p)
-    used = weights_v > 0.0
-    if np.any(used):
-        lowest = np.where(used, t_grid[None, :], np.inf).min(axis=1)
-        finite = np.isfinite(lowest) & (ends > 0)
-        spread = np.log1p(2.0 * h * ends[finite] / (lowest[finite] - h * ends[finite]))
-        top_loss = max(top_loss, float(np.max(spread, initial=0.0)))
+    spread_blocks = (bands.lowest < levels) & (ends > 0)
+    if np.any(spread_blocks):
+        low_t = t_grid[bands.lowest[spread_blocks]]
+        spread = np.log1p(2.0 * h * ends[spread_blocks] / (low_t - h * ends[spread_blocks]))
+        top_loss = max(top_loss, float(np.max(spread)))
     top_loss *= 1.0 + _LOSS_RTOL
-    return BatchedDelta(losses, p_mass[keep], truncated * (1.0 + _MASS_RTOL), top_loss,
-                        vr.epsilon0)
+    return BatchedDelta(np.concatenate(losses or [np.zeros(0)]),
+                        np.concatenate(masses or [np.zeros(0)]),
+                        truncated * (1.0 + mass_rtol), top_loss, vr.epsilon0)
+
+
+class _Walks:
+    """The Δ > 0 axis (negative losses do not contribute at ε ≥ 0): each block's c1-step walk,
+    truncated above Δmax. Δ = 2A − c1 with A ~ Bin(c1, 1/2) has the parity of c1, so the blocks
+    are split by parity: odd c1 carries Δ = 1, 3, … (A from (c1 + 1)/2 in steps of one), even c1
+    Δ = 2, 4, … (A from (c1 + 2)/2).
+
+    Attributes:
+      parities: (blocks in this order, their Δ values, pmf rows P[Δ] (blocks, Δ values)) for odd,
+        then even c1.
+      truncated: M-mass above Δmax, Σ_b P[C ∈ block b]·P[Δ > Δmax].
+      rtol, values: relative error bound and number of the pmf values.
+    """
+
+    def __init__(self, ends: np.ndarray, block_mass: np.ndarray, delta_max: int) -> None:
+        odd = ends % 2 == 1
+        order = np.concatenate([np.flatnonzero(odd), np.flatnonzero(~odd)])
+        odd_blocks = int(np.count_nonzero(odd))
+        ordered = ends[order]
+        pmf = BinomialRows(ordered, (ordered + np.where(ordered % 2 == 1, 1, 2)) // 2,
+                           (delta_max + 1) // 2, 0.5)
+        walk = pmf.values()
+        self.parities = []
+        for rows, first in ((slice(0, odd_blocks), 1), (slice(odd_blocks, len(ends)), 2)):
+            width = (delta_max - first) // 2 + 1
+            deltas = first + 2 * np.arange(width, dtype=np.int64)
+            self.parities.append((order[rows], deltas, walk[rows, :width]))
+        above = binomial_sf(np.floor((ends + delta_max) / 2.0), ends, 0.5)
+        self.truncated = float(np.sum(block_mass * above))
+        self.rtol, self.values = pmf.rtol, walk.size
+
+
+class _Bands:
+    """V[b, j] = P[K' in band j of block b], band j = {k: t_j ≤ κc0 + λk < t_{j+1}} (the last one
+    open), held for the levels first_level[b] … first_level[b] + W − 1 that the block's window
+    meets.
+
+    Attributes:
+      first_level: (blocks,) first level held; weights: (blocks, W) the masses V.
+      below: (blocks,) K'-mass of no band (below the window, too low levels): truncated.
+      rtol, span: relative error bound of the masses and the K' window's width.
+      lowest, highest: (blocks,) first level of positive mass and one past the last
+        (``levels``, 0 for a block without any), set by :meth:`drop_levels_below`.
+    """
+
+    def __init__(self, first_level: np.ndarray, weights: np.ndarray, below: np.ndarray,
+                 rtol: float, span: int) -> None:
+        self.first_level, self.weights, self.below = first_level, weights, below
+        self.rtol, self.span = rtol, span
+        self.values = len(first_level) * span
+        self.lowest = self.highest = first_level
+
+    @classmethod
+    def of_neutral_counts(cls, trials: np.ndarray, starts: np.ndarray, t_grid: np.ndarray,
+                          kappa: float, lam: float, k_rate: float, z: float) -> _Bands:
+        """K' ~ Bin(trials_b, s') over the window mean ± (z·sd + 2) of each block, by the pmf
+        summed per band; the mass above the window joins the band of its first k (lowered to that
+        band's level), the mass below it is truncated."""
+        mean = trials * k_rate
+        half = z * np.sqrt(mean * (1.0 - k_rate) + 1.0) + 2.0
+        t_over_lam, offsets = t_grid / lam, kappa * starts / lam
+        k_first = np.maximum(_cuts(t_over_lam[None, :1], offsets, trials)[:, 0],
+                             np.floor(mean - half).astype(np.int64))
+        k_last = np.maximum(k_first, np.minimum(trials, np.ceil(mean + half).astype(np.int64)))
+        span = int(np.max(k_last - k_first)) + 1
+        top_k = k_first + span
+        first_level, cuts = _level_windows(t_over_lam, offsets, k_first, top_k, trials)
+        k_pmf = BinomialRows(trials, k_first, span, k_rate)
+        weights = _band_sums(k_pmf, cuts - k_first[:, None])
+        beyond = np.where(top_k <= trials, binomial_sf(top_k - 1, trials, k_rate), 0.0)
+        top_band = np.maximum(np.sum(cuts[:, :-1] <= top_k[:, None], axis=1) - 1, 0)
+        weights[np.arange(len(trials)), top_band] += beyond
+        below = np.where(k_first > 0, binomial_cdf(k_first - 1, trials, k_rate), 0.0)
+        # the cell c = k = 0 (T = 0) has no P-mass: P[K' = 0] = (1 − s')^trials leaves the
+        # c0 = 0 block's lower tail (scipy's cdf rounded up, the power rounded down)
+        nothing = (1.0 - k_rate) ** trials * (1.0 - 4.0 * (trials + 2) * UNIT_ROUNDOFF)
+        cdf_up = below * (1.0 + 2.0 * float(special_function_rtol(np.max(trials))))
+        below = np.where(starts == 0, np.maximum(cdf_up - nothing, 0.0), below)
+        return cls(first_level, weights, below, k_pmf.rtol, span)
+
+    def drop_levels_below(self, too_low: np.ndarray) -> None:
+        """Move the mass of levels j < too_low[b] of each block to ``below``; set the levels in
+        use."""
+        width = self.weights.shape[1]
+        low = np.arange(width)[None, :] < (too_low - self.first_level)[:, None]
+        self.below = self.below + np.sum(self.weights, axis=1, where=low)
+        self.weights[low] = 0.0
+        used = self.weights > 0.0
+        in_use = used.any(axis=1)
+        no_level = np.iinfo(np.int64).max
+        self.lowest = np.where(in_use, self.first_level + np.argmax(used, axis=1), no_level)
+        self.highest = np.where(in_use, self.first_level + width
+                                - np.argmax(used[:, ::-1], axis=1), 0)
+
+
+def _cell_grids(walks: _Walks, bands: _Bands, block_mass: np.ndarray,
+                levels: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(Δ values, M-mass grid (levels, Δ values)) of each parity: Σ_b P[C ∈ b]·V[b, j]·U[b, Δ],
+    by matrix products over pieces of blocks restricted to the levels the piece uses."""
+    weights = bands.weights * block_mass[:, None]
+    width = weights.shape[1]
+    grids = []
+    for blocks, deltas, walk in walks.parities:
+        if walk.size == 0:
+            continue
+        grid = np.zeros((levels, len(deltas)))
+        for lo in range(0, len(blocks), _PRODUCT_BLOCKS):
+            chosen = blocks[lo:lo + _PRODUCT_BLOCKS]
+            j_lo, j_hi = int(np.min(bands.lowest[chosen])), int(np.max(bands.highest[chosen]))
+            if j_lo >= j_hi:
+                continue
+            columns = (bands.first_level[chosen] - j_lo)[:, None] + np.arange(width)[None, :]
+            inside = (columns >= 0) & (columns < j_hi - j_lo)
+            dense = np.zeros((len(chosen), j_hi - j_lo))
+            dense[np.nonzero(inside)[0], columns[inside]] = weights[chosen][inside]
+            grid[j_lo:j_hi] += dense.T @ walk[lo:lo + _PRODUCT_BLOCKS]
+        grids.append((deltas, grid))
+    return grids
 
 
 __all__ = ["BatchedDelta", "DEFAULT_LOWERING", "batched_delta", "supports_batched_delta"]

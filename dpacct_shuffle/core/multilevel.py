@@ -303,10 +303,26 @@ def _compositions(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     return rows, remaining
 
 
+@functools.lru_cache(maxsize=4)
+def _composition_table(n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The count vectors of :func:`_compositions` with the parts of their multinomial log terms
+    that do not depend on the masses: (counts, rest counts, lnΓ(n + 1) − Σ_t lnΓ(N_t + 1) −
+    lnΓ(rest + 1), and the sum of the absolute values of these three terms), read-only (cached:
+    every ε of a profile needs the same cells)."""
+    counts, rest_count = _compositions(n, k)
+    terms = [np.full(counts.shape[0], special.gammaln(n + 1.0)),
+             -special.gammaln(counts + 1.0).sum(axis=1), -special.gammaln(rest_count + 1.0)]
+    log_coefficient = np.sum(terms, axis=0)
+    log_scale = np.sum(np.abs(terms), axis=0)
+    for array in (counts, rest_count, log_coefficient, log_scale):
+        array.setflags(write=False)
+    return counts, rest_count, log_coefficient, log_scale
+
+
 def exact_direction(values: np.ndarray, masses: np.ndarray, n: int) -> float:
     """Certified upper value of (1/n)·E[(Σ_{i ≤ n} Z_i)⁺] by summing every multinomial cell."""
     k = values.size
-    counts, rest_count = _compositions(n, k)
+    counts, rest_count, log_coefficient, log_scale = _composition_table(n, k)
     rest = max(0.0, 1.0 - math.fsum(masses.tolist()))
     level = counts @ values
     scale = counts @ np.abs(values)
@@ -317,12 +333,14 @@ def exact_direction(values: np.ndarray, masses: np.ndarray, n: int) -> float:
     if not np.any(keep):
         return 0.0
     c, r, lv = counts[keep], rest_count[keep], level_up[keep]
-    log_terms = [np.full(c.shape[0], special.gammaln(n + 1.0)), -special.gammaln(c + 1.0).sum(axis=1),
-                 -special.gammaln(r + 1.0), c @ np.log(masses)]
+    # the log terms of the cell probability: the coefficient's (summed in the same order as
+    # the masses' ones after it) and c·ln m, r·ln(rest)
+    log_pmf = log_coefficient[keep] + c @ np.log(masses)
+    absolute = log_scale[keep] + np.abs(c @ np.log(masses))
     if rest > 0.0:
-        log_terms.append(r * math.log(rest))
-    log_pmf = np.sum(log_terms, axis=0)
-    margin = 64.0 * _U * (np.sum(np.abs(log_terms), axis=0) + 1.0)
+        log_pmf = log_pmf + r * math.log(rest)
+        absolute = absolute + np.abs(r * math.log(rest))
+    margin = 64.0 * _U * (absolute + 1.0)
     total = float(np.sum(np.exp(log_pmf + margin) * lv))
     return min(1.0, total * (1.0 + (c.shape[0] + 8.0) * _U) / n)
 

@@ -1,81 +1,97 @@
-"""Two-input randomizers that are sampled binary randomized response in disguise: their shuffled
-rounds are exact (docs/theory.md, "Binary reduction of two-input randomizers").
+"""Two-input randomizers bounded by sampled binary randomized response, exactly when they are one
+in disguise (docs/theory.md, "Binary reduction of two-input randomizers").
 
-Setting. A randomizer R on the inputs {0, 1} whose outputs split into three classes:
+Setting. A randomizer R on the inputs {0, 1} with total variation β = TV(R(0), R(1)) > 0 and
+ratio bound p = max_y max(R(0)(y)/R(1)(y), R(1)(y)/R(0)(y)) < ∞, ε0 = ln p. Since
+β ≤ tanh(ε0/2) for every ε0-LDP pair, ρ = β/tanh(ε0/2) lies in (0, 1]. Write M for the
+randomizer "with probability ρ report binary RR(ε0) of the input, otherwise ⊥".
 
-* Y₊, where R(0)(y) = p·R(1)(y); Y₋, where R(1)(y) = p·R(0)(y); Y₀, where R(0)(y) = R(1)(y);
-* symmetric: R(0)(Y₊) = R(1)(Y₋) (then R(0)(Y₋) = R(1)(Y₊) and R(0)(Y₀) = R(1)(Y₀) = 1 − ρ).
+Theorem. There is a channel K with R(x) = K(M(x)) for x = 0, 1. Hence for every number n of users
+and every configuration of the others' inputs, the shuffled round of n users of R is a
+post-processing of the Poisson-sampled shuffled binary-RR round (ε0, population n, sampling
+probability ρ, the number of reports visible), and its δ(ε) is at most that round's. It is equal
+when R has the class structure below (RAPPOR and optimized unary encoding on two values).
 
-RAPPOR on a domain of two values is one (bits (1, 0) and (0, 1) are Y₊ and Y₋, (0, 0) and (1, 1)
-are Y₀; p = e^ε0, ρ = a² + b² with a = 1 − b, b = 1/(e^{ε0/2} + 1)), and so is optimized unary
-encoding on two values (p = e^ε0, ρ = 1/2).
+Proof. For a pair (P, Q) write H(x) = Σ_y (P(y) − x·Q(y))⁺. For R (either order of the rows),
+H_R is convex and non-increasing in x, H_R(1) = β and H_R(x) = 0 for x ≥ p. For M,
+H_M(x) = ρ·(a − x(1 − a))⁺ with a = p/(p + 1) (the ⊥ parts cancel): linear on [1, p] with
+H_M(1) = ρ·tanh(ε0/2) = β and H_M(p) = 0. A convex function below a linear one at both ends of an
+interval stays below it inside, so H_R ≤ H_M on x ≥ 1 in both orders; for x < 1,
+H(x) = 1 − x + x·H_reverse(1/x) carries this over. By Blackwell's theorem for two-point
+experiments (domination of all hockey-stick divergences in both orders), (R(0), R(1)) is a
+garbling of (M(0), M(1)): R(x) = K(M(x)). Every user holds 0 or 1, so applying K to each message
+of the shuffled M-round gives the shuffled R-round; the M-round is the sampled binary-RR round
+(⊥ = no report). □
 
-Theorem. For every number n of users and every configuration of the others' inputs, the shuffled
-output of n users of R has the same privacy profile (both directions, every ε) as the
-Poisson-sampled shuffled round of binary randomized response with ε0 = ln p, population n and
-sampling probability ρ (the number of reports visible).
-
-Proof. Let c(y) ∈ {+, −, ⊥} be the class of an output (⊥ for Y₀). A user holding x draws class +
-with probability R(x)(Y₊), − with R(x)(Y₋) and ⊥ with 1 − ρ; for x = 0 that is ρ·p/(p + 1),
-ρ/(p + 1) and 1 − ρ (R(0)(Y₋) = R(1)(Y₊) = R(0)(Y₊)/p), for x = 1 the same with + and −
-swapped: "take part with probability ρ, then binary RR(ln p) of x" with + standing for 0. Given
-its class, a user's output has the law R(x)(· | class), which does not depend on x (the ratio
-R(0)(y)/R(1)(y) is constant on each class). So the release of n users is obtained from the
-shuffled multiset of their classes by drawing, for each member of the multiset, an output from
-the (input-free) law of its class — a post-processing — and the multiset of classes is a function
-of the release. Both directions of post-processing preserve every hockey-stick divergence, so the
-two rounds have equal profiles. □
+Equality (class structure). If the outputs split into Y₊ (R(0)(y) = p·R(1)(y)), Y₋
+(R(1)(y) = p·R(0)(y)) and Y₀ (R(0)(y) = R(1)(y)) with R(0)(Y₊) = R(1)(Y₋), then
+ρ = R(x)(Y₊ ∪ Y₋) and the converse holds too: map each output to its class (+, − or ⊥); a
+user holding 0 draws +, −, ⊥ with probabilities ρp/(p + 1), ρ/(p + 1), 1 − ρ (holding 1: + and
+− swapped), i.e. an M-message, and given the class the output's law R(x)(· | class) does not
+depend on x. So the two rounds are post-processings of each other and have equal profiles.
+RAPPOR on two values: bits (1, 0), (0, 1) are Y₊, Y₋ and (0, 0), (1, 1) are Y₀, p = e^ε0,
+ρ = a² + b² (a = 1 − b, b = 1/(e^{ε0/2} + 1)); OUE on two values: p = e^ε0, ρ = 1/2.
 
 Client sampling (the void view of :mod:`dpacct_shuffle.sampling`): every user sends
-γ·R(x) + (1 − γ)·⊥; ⊥ joins Y₀ and the randomizer keeps the structure with ρ' = γ·ρ, so a
-Poisson-sampled round of R is the sampled binary-RR round with rate γρ. This holds for
-replace-one neighbours only: under add/remove-one the victim's Y₀ outputs and its absence differ.
+γ·R(x) + (1 − γ)·⊥, whose total variation is γβ with the same p (the ⊥ column has ratio 1), so
+ρ becomes γρ: the Poisson-sampled round of R is bounded by the sampled binary-RR round at rate
+γρ. Replace-one neighbours only (under add/remove-one the victim is absent in one world).
 
-Floating point. The round's δ is non-decreasing in ρ (a round at ρ1 < ρ2 is the round at ρ2 with
-every report independently replaced by ⊥ with probability 1 − ρ1/ρ2, a post-processing), so ρ is
-rounded up (:func:`~dpacct_shuffle.core.rounding.ratio_up`, by ``REPORTING_ULPS`` ulps: the catalog
-computes it with fewer roundings), and so is γρ; ε0 is the entry's own parameter (the
-binary part's ratio is e^ε0 by construction). The values are the certified upper ends of
-:class:`~dpacct_shuffle.randomizers.binary_rr_sampled.SampledBinaryRRProfile`, where that profile
-is tractable (:func:`~dpacct_shuffle.randomizers.binary_rr_sampled.is_tractable`); elsewhere the
-bound is the trivial δ ≤ 1 (it enters minima only).
+Floating point. The binary-RR round's δ is non-decreasing in ρ (the round at ρ1 < ρ2 is the round
+at ρ2 with every report independently replaced by ⊥ with probability 1 − ρ1/ρ2) and in ε0 (binary
+RR(ε) is a garbling of binary RR(ε') for ε ≤ ε'), and ρ = β/tanh(ε/2) for any ε ≥ ε0 is valid by
+the same proof. So p and β are rounded up, ε0 = ln p up, tanh(ε0/2) down and ρ up (by
+``ROUNDING_ULPS`` ulps at each step, more than the operations used). The values are the certified
+upper ends of :class:`~dpacct_shuffle.randomizers.binary_rr_sampled.SampledBinaryRRProfile`
+(ρ < 1) or of :class:`~dpacct_shuffle.randomizers.binary_rr_curve.BinaryRRExactUpper` (ρ = 1),
+where the sampled profile is tractable
+(:func:`~dpacct_shuffle.randomizers.binary_rr_sampled.is_tractable`); elsewhere δ ≤ 1, a
+fallback entering minima only.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from dpacct_shuffle.core.rounding import ratio_up
 from dpacct_shuffle.core.validation import check_epsilon0, check_range
-from dpacct_shuffle.randomizers.base import PairBound
+from dpacct_shuffle.randomizers.base import PairBound, Randomizer
+from dpacct_shuffle.randomizers.binary_rr_curve import BinaryRRExactUpper
 from dpacct_shuffle.randomizers.binary_rr_sampled import is_tractable, sampled_binary_rr_profile
 
-# relative rounding of ρ: up to this many ulps (exp, sums, quotients and squares of the catalog)
-REPORTING_ULPS = 16
+# each rounded quantity is moved this many ulps in the safe direction
+ROUNDING_ULPS = 8
+# the exact binary-RR profiles accept ε0 up to this
+_MAX_EPSILON0 = 30.0
 
 
 class BinaryReductionUpper(PairBound):
-    """Exact shuffled round of a two-input randomizer with the binary structure of the module
-    docstring: the sampled binary-RR round of ``epsilon0`` at rate ``reporting`` = ρ (rounded
-    up), for n users; a fallback of the catalog entries it describes (δ ≤ 1 where the exact
-    profile is not tractable)."""
+    """The shuffled round of a two-input randomizer bounded by the sampled binary-RR round of
+    ``epsilon0`` at rate ``reporting`` = ρ (module docstring), for n users: a fallback of every
+    randomizer with a two-row matrix (:func:`attach_binary_reduction`)."""
 
     def __init__(self, epsilon0: float, reporting: float) -> None:
         self.epsilon0 = check_epsilon0(epsilon0)
-        self.reporting = min(1.0, ratio_up(check_range("reporting", reporting, 0.0, 1.0,
-                                                       low_open=True), REPORTING_ULPS))
+        self.reporting = check_range("reporting", reporting, 0.0, 1.0, low_open=True)
+        self._unsampled = BinaryRRExactUpper(self.epsilon0) if self.reporting == 1.0 else None
 
     def sampled(self, sampling_probability: float) -> float:
         """ρ' = γ·ρ of the Poisson-sampled round (module docstring), rounded up."""
-        return min(1.0, ratio_up(sampling_probability * self.reporting))
+        return min(1.0, ratio_up(sampling_probability * self.reporting, ROUNDING_ULPS))
 
     def delta(self, epsilon: float, n: int) -> float:
-        if self.reporting >= 1.0 or not is_tractable(n, self.reporting):
+        if self._unsampled is not None:
+            return self._unsampled.delta(epsilon, n)
+        if not is_tractable(n, self.reporting):
             return 1.0
         return sampled_binary_rr_profile(self.epsilon0, n, self.reporting).delta(epsilon)
 
     def epsilon(self, delta: float, n: int) -> float:
-        if self.reporting >= 1.0 or not is_tractable(n, self.reporting):
+        if self._unsampled is not None:
+            return self._unsampled.epsilon(delta, n)
+        if not is_tractable(n, self.reporting):
             return math.inf
         return sampled_binary_rr_profile(self.epsilon0, n, self.reporting).epsilon(delta)
 
@@ -83,4 +99,42 @@ class BinaryReductionUpper(PairBound):
         return f"BinaryReductionUpper(epsilon0={self.epsilon0!r}, reporting={self.reporting!r})"
 
 
-__all__ = ["BinaryReductionUpper", "REPORTING_ULPS"]
+def _up(value: float) -> float:
+    return ratio_up(value, ROUNDING_ULPS)
+
+
+def binary_reduction(matrix: np.ndarray) -> BinaryReductionUpper | None:
+    """The bound of the module docstring for a validated two-row matrix, None when it does not
+    apply (not two rows, identical rows, a zero against a nonzero entry, or ε0 > 30)."""
+    rows = np.asarray(matrix, dtype=float)
+    if rows.ndim != 2 or rows.shape[0] != 2:
+        return None
+    first, second = rows
+    if np.any((first > 0.0) != (second > 0.0)):
+        return None  # p = ∞
+    support = first > 0.0
+    ratio = float(np.max(np.maximum(first[support] / second[support],
+                                    second[support] / first[support])))
+    beta = math.fsum(np.maximum(first - second, 0.0).tolist())
+    if not ratio > 1.0 or not beta > 0.0:
+        return None
+    epsilon0 = _up(math.log(_up(ratio)))
+    if epsilon0 > _MAX_EPSILON0:
+        return None
+    tanh_down = math.tanh(epsilon0 / 2.0) * (1.0 - ROUNDING_ULPS * 2.0**-52)
+    return BinaryReductionUpper(epsilon0, min(1.0, _up(_up(beta) / tanh_down)))
+
+
+def attach_binary_reduction(randomizer: Randomizer) -> Randomizer:
+    """Add :func:`binary_reduction` of ``randomizer.matrix`` to its fallbacks, unless it has none
+    or already holds an exact binary-RR bound."""
+    if randomizer.matrix is None or any(isinstance(bound, (BinaryRRExactUpper, BinaryReductionUpper))
+                                        for bound in randomizer.fallbacks):
+        return randomizer
+    bound = binary_reduction(randomizer.matrix)
+    if bound is not None:
+        randomizer.fallbacks = (*randomizer.fallbacks, bound)
+    return randomizer
+
+
+__all__ = ["BinaryReductionUpper", "ROUNDING_ULPS", "attach_binary_reduction", "binary_reduction"]

@@ -44,7 +44,8 @@ VariationRatio (max p, max β, q = max p, generic s: the decomposition stays val
 and the bound is non-decreasing in β with the generic s, docs/theory.md, "Monotonicity in β") and
 the largest local hockey-stick divergence; a third, the multi-level (blanket) bound of every pair's
 whole privacy-loss spectrum (:mod:`dpacct_shuffle.randomizers.multilevel`), is attached where it
-applies.
+applies, and for two inputs the exact sampled binary-RR round that dominates the matrix
+(:mod:`dpacct_shuffle.randomizers.binary_reduction`).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ import numpy as np
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_stochastic_matrix
 from dpacct_shuffle.randomizers.base import LocalPairBound, PairBound, Randomizer, VariationRatioBound
+from dpacct_shuffle.randomizers.binary_reduction import attach_binary_reduction
 from dpacct_shuffle.randomizers.lower_bounds import InstanceLowerBound, trinomial_projection
 from dpacct_shuffle.randomizers.multilevel import attach_multilevel
 
@@ -442,6 +444,7 @@ def _analyze(mat: np.ndarray, name: str) -> Randomizer:
         notes="analyzed matrix: per-pair exact decomposition, rates from column minima",
     )
     attach_multilevel(randomizer)
+    attach_binary_reduction(randomizer)
     analyzed = randomizer.matrix  # the read-only copy the Randomizer keeps
     identity = ("matrix", name, analyzed.shape, hashlib.sha256(analyzed.tobytes()).hexdigest())
     randomizer._record_origin(functools.partial(_reanalyze, analyzed, name), identity)

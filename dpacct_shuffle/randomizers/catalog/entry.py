@@ -11,8 +11,8 @@ from typing import Callable, ParamSpec, Sequence
 import numpy as np
 
 from dpacct_shuffle.core.bound import VariationRatio
-from dpacct_shuffle.randomizers.base import (LowerBoundFactory, PairBound, Randomizer,
-                                             VariationRatioBound)
+from dpacct_shuffle.randomizers.base import LowerBoundFactory, Randomizer, VariationRatioBound
+from dpacct_shuffle.randomizers.binary_reduction import attach_binary_reduction
 from dpacct_shuffle.randomizers.binary_rr_exact import BinaryRRProfile
 from dpacct_shuffle.randomizers.frequency import FrequencyOracle
 from dpacct_shuffle.randomizers.lower_bounds import InstanceLowerBound, trinomial_projection
@@ -31,13 +31,15 @@ def catalog_entry(constructor: Callable[_Args, Randomizer]) -> Callable[_Args, R
     by calling the entry again with the same arguments (pickle, ``copy.deepcopy``) and compares by
     (``name``, ``parameters``) — the parameters determine the entry, so equal keys mean equal
     bounds. Entries with a matrix and no closed-form multi-level bound get the matrix's
-    (:func:`~dpacct_shuffle.randomizers.multilevel.attach_multilevel`)."""
+    (:func:`~dpacct_shuffle.randomizers.multilevel.attach_multilevel`), and two-input entries the
+    binary reduction (:func:`~dpacct_shuffle.randomizers.binary_reduction.attach_binary_reduction`)."""
 
     @functools.wraps(constructor)
     def entry(*args: _Args.args, **kwargs: _Args.kwargs) -> Randomizer:
         randomizer = constructor(*args, **kwargs)
         if not any(isinstance(bound, MultiLevelBound) for bound in randomizer.fallbacks):
             attach_multilevel(randomizer)
+        attach_binary_reduction(randomizer)
         identity = ("catalog", randomizer.name, tuple(sorted(randomizer.parameters.items())))
         randomizer._record_origin(functools.partial(entry, *args, **kwargs), identity)
         return randomizer
@@ -65,18 +67,15 @@ def single_entry(
     matrix: np.ndarray | None = None,
     lower: LowerBoundFactory | None = None,
     levels: MultiLevelBound | None = None,
-    exact: Sequence[PairBound] = (),
     published: tuple[float, float, float, float] | None = None,
     notes: str = "",
     frequency_oracle: FrequencyOracle | None = None,
 ) -> Randomizer:
     """A catalog entry: ``vr`` (its summary) and ``alternatives`` are each valid for every pair;
     the reported bound is their minimum (which one is tightest depends on ε and n), and the
-    closed-form multi-level bound ``levels`` (valid for every pair) and the ``exact`` bounds
-    (valid for every pair, e.g. :class:`~dpacct_shuffle.randomizers.binary_reduction.BinaryReductionUpper`)
-    lower it further."""
+    closed-form multi-level bound ``levels`` (valid for every pair) lowers it further."""
     return Randomizer(name, parameters, [VariationRatioBound([vr, *alternatives])], variation_ratio=vr,
-                      fallbacks=[*([] if levels is None else [levels]), *exact],
+                      fallbacks=[] if levels is None else [levels],
                       matrix=matrix, lower_bound=lower, published=published, notes=notes,
                       frequency_oracle=frequency_oracle)
 

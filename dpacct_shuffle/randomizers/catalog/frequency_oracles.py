@@ -16,7 +16,6 @@ from dpacct_shuffle.core.multilevel import PrivacyLossLevels
 from dpacct_shuffle.core.rounding import ratio_up
 from dpacct_shuffle.core.validation import check_epsilon0, check_range
 from dpacct_shuffle.randomizers.base import Randomizer, VariationRatioBound
-from dpacct_shuffle.randomizers.binary_reduction import BinaryReductionUpper
 from dpacct_shuffle.randomizers.binary_rr_curve import BinaryRRExactUpper
 from dpacct_shuffle.randomizers.catalog.entry import (MAX_MATRIX_CELLS, Projection,
                                                       binary_rr_lower, boost_projection,
@@ -193,10 +192,8 @@ def rappor(epsilon0: float, domain_size: int) -> Randomizer:
     lower = projection_lower((a * a, b * b), (b * b, a * a), others,
                               f"RAPPOR d={d}: bits (x0, x1) = (1, 0) / (0, 1)",
                               extra=[_unary_third_bit_projection(a, b)] if d >= 3 else [])
-    # d = 2: sampled binary RR in disguise (binary_reduction), ρ = a² + b²
-    exact = [BinaryReductionUpper(eps0, a * a + b * b)] if d == 2 else []
     return single_entry("rappor", {"epsilon0": eps0, "domain_size": d}, vr, alternatives=[two_types],
-                   matrix=matrix, lower=lower, levels=_unary_levels(d, a, b, b, a), exact=exact,
+                   matrix=matrix, lower=lower, levels=_unary_levels(d, a, b, b, a),
                    published=(e, beta, e, e), frequency_oracle=UnaryEncodingOracle(d, a, b))
 
 
@@ -235,11 +232,8 @@ def optimized_unary_encoding(epsilon0: float, domain_size: int) -> Randomizer:
     others = [victim0] + ([(c * (1.0 - c), c * (1.0 - c))] if d >= 3 else [])
     lower = projection_lower(victim0, victim1, others, f"OUE d={d}: bits (x0, x1) = (1,0)/(0,1)",
                               extra=[_unary_third_bit_projection(0.5, c)] if d >= 3 else [])
-    # d = 2: sampled binary RR in disguise (binary_reduction), ρ = 1/2
-    exact = [BinaryReductionUpper(eps0, 0.5)] if d == 2 else []
     return single_entry("oue", {"epsilon0": eps0, "domain_size": d}, vr, alternatives=[two_types],
                    matrix=matrix, lower=lower, levels=_unary_levels(d, 0.5, 0.5, c, e * c),
-                   exact=exact,
                    published=(e, beta, e, e), frequency_oracle=UnaryEncodingOracle(d, 0.5, c))
 
 
