@@ -86,7 +86,7 @@ from dpacct_shuffle.events import (
     ParallelMode,
     ShuffleEvent,
 )
-from dpacct_shuffle.pld_composition import TAIL_MASS_TRUNCATION, dense, tree_compose
+from dpacct_shuffle.pld_composition import TAIL_MASS_TRUNCATION, dense, self_compose, tree_compose
 from dpacct_shuffle.profiles import (
     DEFAULT_VALUE_DISCRETIZATION,
     PARALLEL_STRUCTURE_PROFILE_MAX_USERS,
@@ -113,6 +113,7 @@ from dpacct_shuffle.profiles import (
     users_grid_floor,
 )
 from dpacct_shuffle.sampling import poisson_sampled_profile
+from dpacct_shuffle.user_anchors import UserCountAnchors
 from dpacct_shuffle.without_replacement import (
     gaussian_profile,
     shuffled_cohort_profile,
@@ -320,43 +321,81 @@ def shuffle_event_loss_scale(event: dp_event.DpEvent,
 
 
 def event_on_users_grid(event: dp_event.DpEvent, ratio: float) -> dp_event.DpEvent:
-    """A shuffle event with every user count rounded down to the geometric grid of ``ratio``.
+    """A shuffle event with every user count rounded down to the geometric grid of ``ratio``
+    (:func:`dpacct_shuffle.profiles.users_grid_floor`), as :func:`event_with_user_counts` does
+    with any rule; ``ShufflePLDAccountant(users_grid_ratio=r)`` anchors the counts on the rounds'
+    own counts instead (:class:`dpacct_shuffle.user_anchors.UserCountAnchors`). Other events are
+    returned unchanged."""
+    return event_with_user_counts(event, lambda users: users_grid_floor(users, ratio))
 
-    Honest users ⌊γ·n⌋ become the count (honest fraction 1) and are rounded down with
-    :func:`dpacct_shuffle.profiles.users_grid_floor`; under ``PoissonSampledDpEvent`` the
-    population is rounded, under ``SampledWithoutReplacementDpEvent`` the round on the sample —
-    except a round of exactly the m sampled users, returned unchanged (its cohort bound needs
-    the m reports; a cohort bound is not monotone in m). Sound: every bound is non-increasing in
-    the number of honest users (see there), so the rounded event's PLD dominates the original's.
-    Other events are returned unchanged.
+
+def event_with_user_counts(event: dp_event.DpEvent,
+                           accounted: Callable[[int], int]) -> dp_event.DpEvent:
+    """A shuffle event with every count of honest users n replaced by ``accounted(n)`` ≤ n.
+
+    Honest users ⌊γ·n⌋ become the count (honest fraction 1) and are passed to ``accounted``;
+    under ``PoissonSampledDpEvent`` the population is replaced, under
+    ``SampledWithoutReplacementDpEvent`` the round on the sample — except a round of exactly the
+    m sampled users, returned unchanged (its cohort bound needs the m reports; a cohort bound is
+    not monotone in m). Sound for any ``accounted(n)`` ≤ n: every bound is non-increasing in the
+    number of honest users (:func:`dpacct_shuffle.profiles.users_grid_floor`), so the returned
+    event's PLD dominates the original's. Other events are returned unchanged.
     """
     if isinstance(event, dp_event.PoissonSampledDpEvent) and isinstance(event.event, _SHUFFLE_EVENTS):
-        return dp_event.PoissonSampledDpEvent(event.sampling_probability,
-                                              event_on_users_grid(event.event, ratio))
+        inner = event_with_user_counts(event.event, accounted)
+        return (event if inner is event.event
+                else dp_event.PoissonSampledDpEvent(event.sampling_probability, inner))
     if (isinstance(event, dp_event.SampledWithoutReplacementDpEvent)
             and isinstance(event.event, _SHUFFLE_EVENTS) and not _is_whole_cohort(event)):
-        return dp_event.SampledWithoutReplacementDpEvent(
-            event.source_dataset_size, event.sample_size, event_on_users_grid(event.event, ratio))
+        inner = event_with_user_counts(event.event, accounted)
+        return (event if inner is event.event else dp_event.SampledWithoutReplacementDpEvent(
+            event.source_dataset_size, event.sample_size, inner))
     if isinstance(event, ShuffleEvent):
-        users = honest_users(event.num_users, event.honest_fraction)
-        return ShuffleEvent(event.randomizer, users_grid_floor(users, ratio))
+        users = _accounted_users(honest_users(event.num_users, event.honest_fraction), accounted)
+        if users == event.num_users and event.honest_fraction == 1.0:
+            return event
+        return ShuffleEvent(event.randomizer, users)
     if isinstance(event, ParallelCompositionEvent):
         fraction = event.honest_fraction
         if isinstance(event.num_users, tuple):
-            sizes: Any = tuple(users_grid_floor(honest_users(size, fraction), ratio)
+            sizes: Any = tuple(_accounted_users(honest_users(size, fraction), accounted)
                                for size in event.num_users)
         else:
-            sizes = users_grid_floor(honest_users(event.num_users, fraction), ratio)
+            sizes = _accounted_users(honest_users(event.num_users, fraction), accounted)
+        if sizes == event.num_users and fraction == 1.0:
+            return event
         return ParallelCompositionEvent(event.branches, sizes, event.probabilities, event.mode)
     return event
+
+
+def _accounted_users(users: int, accounted: Callable[[int], int]) -> int:
+    """``accounted(users)``, checked to be a count in [1, users] (the soundness condition)."""
+    value = accounted(users)
+    if not 1 <= value <= users:
+        raise ValueError(f"a shuffle round with {users} honest users may be accounted at a count "
+                         f"in [1, {users}] only, got {value!r}")
+    return value
+
+
+def user_counts(event: dp_event.DpEvent) -> tuple[int, ...]:
+    """The counts of honest users that :func:`event_with_user_counts` replaces in ``event``."""
+    counts: list[int] = []
+
+    def record(users: int) -> int:
+        counts.append(users)
+        return users
+
+    event_with_user_counts(event, record)
+    return tuple(counts)
 
 
 def _batched(event: dp_event.DpEvent) -> dp_event.DpEvent:
     """A shuffle round whose randomizer is evaluated with the batched pair curve where it applies
     (:func:`dpacct_shuffle.profiles.batched_randomizer`); other events unchanged."""
     if isinstance(event, ShuffleEvent):
-        return ShuffleEvent(batched_randomizer(event.randomizer), event.num_users,
-                            event.honest_fraction)
+        randomizer = batched_randomizer(event.randomizer)
+        if randomizer is not event.randomizer:
+            return ShuffleEvent(randomizer, event.num_users, event.honest_fraction)
     return event
 
 
@@ -458,7 +497,7 @@ _Leaf = tuple[dp_event.DpEvent, int]
 # an event's loss range shrinks the automatic interval at most to this fraction of its scale
 # (bounds dense array sizes when scales differ a lot); see _auto_discretization
 _MAX_SCALE_SPREAD = 64.0
-# equal events composed more often than this are self-composed once (see _own_leaves)
+# equal events composed more often than this are self-composed by dp-accounting (see _own_leaves)
 _SELF_COMPOSE_MIN = 16
 # relative margin on the summed ε caps (float sums of products are rounded to nearest)
 _CAP_ROUNDING = 1e-12
@@ -528,11 +567,13 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
         chosen from the scale of the composed events (below); a number: that grid, fixed, each
         event composed as it arrives (dp-accounting's behaviour).
       users_grid_ratio: ``None`` (default): every round is accounted at its own user count. A
-        ratio r in (1, 2]: user counts are rounded down to the geometric grid ⌊r^j⌋
-        (:func:`event_on_users_grid`, sound because the bounds are non-increasing in n), so a
-        cohort that changes every round costs one PLD per grid value, cached across rounds and
-        accountants; each round's ε grows by at most about √r − 1 (0.5 % at r = 1.01). Each grid
-        value's profile comes from the batched pair curve
+        ratio r in (1, 2]: every round is accounted at an anchor a ≤ n < a·r chosen among the
+        rounds' own user counts when they are composed
+        (:class:`~dpacct_shuffle.user_anchors.UserCountAnchors`: greedily, the fewest anchors;
+        rounds composed earlier keep theirs; sound because the bounds are non-increasing in n),
+        so a cohort that changes every round costs one PLD per anchor, cached across rounds and
+        accountants; each round's ε grows by at most about √r − 1 (0.5 % at r = 1.01). Each
+        anchor's profile comes from the batched pair curve
         (:class:`dpacct_shuffle.profiles.BatchedRandomizer`: one pass per n for every ε, at most
         about 0.3 % above the core's ε) wherever it applies.
 
@@ -565,13 +606,12 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
         fixed = (None if value_discretization_interval is None else check_range(
             "value_discretization_interval", value_discretization_interval, 0.0, 1.0,
             low_open=True))
-        self._users_grid_ratio = (None if users_grid_ratio is None else check_range(
-            "users_grid_ratio", users_grid_ratio, 1.0, 2.0, low_open=True))
+        self._anchors = None if users_grid_ratio is None else UserCountAnchors(users_grid_ratio)
         super().__init__(neighboring_relation,
                          DEFAULT_VALUE_DISCRETIZATION if fixed is None else fixed)
         self._fixed_discretization = fixed
         self._leaves: list[_Leaf] = []
-        self._pending: list[_Leaf] = []
+        self._pending: list[int] = []  # indices in _leaves of own events not composed yet
         self._replaying = False
         self._epsilon_caps: list[float] = []
 
@@ -599,13 +639,13 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
 
     def _own_leaves(self, event: dp_event.DpEvent,
                     count: int) -> list[pld_lib.PrivacyLossDistribution]:
-        """PLDs whose composition is ``count`` copies of an event: one self-composed PLD for
-        more than ``_SELF_COMPOSE_MIN`` copies, else ``count`` copies of one dense PLD (the
-        pairwise FFT compositions of a few copies cost less than ``self_compose``'s tail bounds,
-        and dp-accounting converts a sparse PLD to a dense one at every composition)."""
+        """PLDs whose composition is ``count`` copies of an event: one PLD self-composed by
+        dp-accounting for more than ``_SELF_COMPOSE_MIN`` copies, else the dense PLD's FFT power
+        (:func:`dpacct_shuffle.pld_composition.self_compose`: a few copies cost less that way
+        than through ``self_compose``'s tail bounds or pairwise compositions)."""
         if count > _SELF_COMPOSE_MIN:
             return [self._own_pld(event, count)]
-        return [dense(self._single_pld(event))] * count
+        return [self_compose(dense(self._single_pld(event)), count)]
 
     def _compose_pld(self, pld: pld_lib.PrivacyLossDistribution, count: int) -> None:
         if _infinity_mass(pld) >= 1.0:
@@ -630,6 +670,14 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
                 and self.neighboring_relation is not NeighborRel.ADD_OR_REMOVE_ONE  # both replace relations
                 and event.num_buckets > 1 and 0.0 < event.noise_parameter <= 1.0)
 
+    def _accounted(self, event: dp_event.DpEvent) -> dp_event.DpEvent:
+        """The event a recorded own event is accounted as: with ``users_grid_ratio``, its user
+        counts at their anchors (:class:`~dpacct_shuffle.user_anchors.UserCountAnchors`, extended
+        with them beforehand) and its randomizer on the batched pair curve."""
+        if self._anchors is None:
+            return event
+        return event_with_user_counts(_batched(event), self._anchors.anchor)
+
     def _compose_leaf(self, event: dp_event.DpEvent, count: int) -> None:
         if _is_own(event):
             self._compose_pld(self._own_pld(event, count), 1)
@@ -652,14 +700,15 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
         error = self._leaf_error(event)
         if error is not None or not do_compose:
             return error
-        if self._users_grid_ratio is not None and _is_own(event) and not self._replaying:
-            event = _batched(event_on_users_grid(event, self._users_grid_ratio))
         if self._fixed_discretization is None and not self._replaying:
             self._leaves.append((event, count))
             if _is_own(event):
-                self._pending.append((event, count))
+                self._pending.append(len(self._leaves) - 1)
                 return None
         # fixed interval, replay, or a parent event (composed now: its errors surface here)
+        if self._anchors is not None and _is_own(event):
+            self._anchors.extend(user_counts(event))
+            event = self._accounted(event)
         self._compose_leaf(event, count)
         return None
 
@@ -692,6 +741,14 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
         """Compose the pending shuffle/local events; rebuild everything if the interval changed."""
         if self._fixed_discretization is not None:
             return
+        if self._anchors is not None:
+            # the new rounds' anchors, then each recorded round replaced by the event it is
+            # accounted as (rounds recorded earlier keep their anchors)
+            self._anchors.extend(users for index in self._pending
+                                 for users in user_counts(self._leaves[index][0]))
+            for index in self._pending:
+                event, count = self._leaves[index]
+                self._leaves[index] = (self._accounted(event), count)
         d = self._auto_discretization()
         if d != self._value_discretization_interval:
             self._value_discretization_interval = d
@@ -704,12 +761,13 @@ class ShufflePLDAccountant(_CheckedQueries, pld_privacy_accountant.PLDAccountant
                         self._compose_leaf(event, count)
             finally:
                 self._replaying = False
-            self._pending = [(e, c) for e, c in self._leaves if _is_own(e)]
+            self._pending = [index for index, (e, _) in enumerate(self._leaves) if _is_own(e)]
         if not self._pending:
             return
         groups: dict[Any, list[Any]] = {}
         separate: list[_Leaf] = []
-        for event, count in self._pending:
+        for index in self._pending:
+            event, count = self._leaves[index]
             try:
                 groups.setdefault(event, [event, 0])[1] += count
             except TypeError:  # unhashable event (mutable randomizer): composed on its own
@@ -803,6 +861,7 @@ __all__ = [
     "event_epsilon_cap",
     "event_on_users_grid",
     "event_profile",
+    "event_with_user_counts",
     "ldp_event_pld",
     "ldp_event_rdp",
     "relation_message",
@@ -810,4 +869,5 @@ __all__ = [
     "shuffle_event_loss_scale",
     "shuffle_event_pld",
     "shuffle_event_rdp",
+    "user_counts",
 ]

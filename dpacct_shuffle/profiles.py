@@ -337,7 +337,7 @@ def honest_users(num_users: int, honest_fraction: float) -> int:
     """
     n = check_num_users(num_users, "num_users")
     gamma = check_range("honest_fraction", honest_fraction, 0.0, 1.0, low_open=True)
-    return max(1, math.floor(Fraction(gamma) * n))
+    return n if gamma == 1.0 else max(1, math.floor(Fraction(gamma) * n))
 
 
 def users_grid_floor(num_users: int, ratio: float) -> int:
@@ -423,42 +423,37 @@ def shuffle_profile(randomizer: RandomizerDescription, num_users: int, honest_fr
                           deltas_upper)
 
 
-def max_profile(profiles: Sequence[PrivacyProfile]) -> PrivacyProfile:
-    """Pointwise maximum: valid whenever the neighbouring pair is covered by one of the profiles
-    (with an array form when every profile has one)."""
+def _pointwise_profile(profiles: Sequence[PrivacyProfile], name: str,
+                       combine: Callable[..., float],
+                       combine_arrays: Callable[..., NDArray[np.float64]]) -> PrivacyProfile:
+    """The profile ``combine`` (max or min) of ``profiles`` at every ε, and of their ε caps (with
+    an array form when every profile has one)."""
     if len(profiles) == 0:
         raise ValueError("profiles must not be empty")
     items = tuple(profiles)
 
     def delta_upper(epsilon: float) -> float:
-        return max(profile.delta(epsilon) for profile in items)
+        return combine(profile.delta(epsilon) for profile in items)
 
     def deltas_upper(epsilons: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.max([profile.deltas(epsilons) for profile in items], axis=0)
+        return combine_arrays([profile.deltas(epsilons) for profile in items], axis=0)
 
     arrays = all(profile.deltas_upper is not None for profile in items)
-    return PrivacyProfile(delta_upper, max(p.epsilon_cap for p in items),
-                          "max(" + ", ".join(p.description for p in items) + ")",
+    return PrivacyProfile(delta_upper, combine(p.epsilon_cap for p in items),
+                          f"{name}(" + ", ".join(p.description for p in items) + ")",
                           deltas_upper if arrays else None)
+
+
+def max_profile(profiles: Sequence[PrivacyProfile]) -> PrivacyProfile:
+    """Pointwise maximum: valid whenever the neighbouring pair is covered by one of the profiles
+    (with an array form when every profile has one)."""
+    return _pointwise_profile(profiles, "max", max, np.max)
 
 
 def min_profile(profiles: Sequence[PrivacyProfile]) -> PrivacyProfile:
     """Pointwise minimum: valid when every profile bounds every neighbouring pair (with an array
     form when every profile has one)."""
-    if len(profiles) == 0:
-        raise ValueError("profiles must not be empty")
-    items = tuple(profiles)
-
-    def delta_upper(epsilon: float) -> float:
-        return min(profile.delta(epsilon) for profile in items)
-
-    def deltas_upper(epsilons: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.min([profile.deltas(epsilons) for profile in items], axis=0)
-
-    arrays = all(profile.deltas_upper is not None for profile in items)
-    return PrivacyProfile(delta_upper, min(p.epsilon_cap for p in items),
-                          "min(" + ", ".join(p.description for p in items) + ")",
-                          deltas_upper if arrays else None)
+    return _pointwise_profile(profiles, "min", min, np.min)
 
 
 def randomized_response_delta(epsilon0: float, epsilon: float) -> float:
@@ -737,15 +732,16 @@ class ProfileGrid:
     capped: bool
 
 
-def _interval_epsilon_gaps(eps: NDArray[np.float64], ys: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Estimated ε error of the Connect-the-Dots chord on each grid interval (refinement only).
+def _interval_epsilon_gaps(e_a: NDArray[np.float64], e_b: NDArray[np.float64],
+                           y_a: NDArray[np.float64], y_b: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Estimated ε error of the Connect-the-Dots chord on grid intervals [e_a, e_b] with values
+    y_a ≥ y_b (refinement only).
 
     Between two grid points a profile is close to log-linear in ε; the chord (linear in x = e^ε)
     lies above it. The estimate is the largest horizontal gap, in ε, between the chord and the
     log-linear interpolation at levels inside the interval (intervals ending at δ = 0 use the
     vertical chord to the cap, i.e. their width). Soundness never depends on it.
     """
-    e_a, e_b, y_a, y_b = eps[:-1], eps[1:], ys[:-1], ys[1:]
     gaps = np.where((y_a > y_b) & (y_b <= 0.0), e_b - e_a, 0.0)
     inner = (y_a > y_b) & (y_b > 0.0)
     if np.any(inner):
@@ -803,7 +799,8 @@ def profile_grid(profile: PrivacyProfile,
     ``value_discretization_interval`` None (default): chosen from the profile's loss scale
     (:func:`discretization_for_scale`). ``progress``: ``True`` shows a tqdm count of the profile
     evaluations on stderr (the number needed is not known in advance), a callback
-    ``progress(done, done)`` is called after each (:mod:`dpacct_shuffle.progress`).
+    ``progress(done, done)`` is called after each (after each batch of them for a profile with
+    an array form; :mod:`dpacct_shuffle.progress`).
     """
     with ProgressReporter(None, "privacy-loss profile", progress, unit="eval") as reporter:
         return _adaptive_grid(profile, value_discretization_interval, epsilon_tolerance,
@@ -812,8 +809,8 @@ def profile_grid(profile: PrivacyProfile,
 
 def _adaptive_grid(profile: PrivacyProfile, value_discretization_interval: float | None,
                    epsilon_tolerance: float, max_step: float, min_delta: float,
-                   tick: Callable[[], None]) -> ProfileGrid:
-    """:func:`profile_grid`, calling ``tick()`` after each profile evaluation."""
+                   tick: Callable[[int], None]) -> ProfileGrid:
+    """:func:`profile_grid`, calling ``tick(count)`` after ``count`` profile evaluations."""
     d = _discretization(profile, value_discretization_interval)
     tolerance = check_range("epsilon_tolerance", epsilon_tolerance, 0.0, 1.0, low_open=True)
     step = check_range("max_step", max_step, 0.0, math.inf, low_open=True)
@@ -834,7 +831,7 @@ def _adaptive_grid(profile: PrivacyProfile, value_discretization_interval: float
                 raise ValueError(f"profile returned delta={value!r} at epsilon={k * d!r}; "
                                  "a profile must return values in [0, 1]")
             values[k] = value
-            tick()
+            tick(1)
 
     def evaluate(k: int) -> float:
         evaluate_many((k,))
@@ -870,13 +867,17 @@ def _adaptive_grid(profile: PrivacyProfile, value_discretization_interval: float
     else:
         evaluate(k_end)
     max_width = max(1, math.floor(step / d))
+    keys = np.array(sorted(values), dtype=np.int64)
+    refine_options = (d, tolerance, floor, max_width)
+    if profile.deltas_upper is not None:
+        levels = _refine_by_levels(profile, keys, np.array([values[int(k)] for k in keys]),
+                                   refine_options, tick)
+        if levels is not None:
+            return ProfileGrid(d, levels[0], levels[1], capped)
     while True:
         keys = np.array(sorted(values), dtype=np.int64)
         ys = np.minimum.accumulate(np.array([values[int(k)] for k in keys]))
-        gaps = _interval_epsilon_gaps(keys * d, ys)
-        widths = np.diff(keys)
-        allowed = d + tolerance * keys[1:] * d
-        refine = (widths >= 2) & (ys[:-1] > floor) & ((widths > max_width) | (gaps > allowed))
+        refine = _refined(keys[:-1], keys[1:], ys[:-1], ys[1:], refine_options)
         if not np.any(refine):
             break
         evaluate_many((keys[:-1][refine] + keys[1:][refine]) // 2)
@@ -885,28 +886,111 @@ def _adaptive_grid(profile: PrivacyProfile, value_discretization_interval: float
     return ProfileGrid(d, keys, deltas, capped)
 
 
-def _lower_convex_hull(xs: NDArray[np.float64], ys: NDArray[np.float64]) -> NDArray[np.int64]:
-    """Indices of the lower convex hull of points sorted by x (Andrew's monotone chain).
+def _refined(k_a: NDArray[np.int64], k_b: NDArray[np.int64], y_a: NDArray[np.float64],
+             y_b: NDArray[np.float64], options: tuple[float, float, float, int]) -> NDArray[np.bool_]:
+    """Which grid intervals [k_a·d, k_b·d] (values y_a ≥ y_b) the adaptive grid bisects: wider
+    than ``max_width``, or a chord ε error above d + tolerance·ε_b, while δ(ε_a) > ``min_delta``
+    (module docstring, "Discretisation"; elementwise, so any subset of intervals gives the same
+    answers)."""
+    d, tolerance, floor, max_width = options
+    gaps = _interval_epsilon_gaps(k_a * d, k_b * d, y_a, y_b)
+    widths = k_b - k_a
+    allowed = d + tolerance * k_b * d
+    return (widths >= 2) & (y_a > floor) & ((widths > max_width) | (gaps > allowed))
 
-    When every consecutive triple turns strictly left (the usual case for a profile), the chain
-    keeps every point, which the same cross products decide at once with numpy.
+
+# bisection levels decided per profile evaluation in _refine_by_levels
+_SPECULATIVE_LEVELS = 5
+
+
+def _refine_by_levels(profile: PrivacyProfile, keys: NDArray[np.int64],
+                      values: NDArray[np.float64], options: tuple[float, float, float, int],
+                      tick: Callable[[int], None]
+                      ) -> Optional[tuple[NDArray[np.int64], NDArray[np.float64]]]:
+    """The refinement of :func:`profile_grid` for a profile with an array form, several levels
+    per evaluation; None if the refined values are not non-increasing (then the caller refines
+    pass by pass).
+
+    Pass by pass, every interval of the current points is tested with the running minimum of the
+    values (:func:`_refined`) and the tested ones are bisected. When the values of the final
+    points are non-increasing, so are those of every earlier set of points (a subset), the
+    running minimum equals the values, and an interval's test depends on its own end points
+    only: the final points are the closure of bisecting every interval its test selects.
+    Here each interval to test gets the midpoints of ``_SPECULATIVE_LEVELS`` levels of bisection
+    evaluated in one call (the array form is elementwise, so every value is the one a pass would
+    get), all of their sub-intervals are tested in one call, and the tests are resolved from the
+    top: a sub-interval counts when its parent was bisected.
     """
-    if len(xs) >= 3:
-        o, a, b = slice(None, -2), slice(1, -1), slice(2, None)
+    d = options[0]
+    known_keys, known_values = keys, values
+    included_keys, included_values = [keys], [values]
+    starts, ends = keys[:-1], keys[1:]
+    while len(starts):
+        # the speculative bisection tree of every interval to test: level j has 2^j intervals
+        level_starts, level_ends = [starts[:, None]], [ends[:, None]]
+        for _ in range(_SPECULATIVE_LEVELS):
+            a, b = level_starts[-1], level_ends[-1]
+            middle = (a + b) // 2
+            level_starts.append(np.stack([a, middle], axis=2).reshape(len(starts), -1))
+            level_ends.append(np.stack([middle, b], axis=2).reshape(len(starts), -1))
+        candidates = np.unique(np.concatenate([level.ravel() for level in level_ends[1:]]))
+        missing = candidates[~np.isin(candidates, known_keys)]
+        if len(missing):
+            new = np.asarray(profile.deltas(missing.astype(np.float64) * d), dtype=np.float64)
+            if not np.all((new >= 0.0) & (new <= 1.0)):  # also rejects NaN
+                bad = int(np.flatnonzero(~((new >= 0.0) & (new <= 1.0)))[0])
+                raise ValueError(f"profile returned delta={float(new[bad])!r} at "
+                                 f"epsilon={int(missing[bad]) * d!r}; a profile must return "
+                                 "values in [0, 1]")
+            tick(len(new))
+            merged = np.concatenate([known_keys, missing])
+            order = np.argsort(merged, kind="stable")
+            known_keys, known_values = merged[order], np.concatenate([known_values, new])[order]
+        tested_starts = np.concatenate([level.ravel() for level in level_starts[:-1]])
+        tested_ends = np.concatenate([level.ravel() for level in level_ends[:-1]])
+        refine = _refined(tested_starts, tested_ends,
+                          known_values[np.searchsorted(known_keys, tested_starts)],
+                          known_values[np.searchsorted(known_keys, tested_ends)], options)
+        # resolve from the top: level j's tests count where its parent (level j − 1) was bisected
+        active = np.ones((len(starts), 1), dtype=bool)
+        offset = 0
+        for level in range(_SPECULATIVE_LEVELS):
+            size = active.size
+            bisected = active & refine[offset:offset + size].reshape(active.shape)
+            offset += size
+            middles = (level_starts[level] + level_ends[level]) // 2
+            chosen = middles[bisected]
+            included_keys.append(chosen)
+            included_values.append(known_values[np.searchsorted(known_keys, chosen)])
+            active = np.repeat(bisected, 2, axis=1)
+        starts = level_starts[-1][active]
+        ends = level_ends[-1][active]
+    all_keys = np.concatenate(included_keys)
+    order = np.argsort(all_keys, kind="stable")
+    final_keys, final_values = all_keys[order], np.concatenate(included_values)[order]
+    if np.any(np.diff(final_values) > 0.0):
+        return None
+    return final_keys, final_values
+
+
+def _lower_convex_hull(xs: NDArray[np.float64], ys: NDArray[np.float64]) -> NDArray[np.int64]:
+    """Indices of the lower convex hull of points sorted by x (strict vertices, as Andrew's
+    monotone chain keeps them).
+
+    A middle point on or above the segment joining its two neighbours (cross product ≤ 0) is not
+    a strict vertex of the lower hull of any set containing those three points, so all such
+    points are removed at once, with numpy, until every consecutive triple turns strictly left:
+    the remaining points are exactly the strict vertices.
+    """
+    hull = np.arange(len(xs), dtype=np.int64)
+    while len(hull) >= 3:
+        o, a, b = hull[:-2], hull[1:-1], hull[2:]
         cross = (xs[a] - xs[o]) * (ys[b] - ys[o]) - (ys[a] - ys[o]) * (xs[b] - xs[o])
-        if np.all(cross > 0.0):
-            return np.arange(len(xs), dtype=np.int64)
-    hull: list[int] = []
-    for i in range(len(xs)):
-        while len(hull) >= 2:
-            o, a = hull[-2], hull[-1]
-            cross = (xs[a] - xs[o]) * (ys[i] - ys[o]) - (ys[a] - ys[o]) * (xs[i] - xs[o])
-            if cross <= 0.0:  # a is on or above the segment o -> i
-                hull.pop()
-            else:
-                break
-        hull.append(i)
-    return np.array(hull, dtype=np.int64)
+        keep = np.concatenate(([True], cross > 0.0, [True]))
+        if keep.all():
+            break
+        hull = hull[keep]
+    return hull
 
 
 def connect_the_dots_points(grid: ProfileGrid) -> tuple[NDArray[np.int64], NDArray[np.float64]]:

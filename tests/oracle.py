@@ -57,6 +57,7 @@ __all__ = [
     "exact_shuffled_delta",
     "exact_shuffled_delta_directions",
     "shuffled_delta_by_sequences",
+    "epsilon_by_bisection",
 ]
 
 _REST_ROUNDING = 1e-12  # |rest| below this (negative) is float rounding of s = 1 - r0 - r1
@@ -452,3 +453,15 @@ def shuffled_delta_by_sequences(
     d01 = math.fsum(max(0.0, laws[0][h] - big * laws[1][h]) for h in keys)
     d10 = math.fsum(max(0.0, laws[1][h] - big * laws[0][h]) for h in keys)
     return max(d01, d10)
+
+
+def epsilon_by_bisection(delta_of, delta: float, high: float, steps: int = 40) -> float:
+    """Smallest ε in [0, high] with ``delta_of(ε) <= delta`` for a non-increasing ``delta_of``,
+    by ``steps`` bisection steps (the upper end of the last bracket; 0 if δ(0) ≤ delta)."""
+    if delta_of(0.0) <= delta:
+        return 0.0
+    low = 0.0
+    for _ in range(steps):
+        mid = 0.5 * (low + high)
+        low, high = (mid, high) if delta_of(mid) > delta else (low, mid)
+    return high

@@ -15,10 +15,11 @@ import pytest
 
 from dpacct_shuffle import VariationRatio
 from dpacct_shuffle import randomizers as rz
-from dpacct_shuffle.accountants import ShufflePLDAccountant, event_on_users_grid
+from dpacct_shuffle.accountants import ShufflePLDAccountant, event_with_user_counts
 from dpacct_shuffle.core.batched import DEFAULT_LOWERING, batched_delta, supports_batched_delta
 from dpacct_shuffle.events import ShuffleEvent
 from dpacct_shuffle.profiles import BatchedRandomizer, batched_randomizer
+from dpacct_shuffle.user_anchors import UserCountAnchors
 from tests import oracle
 
 # (p, beta, q, neutral_share): worst case (w = 0), generic share w/q, a proven larger share
@@ -170,13 +171,15 @@ def test_grid_accountant_uses_the_batched_curve_and_stays_above_the_core() -> No
     for n in sizes:
         grid.compose(ShuffleEvent(krr, n))
     epsilon = grid.get_epsilon(1e-6)
-    # the same grid values accounted one by one with the core: within 0.3 %, and one round at a
-    # grid value is never below the core's own ε there
+    # the same anchors (12 000 for the first two rounds, 40 000) accounted one by one with the
+    # core: within 0.3 %, and one round at an anchor is never below the core's own ε there
+    anchors = UserCountAnchors(1.01)
+    anchors.extend(sizes)
+    assert anchors.anchors == (12_000, 40_000)
     reference = ShufflePLDAccountant()
     for n in sizes:
-        reference.compose(event_on_users_grid(ShuffleEvent(krr, n), 1.01))
+        reference.compose(event_with_user_counts(ShuffleEvent(krr, n), anchors.anchor))
     assert abs(epsilon / reference.get_epsilon(1e-6) - 1.0) <= 3e-3
-    grid_value = event_on_users_grid(ShuffleEvent(krr, 40_000), 1.01).num_users
     single = ShufflePLDAccountant(users_grid_ratio=1.01).compose(ShuffleEvent(krr, 40_000))
-    core = krr.variation_ratio.epsilon(1e-6, grid_value, rtol=1e-6)
+    core = krr.variation_ratio.epsilon(1e-6, 40_000, rtol=1e-6)
     assert core * (1.0 - 1e-6) <= single.get_epsilon(1e-6) <= core * 1.004

@@ -11,7 +11,7 @@ import pytest
 from dpacct_shuffle import randomizers
 from dpacct_shuffle.randomizers.binary_reduction import BinaryReductionUpper, binary_reduction
 from dpacct_shuffle.sampling import poisson_sampled_profile
-from tests.oracle import exact_shuffled_delta
+from tests.oracle import epsilon_by_bisection, exact_shuffled_delta
 
 ENTRIES = [("rappor", randomizers.rappor), ("oue", randomizers.oue)]
 
@@ -76,14 +76,6 @@ def _exact_round_delta(matrix: np.ndarray, n: int, eps: float) -> float:
                for m in range(n))
 
 
-def _epsilon(delta_of, delta: float, high: float) -> float:
-    low = 0.0
-    for _ in range(36):
-        mid = 0.5 * (low + high)
-        low, high = (mid, high) if delta_of(mid) > delta else (low, mid)
-    return high
-
-
 @pytest.mark.parametrize("name, entry", ENTRIES)
 @pytest.mark.parametrize("eps0, n", [(1.0, 6), (2.0, 10), (4.0, 12)])
 def test_unsampled_round_is_exact(name: str, entry, eps0: float, n: int) -> None:
@@ -95,7 +87,7 @@ def test_unsampled_round_is_exact(name: str, entry, eps0: float, n: int) -> None
         bound = shuffled.delta(float(eps))
         assert exact - 1e-15 <= bound <= exact * 1.01 + 1e-12
     delta = 1e-3
-    exact_eps = _epsilon(lambda e: _exact_round_delta(matrix, n, e), delta, eps0)
+    exact_eps = epsilon_by_bisection(lambda e: _exact_round_delta(matrix, n, e), delta, eps0)
     assert exact_eps <= shuffled.epsilon(delta) <= 1.011 * exact_eps
 
 
@@ -113,11 +105,11 @@ def test_two_input_matrix_round_against_exact(matrix: np.ndarray) -> None:
     cap = math.log(float(np.max(np.maximum(matrix[0] / matrix[1], matrix[1] / matrix[0]))))
     for eps in np.linspace(0.0, 0.9 * cap, 6):
         assert shuffled.delta(float(eps)) >= _exact_round_delta(matrix, n, float(eps)) - 1e-15
-    exact_eps = _epsilon(lambda e: _exact_round_delta(matrix, n, e), delta, cap)
+    exact_eps = epsilon_by_bisection(lambda e: _exact_round_delta(matrix, n, e), delta, cap)
     assert exact_eps <= shuffled.epsilon(delta) < without.shuffled(n).epsilon(delta)
     void = _void_matrix(matrix, 0.5)
     profile = poisson_sampled_profile(randomizer, n, 0.5)
-    exact_eps = _epsilon(lambda e: _exact_round_delta(void, n, e), delta, cap)
+    exact_eps = epsilon_by_bisection(lambda e: _exact_round_delta(void, n, e), delta, cap)
     for eps in np.linspace(0.0, 1.5 * exact_eps, 5):
         assert profile.delta(float(eps)) >= _exact_round_delta(void, n, float(eps)) - 1e-15
     assert profile.delta(1.25 * exact_eps) <= delta
@@ -135,7 +127,7 @@ def test_sampled_round_is_exact(name: str, entry, eps0: float, n: int, gamma: fl
     void = _void_matrix(np.asarray(randomizer.matrix), gamma)
     profile = poisson_sampled_profile(randomizer, n, gamma)
     delta = 1e-3
-    exact_eps = _epsilon(lambda e: _exact_round_delta(void, n, e), delta, eps0)
+    exact_eps = epsilon_by_bisection(lambda e: _exact_round_delta(void, n, e), delta, eps0)
     assert exact_eps > 0.0
     for eps in np.linspace(0.0, 1.5 * exact_eps, 5):
         assert profile.delta(float(eps)) >= _exact_round_delta(void, n, float(eps)) - 1e-15

@@ -25,6 +25,7 @@ from dpacct_shuffle.profiles import poisson_sampled_shuffle_profile
 from dpacct_shuffle.randomizers.binary_rr_sampled import (GRID_RATIO, BinaryRRCohortProfile,
                                                           SampledBinaryRRProfile)
 from dpacct_shuffle.sampling import exact_sampled_profile, poisson_sampled_profile
+from tests.oracle import epsilon_by_bisection
 
 NR = privacy_accountant.NeighboringRelation
 
@@ -91,14 +92,6 @@ def _exact_deltas(pairs, epsilons) -> np.ndarray:
     return best
 
 
-def _epsilon_of(delta_of, delta: float, hi: float) -> float:
-    lo = 0.0
-    for _ in range(32):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if delta_of(mid) > delta else (lo, mid)
-    return hi
-
-
 CASES = [  # (ε0, N, γ, relation, δ); N = 150 and 200 go through the block search
     (1.0, 40, 0.3, "replace_one", 1e-3), (2.0, 60, 0.1, "replace_one", 1e-2),
     (1.5, 150, 0.2, "replace_one", 1e-3), (1.0, 200, 0.1, "replace_one", 1e-4),
@@ -111,7 +104,7 @@ CASES = [  # (ε0, N, γ, relation, δ); N = 150 and 200 go through the block se
 def test_interval_contains_the_exact_value(eps0, n, gamma, relation, delta) -> None:
     profile = SampledBinaryRRProfile(eps0, n, gamma, relation)
     pairs = _pairs(eps0, n, gamma, relation)
-    exact_eps = _epsilon_of(lambda e: _exact_deltas(pairs, e)[0], delta, 4.0)
+    exact_eps = epsilon_by_bisection(lambda e: _exact_deltas(pairs, e)[0], delta, 4.0, steps=32)
     epsilons = np.concatenate((np.linspace(0.0, 2.0 * exact_eps, 9), [0.3 * exact_eps + 1e-4]))
     exact = _exact_deltas(pairs, epsilons)
     for eps, value in zip(epsilons, exact):
@@ -136,7 +129,7 @@ def test_issue_example_population_1000(eps0: float, gamma: float, exact: float |
     n, delta = 1000, 1e-3
     configurations = list(range(17)) + list(range(25, 500, 25))
     pairs = _pairs(eps0, n, gamma, configurations=configurations, size=170)
-    lower = _epsilon_of(lambda e: _exact_deltas(pairs, e)[0], delta, eps0)
+    lower = epsilon_by_bisection(lambda e: _exact_deltas(pairs, e)[0], delta, eps0, steps=32)
     if exact is not None:
         assert lower == pytest.approx(exact, rel=0.01)  # the issue's value
     sampled = poisson_sampled_profile(randomizers.binary_rr(eps0), n, gamma)
@@ -256,7 +249,7 @@ def test_cohort_profile_contains_the_exact_value(eps0: float, population: int, m
                                                  delta: float) -> None:
     pairs = _cohort_pairs(eps0, population, m)
     profile = BinaryRRCohortProfile(eps0, m, population)
-    exact_eps = _epsilon_of(lambda e: _exact_deltas(pairs, e)[0], delta, eps0)
+    exact_eps = epsilon_by_bisection(lambda e: _exact_deltas(pairs, e)[0], delta, eps0, steps=32)
     epsilons = np.linspace(0.0, 1.5 * exact_eps, 7)
     for eps, value in zip(epsilons, _exact_deltas(pairs, epsilons)):
         lower, upper = profile.delta_interval(float(eps))

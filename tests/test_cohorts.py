@@ -1,4 +1,5 @@
-"""Cohorts that change every round: user counts rounded down to a geometric grid.
+"""Cohorts that change every round: user counts accounted at anchors among the rounds' own counts
+(or rounded down to a geometric grid).
 
 References: the core's certified profile at the exact user count (the rounded PLD must dominate
 it), and the same rounds accounted each at its own n (the ε gap).
@@ -6,6 +7,7 @@ it), and the same rounds accounted each at its own n (the ε gap).
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -19,10 +21,13 @@ from dpacct_shuffle import pld_composition, profiles
 from dpacct_shuffle.accountants import (
     ShufflePLDAccountant,
     event_on_users_grid,
+    event_with_user_counts,
     shuffle_event_pld,
+    user_counts,
 )
 from dpacct_shuffle.core.closed_forms import chernoff_delta
 from dpacct_shuffle.events import ParallelCompositionEvent, ShuffleEvent
+from dpacct_shuffle.user_anchors import UserCountAnchors
 
 
 class ChernoffShuffleBound:
@@ -69,6 +74,105 @@ def test_event_on_users_grid_rounds_honest_users_and_sampled_populations() -> No
     assert event_on_users_grid(gaussian, 1.05) is gaussian
 
 
+def _fewest_anchors(counts: list[int], ratio: float) -> int:
+    """Brute force: the fewest anchors (any integers) with a ≤ n < a·r for every count."""
+    candidates = range(math.floor(min(counts) / ratio), max(counts) + 1)  # a in (n/r, n]
+    for size in range(1, len(counts) + 1):
+        for chosen in itertools.combinations(candidates, size):
+            if all(any(a <= n < a * ratio for a in chosen) for n in counts):
+                return size
+    raise AssertionError("the counts themselves are anchors")
+
+
+def test_anchors_cover_every_count_with_the_fewest_anchors() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        counts = [int(v) for v in rng.integers(20, 40, size=int(rng.integers(1, 7)))]
+        anchors = UserCountAnchors(1.1)
+        anchors.extend(counts)
+        assert set(anchors.anchors) <= set(counts)
+        for n in counts:
+            a = anchors.anchor(n)
+            assert a in anchors.anchors and a <= n < a * 1.1
+            assert a == max(b for b in anchors.anchors if b <= n)
+        assert len(anchors.anchors) == _fewest_anchors(counts, 1.1), counts
+
+
+def test_anchors_of_earlier_counts_never_change() -> None:
+    rng = np.random.default_rng(11)
+    counts = [int(v) for v in np.exp(rng.uniform(np.log(1e3), np.log(1e5), 300))]
+    anchors = UserCountAnchors(1.02)
+    seen: dict[int, int] = {}
+    for start in range(0, len(counts), 7):  # queried every few rounds
+        anchors.extend(counts[start:start + 7])
+        for n in counts[:start + 7]:
+            assert seen.setdefault(n, anchors.anchor(n)) == anchors.anchor(n)
+            assert anchors.anchor(n) <= n < anchors.anchor(n) * 1.02
+    once = UserCountAnchors(1.02)
+    once.extend(counts)
+    assert len(once.anchors) <= len(anchors.anchors)
+    # fewer PLDs than the geometric grid ⌊r^j⌋ over the same counts
+    assert len(once.anchors) < len({profiles.users_grid_floor(n, 1.02) for n in counts})
+
+
+def test_anchors_reject_bad_input() -> None:
+    for bad in (1.0, 0.5, 2.5, math.nan):
+        with pytest.raises(ValueError, match="users_grid_ratio"):
+            UserCountAnchors(bad)
+    anchors = UserCountAnchors(1.1)
+    anchors.extend([100])
+    with pytest.raises(ValueError, match="num_users=111 has no anchor"):
+        anchors.anchor(111)
+    with pytest.raises(ValueError, match="num_users"):
+        anchors.extend([0])
+    with pytest.raises(ValueError, match="accounted at a count in \\[1, 50\\]"):
+        event_with_user_counts(ShuffleEvent(VariationRatio.worst_case(1.0), 50), lambda n: n + 1)
+
+
+def test_user_counts_are_the_honest_counts_the_anchors_replace() -> None:
+    vr = VariationRatio.worst_case(1.0)
+    assert user_counts(ShuffleEvent(vr, 1234, honest_fraction=0.5)) == (617,)
+    assert user_counts(dp_event.PoissonSampledDpEvent(0.1, ShuffleEvent(vr, 5000))) == (5000,)
+    disjoint = ParallelCompositionEvent([vr, vr], (300, 4000), mode="disjoint")
+    assert user_counts(disjoint) == (300, 4000)
+    assert user_counts(dp_event.GaussianDpEvent(1.0)) == ()
+    assert event_with_user_counts(disjoint, lambda n: n // 2).num_users == (150, 2000)
+
+
+def test_grid_accountant_accounts_every_round_at_its_anchor() -> None:
+    """The same ε, bit for bit, as every round composed at its anchor in an accountant without a
+    users grid; queried after every round or once, never below each round at its own n."""
+    bound = ChernoffShuffleBound(VariationRatio.worst_case(1.0))
+    sizes = [5230, 5010, 5500, 5047, 5100, 5230, 5600, 5333]
+    anchors = UserCountAnchors(1.01)
+    anchors.extend(sizes)
+    grid = ShufflePLDAccountant(users_grid_ratio=1.01)
+    at_anchors = ShufflePLDAccountant()
+    exact = ShufflePLDAccountant()
+    stepwise = ShufflePLDAccountant(users_grid_ratio=1.01)
+    for n in sizes:
+        grid.compose(ShuffleEvent(bound, n))
+        at_anchors.compose(event_with_user_counts(ShuffleEvent(bound, n), anchors.anchor))
+        exact.compose(ShuffleEvent(bound, n))
+        stepwise.compose(ShuffleEvent(bound, n))
+        stepwise.get_epsilon(1e-6)
+    assert len(anchors.anchors) < len(set(sizes))
+    # a fixed interval composes every round as it arrives, at the anchors known then
+    fixed = ShufflePLDAccountant(value_discretization_interval=1e-4, users_grid_ratio=1.01)
+    online = UserCountAnchors(1.01)
+    fixed_at_anchors = ShufflePLDAccountant(value_discretization_interval=1e-4)
+    for n in sizes:
+        fixed.compose(ShuffleEvent(bound, n))
+        online.extend([n])
+        fixed_at_anchors.compose(event_with_user_counts(ShuffleEvent(bound, n), online.anchor))
+    assert fixed.get_epsilon(1e-6) == fixed_at_anchors.get_epsilon(1e-6)
+    for delta in (1e-6, 1e-9):
+        assert grid.get_epsilon(delta) == at_anchors.get_epsilon(delta)
+        assert exact.get_epsilon(delta) <= grid.get_epsilon(delta) <= 1.005 * exact.get_epsilon(delta)
+        assert exact.get_epsilon(delta) <= stepwise.get_epsilon(delta)
+        assert stepwise.get_epsilon(delta) <= 1.005 * exact.get_epsilon(delta)
+
+
 def test_rounded_pld_dominates_the_exact_round_profile() -> None:
     """Rounding n down never gives a smaller δ than the exact round's certified profile."""
     vr, n, ratio = VariationRatio.worst_case(1.0), 157, 1.1
@@ -90,9 +194,10 @@ def test_changing_cohort_epsilon_within_half_a_percent_of_exact_per_round_accoun
     for n in sizes:
         grid.compose(ShuffleEvent(bound, int(n)))
         exact.compose(ShuffleEvent(bound, int(n)))
-    rounded = {event_on_users_grid(ShuffleEvent(bound, int(n)), 1.01).num_users for n in sizes}
-    # shared PLDs: at most one per grid value in the range
-    assert len(rounded) <= math.ceil(math.log(5600 / 4950) / math.log(1.01)) + 1 < len(sizes)
+    anchors = UserCountAnchors(1.01)
+    anchors.extend(int(n) for n in sizes)
+    # shared PLDs: at most one per factor 1.01 in the range
+    assert len(anchors.anchors) <= math.ceil(math.log(5600 / 5000) / math.log(1.01)) < len(sizes)
     for delta in (1e-6, 1e-9):
         eps_grid, eps_exact = grid.get_epsilon(delta), exact.get_epsilon(delta)
         assert eps_exact <= eps_grid <= 1.005 * eps_exact, (delta, eps_grid, eps_exact)
@@ -125,3 +230,41 @@ def test_truncate_tails_equals_dp_accountings_rule_on_noisy_tails() -> None:
     offset, kept, right = pld_pmf._truncate_tails(probs.copy(), 1e-15, True)
     assert ours._lower_loss == -40 + offset and ours._infinity_mass == 1e-12 + right
     np.testing.assert_array_equal(ours._probs, kept)
+    # tails longer than the first chunk of running sums (several chunks of tiny masses)
+    long_tails = np.concatenate([rng.uniform(0.0, 1e-19, 5000), probs[50:70],
+                                 rng.uniform(0.0, 3e-19, 9000)])
+    ours = pld_composition.truncate_tails(pld_pmf.DensePLDPmf(1e-3, 0, long_tails.copy(), 0.0, True))
+    offset, kept, right = pld_pmf._truncate_tails(long_tails.copy(), 1e-15, True)
+    assert offset > 2 * 1024 and ours._lower_loss == offset and ours._infinity_mass == right
+    np.testing.assert_array_equal(ours._probs, kept)
+
+
+@pytest.mark.parametrize("count", [2, 3, 7])
+def test_self_compose_equals_pairwise_composition_up_to_its_truncated_mass(count: int) -> None:
+    """The FFT power of copies is dp-accounting's pairwise composition without the intermediate
+    tail cuts: δ differs by at most the mass those cuts send to +∞ ((count − 1)·1e-15), never by
+    more than float rounding in the other direction."""
+    vr = VariationRatio.worst_case(1.0)
+    d = 1e-4
+    symmetric = pld_lib.identity(d).compose(shuffle_event_pld(ShuffleEvent(vr, 300), d),
+                                            tail_mass_truncation=1e-15)
+    # sampled Laplace: add and remove pmfs differ
+    asymmetric = pld_lib.from_laplace_mechanism(1.0, value_discretization_interval=d,
+                                                sampling_prob=0.5)
+    for pld in (symmetric, asymmetric):
+        ours = pld_composition.self_compose(pld_composition.dense(pld), count)
+        theirs = pld
+        for _ in range(count - 1):
+            theirs = theirs.compose(pld)  # dp-accounting's own composition, 1e-15 cut each time
+        assert ours._symmetric == pld._symmetric
+        cut = (count - 1) * 1e-15
+        for eps in np.linspace(0.0, 3.0, 31):
+            ours_delta = ours.get_delta_for_epsilon(float(eps))
+            theirs_delta = theirs.get_delta_for_epsilon(float(eps))
+            assert theirs_delta - cut - 1e-15 <= ours_delta <= theirs_delta + 1e-15, eps
+        for delta in (1e-3, 1e-6):
+            assert ours.get_epsilon_for_delta(delta) == pytest.approx(
+                theirs.get_epsilon_for_delta(delta), rel=1e-9)
+        assert ours._pmf_remove._infinity_mass <= theirs._pmf_remove._infinity_mass
+    assert pld_composition.self_compose(symmetric, 1)._pmf_remove._probs.tolist() == \
+        pld_composition.dense(symmetric)._pmf_remove._probs.tolist()

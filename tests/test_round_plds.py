@@ -178,3 +178,50 @@ def test_bad_discretization_interval_is_refused() -> None:
     with pytest.raises(ValueError, match="value_discretization_interval"):
         profiles.pld_from_profile(profiles.shuffle_profile(VariationRatio.worst_case(1.0), 10),
                                   value_discretization_interval=math.nan)
+
+
+def _scalar_form(profile: profiles.PrivacyProfile) -> profiles.PrivacyProfile:
+    """The same values without an array form (the grid is then refined pass by pass)."""
+    return profiles.PrivacyProfile(
+        lambda epsilon: float(profile.deltas(np.array([epsilon]))[0]), profile.epsilon_cap)
+
+
+@pytest.mark.parametrize("users", [2_000, 50_000, 1_000_000])
+def test_grid_refined_several_levels_per_evaluation_equals_pass_by_pass(users: int) -> None:
+    """A profile with an array form (the batched curve) gets the very grid the pass-by-pass
+    refinement gives for the same values, in fewer calls of the array form."""
+    curve = ShuffleEvent(profiles.batched_randomizer(randomizers.krr(2.0, 100)), users).profile()
+    calls: list[int] = []
+
+    def counted(epsilons: np.ndarray) -> np.ndarray:
+        calls.append(len(epsilons))
+        return curve.deltas(epsilons)
+
+    profile = profiles.PrivacyProfile(curve.delta, curve.epsilon_cap, "counted", counted)
+    for d in (6.25e-6, 1e-4):
+        calls.clear()
+        fast = profiles.profile_grid(profile, d)
+        fast_calls = len(calls)
+        calls.clear()
+        slow = profiles.profile_grid(_scalar_form(profile), d)
+        np.testing.assert_array_equal(fast.rounded_epsilons, slow.rounded_epsilons)
+        np.testing.assert_array_equal(fast.deltas, slow.deltas)
+        # the initial points, then five bisection levels per call (pass by pass: 8 or more
+        # passes here, from intervals of 0.0625 down to the final spacing)
+        assert fast_calls <= 5 < len(calls), (fast_calls, len(calls))
+
+
+def test_grid_of_a_profile_with_increasing_values_falls_back_to_pass_by_pass() -> None:
+    """Values that increase somewhere couple the intervals through the running minimum: the
+    grid is still the pass-by-pass one."""
+    def wavy(epsilons: np.ndarray) -> np.ndarray:
+        return np.clip(0.4 * np.exp(-8.0 * epsilons) + 0.05 * np.sin(40.0 * epsilons) ** 2, 0.0, 1.0)
+
+    profile = profiles.PrivacyProfile(lambda e: float(wavy(np.array([e]))[0]), 1.0, "wavy", wavy)
+    fast = profiles.profile_grid(profile, 1e-3)
+    slow = profiles.profile_grid(_scalar_form(profile), 1e-3)
+    np.testing.assert_array_equal(fast.rounded_epsilons, slow.rounded_epsilons)
+    np.testing.assert_array_equal(fast.deltas, slow.deltas)
+    with pytest.raises(ValueError, match="must return values in \\[0, 1\\]"):
+        profiles.profile_grid(profiles.PrivacyProfile(
+            lambda e: 0.5, 1.0, "bad", lambda e: np.where(e > 0.3, np.nan, 0.5)), 1e-3)

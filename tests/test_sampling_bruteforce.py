@@ -39,6 +39,7 @@ from dpacct_shuffle.profiles import (
 )
 from dpacct_shuffle.sampling import add_remove_variation_ratios, poisson_sampled_profile
 from dpacct_shuffle.without_replacement import shuffled_cohort_profile, without_replacement_profile
+from tests.oracle import epsilon_by_bisection
 
 NeighborRel = privacy_accountant.NeighboringRelation
 
@@ -91,20 +92,6 @@ def _exact_delta(pairs: list[tuple[np.ndarray, np.ndarray]], eps: float) -> floa
     return max(_hockey(p, q, eps) for p, q in pairs)
 
 
-def _epsilon_of(delta_fn, delta: float, hi: float = 8.0) -> float:
-    """Smallest ε (bisection, 50 steps) with delta_fn(ε) ≤ delta."""
-    lo = 0.0
-    if delta_fn(0.0) <= delta:
-        return 0.0
-    for _ in range(50):
-        mid = 0.5 * (lo + hi)
-        if delta_fn(mid) > delta:
-            lo = mid
-        else:
-            hi = mid
-    return hi
-
-
 def _sampled_pairs(matrix: np.ndarray, gamma: float, n: int, x0: int, x1: int
                    ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Exact (P, Q) of the Poisson-sampled round for every configuration (multiset) of the
@@ -120,7 +107,7 @@ def _sampled_pairs(matrix: np.ndarray, gamma: float, n: int, x0: int, x1: int
 
 def _bound_epsilon(profile: PrivacyProfile, delta: float) -> float:
     hi = profile.epsilon_cap if math.isfinite(profile.epsilon_cap) else 8.0
-    return _epsilon_of(profile.delta, delta, hi)
+    return epsilon_by_bisection(profile.delta, delta, hi, steps=50)
 
 
 def _binary_rr_matrix(eps0: float) -> np.ndarray:
@@ -166,7 +153,7 @@ BINARY_RR_EPSILON_RATIO = 1.011
 
 def _check_against_exact(profile: PrivacyProfile, pairs, delta: float, eps_cap: float,
                          ratio: float = EPSILON_RATIO) -> float:
-    exact_eps = _epsilon_of(lambda e: _exact_delta(pairs, e), delta, eps_cap)
+    exact_eps = epsilon_by_bisection(lambda e: _exact_delta(pairs, e), delta, eps_cap, steps=50)
     assert exact_eps > 0.0
     for eps in np.linspace(0.0, 1.5 * exact_eps, 5):
         assert profile.delta(float(eps)) >= _exact_delta(pairs, float(eps)) - 1e-15
@@ -245,7 +232,7 @@ def test_issue_example_binary_rr_population_1000() -> None:
     base, shift0, shift1 = others(c0, c1), others(c0 - 1, c1), others(c0, c1 - 1)
     p = gamma * pi * shift0 + gamma * (1 - pi) * shift1 + (1 - gamma) * base
     q = gamma * (1 - pi) * shift0 + gamma * pi * shift1 + (1 - gamma) * base
-    lower = _epsilon_of(lambda e: _hockey(p, q, e), delta, eps0)
+    lower = epsilon_by_bisection(lambda e: _hockey(p, q, e), delta, eps0, steps=50)
     assert lower == pytest.approx(0.0098, rel=0.05)  # the issue's exact value (worst configuration)
     profile = poisson_sampled_profile(randomizers.binary_rr(eps0), n, gamma)
     assert profile.delta(0.999 * lower) > delta
@@ -382,7 +369,7 @@ def test_cohort_round_through_the_accountants_against_exact(form: str, eps0: flo
     randomizer = (randomizers.binary_rr(eps0) if form == "binary_rr"
                   else VariationRatio.worst_case(eps0))  # binary RR is its extremal member
     pairs = _binary_rr_cohort_pairs(eps0, population, m)
-    exact_eps = _epsilon_of(lambda e: _exact_delta(pairs, e), delta, eps0)
+    exact_eps = epsilon_by_bisection(lambda e: _exact_delta(pairs, e), delta, eps0, steps=50)
     event = dp_event.SampledWithoutReplacementDpEvent(population, m, ShuffleEvent(randomizer, m))
     pld_eps = ShufflePLDAccountant().compose(event).get_epsilon(delta)
     ratio = BINARY_RR_COHORT_RATIO if form == "binary_rr" else COHORT_EPSILON_RATIO

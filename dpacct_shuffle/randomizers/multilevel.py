@@ -156,6 +156,11 @@ class MultiLevelBound(PairBound):
             return 1.0  # no bound: never the minimum of an entry's bounds
         return max(levels.delta(epsilon, n) for levels in self.level_sets)
 
+    def deltas_at_rtol(self, epsilons: np.ndarray, n: int, rtol: float) -> np.ndarray:
+        if not self.level_sets:
+            return np.ones(len(epsilons))  # no bound, at every ε
+        return super().deltas_at_rtol(epsilons, n, rtol)
+
     def epsilon(self, delta: float, n: int, guess: float | None = None) -> float:
         if not self.level_sets:
             return math.inf
