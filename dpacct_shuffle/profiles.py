@@ -120,9 +120,10 @@ PARALLEL_STRUCTURE_MAX_USERS = 1000
 # ... and up to this many users in the profile a PLD or RDP is built from (about a hundred points,
 # and the multi-level bound costs 0.02 s per point at 50 users, 0.12 s at 100, 2.5 s at 1000)
 PARALLEL_STRUCTURE_PROFILE_MAX_USERS = 64
-# Upper-bound evaluations of the core use this relative bracket width (the upper end is certified
-# whatever the width; a looser width only makes each evaluation cheaper).
-_CORE_RTOL = 1e-2
+#: Relative bracket width at which the profiles (and the sampled-round profiles of
+#: :mod:`dpacct_shuffle.sampling`) evaluate the core's upper bounds point by point: the upper end
+#: is certified whatever the width; a looser width only makes each evaluation cheaper.
+CORE_RTOL = 1e-2
 # η of the batched curve for a single round's PLD (round_randomizer): a quarter of the default,
 # so that one round's ε through the PLD stays within 0.2 % of the core's
 ROUND_LOWERING = DEFAULT_LOWERING / 4.0
@@ -169,24 +170,24 @@ def _max_delta(bounds: Sequence[ShuffleBound]) -> Callable[[float, int], float]:
 
 def _batched_entry_delta(bound: PairBound, epsilon: float, n: int, lowering: float) -> float:
     """One cover/fallback entry of a Randomizer: the minimum over its candidate VariationRatios with
-    each supported one evaluated by the batched curve, or the entry's own bound at ``_CORE_RTOL``."""
+    each supported one evaluated by the batched curve, or the entry's own bound at ``CORE_RTOL``."""
     candidates = getattr(bound, "candidates", None)
     if not candidates or not any(supports_batched_delta(vr) for vr in candidates):
-        return bound.delta_at_rtol(epsilon, n, _CORE_RTOL)
+        return float(bound.deltas_at_rtol(np.array([epsilon]), n, CORE_RTOL)[0])
     return min(batched_delta(vr, n, lowering).delta(epsilon) if supports_batched_delta(vr)
-               else vr.delta(epsilon, n, rtol=_CORE_RTOL) for vr in candidates)
+               else vr.delta(epsilon, n, rtol=CORE_RTOL) for vr in candidates)
 
 
 def batched_entry_deltas(bound: PairBound, epsilons: NDArray[np.float64], n: int,
                          lowering: float) -> NDArray[np.float64]:
     """One cover/fallback entry of a Randomizer at every ε of ``epsilons``: the minimum over its
     candidate VariationRatios, each supported one read from its batched curve (built once for all
-    ε), or the entry's own bound at ``_CORE_RTOL`` point by point."""
+    ε), or the entry's own bound at ``CORE_RTOL`` point by point."""
     candidates = getattr(bound, "candidates", None)
     if not candidates or not any(supports_batched_delta(vr) for vr in candidates):
-        return bound.deltas_at_rtol(epsilons, n, _CORE_RTOL)
+        return bound.deltas_at_rtol(epsilons, n, CORE_RTOL)
     return np.min([batched_delta(vr, n, lowering).deltas(epsilons) if supports_batched_delta(vr)
-                   else np.array([vr.delta(float(eps), n, rtol=_CORE_RTOL) for eps in epsilons])
+                   else np.array([vr.delta(float(eps), n, rtol=CORE_RTOL) for eps in epsilons])
                    for vr in candidates], axis=0)
 
 
@@ -284,7 +285,7 @@ def as_shuffle_bound(randomizer: RandomizerDescription, name: str = "randomizer"
     if isinstance(randomizer, BatchedRandomizer):
         return ShuffleBound(randomizer.delta, randomizer.epsilon0, randomizer, randomizer.deltas)
     if isinstance(randomizer, SupportsShuffleBound):
-        return ShuffleBound(functools.partial(randomizer.delta, rtol=_CORE_RTOL),
+        return ShuffleBound(functools.partial(randomizer.delta, rtol=CORE_RTOL),
                             randomizer.epsilon0, randomizer)
     if hasattr(randomizer, "variation_ratio"):
         inner = as_shuffle_bound(randomizer.variation_ratio, f"{name}.variation_ratio")
@@ -1138,6 +1139,7 @@ def ldp_pld(epsilon: float, delta: float = 0.0,
 
 __all__ = [
     "BatchedRandomizer",
+    "CORE_RTOL",
     "DEFAULT_VALUE_DISCRETIZATION",
     "PrivacyProfile",
     "ProfileGrid",

@@ -81,6 +81,7 @@ from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.rounding import ratio_up
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.profiles import (
+    CORE_RTOL,
     PrivacyProfile,
     batched_entry_deltas,
     batched_randomizer,
@@ -95,7 +96,7 @@ from dpacct_shuffle.profiles import (
 )
 from dpacct_shuffle.randomizers.base import LocalPairBound, PairBound, Randomizer, VariationRatioBound
 from dpacct_shuffle.randomizers.binary_reduction import BinaryReductionUpper
-from dpacct_shuffle.randomizers.binary_rr_exact import BinaryRRExactUpper
+from dpacct_shuffle.randomizers.binary_rr_curve import BinaryRRExactUpper
 from dpacct_shuffle.randomizers.binary_rr_sampled import (SampledBinaryRRProfile, is_tractable,
                                                           sampled_binary_rr_profile)
 from dpacct_shuffle.randomizers.matrix import from_matrix
@@ -103,8 +104,6 @@ from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 
 NeighborRel = privacy_accountant.NeighboringRelation
 _SHARE_SHRINK = 1.0 - 1e-12
-# core evaluations use this relative bracket width (the upper end is certified whatever the width)
-_CORE_RTOL = 1e-2
 
 # splits r1 = t·(1 − γ) of the others' ⊥ mass in the add/remove pair (add_remove_variation_ratios;
 # measured best for both directions, given that absent‖present vanishes for ε ≥ −ln(1 − γ))
@@ -237,7 +236,7 @@ def _presence_delta(randomizer: RandomizerDescription, gamma: float, users: int)
     absent_cap = ratio_up(-math.log1p(-g_up)) if g_up < 1.0 else math.inf
 
     def direction_delta(epsilon: float, direction: int) -> float:
-        return min(vr.delta_interval(epsilon, users, rtol=_CORE_RTOL, direction=direction).upper
+        return min(vr.delta_interval(epsilon, users, rtol=CORE_RTOL, direction=direction).upper
                    for vr in vrs)
 
     def delta_upper(epsilon: float) -> float:
@@ -265,7 +264,7 @@ def _exact_binary_rr_fallback(randomizer: RandomizerDescription, gamma: float, r
 
 def binary_rr_epsilon0(randomizer: RandomizerDescription) -> float | None:
     """ε0 of a catalog ``binary_rr`` entry (recognised by its exact-profile fallback
-    :class:`~dpacct_shuffle.randomizers.binary_rr_exact.BinaryRRExactUpper`), None for any other
+    :class:`~dpacct_shuffle.randomizers.binary_rr_curve.BinaryRRExactUpper`), None for any other
     randomizer."""
     if isinstance(randomizer, Randomizer):
         for entry in randomizer.fallbacks:
@@ -307,10 +306,10 @@ def _pointwise(delta: Callable[[float, int], float]) -> DeltasFunction:
 def _vr_deltas(vr: VariationRatio, lowering: float | None) -> DeltasFunction:
     """δ(ε, n) of one VariationRatio at every ε: the batched pair curve at η = ``lowering`` where
     it applies (:func:`dpacct_shuffle.core.batched.batched_delta`, built once per (vr, n) for all
-    ε; it dominates the core's pair), else the core at ``_CORE_RTOL`` point by point."""
+    ε; it dominates the core's pair), else the core at ``CORE_RTOL`` point by point."""
     if lowering is not None and supports_batched_delta(vr):
         return lambda epsilons, n: batched_delta(vr, n, lowering).deltas(epsilons)
-    return _pointwise(lambda epsilon, n: vr.delta_interval(epsilon, n, rtol=_CORE_RTOL).upper)
+    return _pointwise(lambda epsilon, n: vr.delta_interval(epsilon, n, rtol=CORE_RTOL).upper)
 
 
 def _min_over(vrs: Sequence[VariationRatio], lowering: float | None) -> DeltasFunction:
@@ -356,9 +355,9 @@ def _exact_binary_rr(epsilon0: float, gamma: float, relation: str) -> DeltaFunct
 def _entry_deltas(entry: PairBound, lowering: float | None) -> DeltasFunction:
     """δ(ε, n) of one cover/fallback entry (the unsampled round): with ``lowering`` its supported
     candidates from their batched curves (:func:`dpacct_shuffle.profiles.batched_entry_deltas`),
-    else the entry's bound at ``_CORE_RTOL`` point by point."""
+    else the entry's bound at ``CORE_RTOL`` point by point."""
     if lowering is None:
-        return _pointwise(functools.partial(entry.delta_at_rtol, rtol=_CORE_RTOL))
+        return _pointwise(functools.partial(entry.delta_at_rtol, rtol=CORE_RTOL))
     return lambda epsilons, n: batched_entry_deltas(entry, epsilons, n, lowering)
 
 
@@ -472,7 +471,7 @@ class _SampledRound:
     """δ(ε) of a Poisson-sampled round, replace-one, at every ε of an array: min(void view,
     participant-count bound), entry by entry for a catalog Randomizer, and the analyzed void
     matrix when the randomizer has a small one (module docstring). ``lowering`` None: every
-    VariationRatio by the core at ``_CORE_RTOL``; a float η: by its batched pair curve at η where
+    VariationRatio by the core at ``CORE_RTOL``; a float η: by its batched pair curve at η where
     it applies (one curve per (VariationRatio, n) for all ε; docs/theory.md, "Batched evaluation
     from the dominating pair") — each curve dominates the core's pair, and a minimum or maximum of
     valid bounds taken entry by entry is the same rule."""

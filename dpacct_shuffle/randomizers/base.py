@@ -89,7 +89,8 @@ class PairBound:
 
     def deltas_at_rtol(self, epsilons: NDArray[np.float64], n: int,
                        rtol: float) -> NDArray[np.float64]:
-        """:meth:`delta_at_rtol` at every ε of ``epsilons``."""
+        """:meth:`delta_at_rtol` at every ε of ``epsilons`` (bounds with a curve for all ε, e.g.
+        the exact binary RR, answer them at once)."""
         return np.array([self.delta_at_rtol(float(eps), n, rtol) for eps in epsilons],
                         dtype=np.float64)
 

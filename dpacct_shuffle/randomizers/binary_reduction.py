@@ -43,7 +43,7 @@ RR(ε) is a garbling of binary RR(ε') for ε ≤ ε'), and ρ = β/tanh(ε/2) f
 the same proof. So p and β are rounded up, ε0 = ln p up, tanh(ε0/2) down and ρ up (by
 ``ROUNDING_ULPS`` ulps at each step, more than the operations used). The values are the certified
 upper ends of :class:`~dpacct_shuffle.randomizers.binary_rr_sampled.SampledBinaryRRProfile`
-(ρ < 1) or of :class:`~dpacct_shuffle.randomizers.binary_rr_exact.BinaryRRExactUpper` (ρ = 1),
+(ρ < 1) or of :class:`~dpacct_shuffle.randomizers.binary_rr_curve.BinaryRRExactUpper` (ρ = 1),
 where the sampled profile is tractable
 (:func:`~dpacct_shuffle.randomizers.binary_rr_sampled.is_tractable`); elsewhere δ ≤ 1, a
 fallback entering minima only.
@@ -58,7 +58,7 @@ import numpy as np
 from dpacct_shuffle.core.rounding import ratio_up
 from dpacct_shuffle.core.validation import check_epsilon0, check_range
 from dpacct_shuffle.randomizers.base import PairBound, Randomizer
-from dpacct_shuffle.randomizers.binary_rr_exact import BinaryRRExactUpper
+from dpacct_shuffle.randomizers.binary_rr_curve import BinaryRRExactUpper
 from dpacct_shuffle.randomizers.binary_rr_sampled import is_tractable, sampled_binary_rr_profile
 
 # each rounded quantity is moved this many ulps in the safe direction

@@ -52,11 +52,8 @@ from typing import Sequence
 
 import numpy as np
 
-from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.problem import UNIT_ROUNDOFF
-from dpacct_shuffle.core.validation import (check_delta, check_epsilon, check_epsilon0, check_num_users,
-                                            check_range)
-from dpacct_shuffle.randomizers.base import LocalPairBound, PairBound
+from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users, check_range
 from dpacct_shuffle.randomizers.lower_bounds import EXP_ARGUMENT_CAP, InstanceLowerBound, epsilon_lower
 
 FULL_SEARCH_MAX_USERS = 3000
@@ -406,13 +403,28 @@ class BinaryRRProfile(InstanceLowerBound):
         increasing in J (adding an independent fair coin is post-processing), so each band of J
         values is charged the D of its lowest J; the mass of J below the window is charged 1.
         """
-        free = last - first
-        base = self._base_law(first, last, budget)
-        if free == 0:
+        if last == first:
+            base = self._base_law(first, last, budget)
             p0, p1 = _victim_laws(base, self.keep, self.flip)
             up0 = _hockey_stick_bounds(p0, p1, base.rel_error, base.dropped, eps)[1]
             up1 = _hockey_stick_bounds(p1, p0, base.rel_error, base.dropped, eps)[1]
             return float(max(up0, up1))
+        bands, outside = self.block_bands(first, last, budget)
+        totals = [0.0, 0.0]
+        for band_weight, law in bands:
+            p0, p1 = _victim_laws(law, self.keep, self.flip)
+            totals[0] += band_weight * float(_hockey_stick_bounds(p0, p1, law.rel_error, law.dropped, eps)[1])
+            totals[1] += band_weight * float(_hockey_stick_bounds(p1, p0, law.rel_error, law.dropped, eps)[1])
+        summation = (len(bands) + 4) * UNIT_ROUNDOFF
+        return min(1.0, max(totals) * (1.0 + summation) + outside)
+
+    def block_bands(self, first: int, last: int, budget: float) -> tuple[list[tuple[float, _Law]], float]:
+        """The pairs whose mixture bounds every configuration of the block [first, last]
+        (``first < last``; module docstring, block bound): for each band of J, its weight
+        P[J in band] (rounded up) and the count law of the others at the band's lowest J, and
+        the mass of J outside its window (charged 1). Every window truncates ≤ ``budget``."""
+        free = last - first
+        base = self._base_law(first, last, budget)
         revealed = _binomial_law(free, self.coin_share, self.fixed_share, budget)
         weights = revealed.values
         if weights.size <= _EXACT_BANDS_UP_TO:
@@ -423,7 +435,7 @@ class BinaryRRProfile(InstanceLowerBound):
                              for q in _BAND_QUANTILES[1:]} | {0})
             starts = [s for s in starts if s < weights.size]
         weight_factor = (1.0 + revealed.rel_error) * (1.0 + (weights.size + 2) * UNIT_ROUNDOFF)
-        totals = [0.0, 0.0]
+        bands = []
         law = base
         coins = 0
         for index, start in enumerate(starts):
@@ -432,13 +444,15 @@ class BinaryRRProfile(InstanceLowerBound):
             coins_here = revealed.offset + start
             law = _convolve(law, _binomial_law(coins_here - coins, 0.5, 0.5, budget), budget)
             coins = coins_here
-            p0, p1 = _victim_laws(law, self.keep, self.flip)
-            totals[0] += band_weight * float(_hockey_stick_bounds(p0, p1, law.rel_error, law.dropped, eps)[1])
-            totals[1] += band_weight * float(_hockey_stick_bounds(p1, p0, law.rel_error, law.dropped, eps)[1])
-        summation = (len(starts) + 4) * UNIT_ROUNDOFF
-        return min(1.0, max(totals) * (1.0 + summation) + revealed.dropped)
+            bands.append((band_weight, law))
+        return bands, revealed.dropped
 
-    def _initial_blocks(self) -> list[tuple[int, int]]:
+    def configuration_law(self, holders: int, budget: float) -> _Law:
+        """Count law of the others when ``holders`` of them hold 1 (windows truncating ≤
+        ``budget`` each)."""
+        return self._base_law(holders, holders, budget)
+
+    def initial_blocks(self) -> list[tuple[int, int]]:
         """[0, 0], [1, 1], [2, 3], [4, 7], …: geometric (the worst m sits near the ends)."""
         if self.full_search:
             return [(m, m) for m in range(self.half + 1)]
@@ -472,7 +486,7 @@ class BinaryRRProfile(InstanceLowerBound):
                 break
             budget = needed
         cands = self._candidate_set(budget)
-        blocks = self._initial_blocks()
+        blocks = self.initial_blocks()
         self._evaluate(cands, [b[0] for b in blocks] if self.full_search else self._seeds(), budget)
         ms, lows, ups = cands.bounds(eps)
         best = int(np.argmax(lows))
@@ -533,7 +547,7 @@ class BinaryRRProfile(InstanceLowerBound):
     def _epsilon_search(self, target: float) -> tuple[float, float]:
         budget = self._budget(target)
         cands = self._candidate_set(budget)
-        blocks = self._initial_blocks()
+        blocks = self.initial_blocks()
         self._evaluate(cands, self._seeds(), budget)
         eps_lo = self._lower_end(cands, target, 0.0)
         if self.full_search:
@@ -590,78 +604,9 @@ def binary_rr_exact_delta(epsilon0: float, n: int, epsilon: float) -> float:
     return BinaryRRProfile(epsilon0, users, full_search=True).delta(epsilon)
 
 
-class BinaryRRExactUpper(PairBound):
-    """Certified upper ends of the exact shuffled binary RR profile (:class:`BinaryRRProfile`).
-
-    ``BinaryRRProfile(ε0, n).delta_interval(ε)[1]`` bounds max_m δ_m(ε) over every configuration
-    m of the others (branch and bound over blocks of configurations, module docstring),
-    and ``epsilon_interval(δ)[1]`` is an ε at which that certified bound is ≤ δ: both are upper
-    bounds for every victim pair of binary RR (its only pair is (0, 1), up to relabelling), so this
-    is a valid fallback of the ``binary_rr`` entry (the reported value is the minimum with the
-    clone bound). Its ε(δ) is exact to the profile's rtol (:data:`BINARY_RR_RTOL` = 1e-3).
-
-    Cost control (validity is unaffected: every returned value is a certified upper bound):
-
-    * δ(ε) queries use a profile with ``delta_rtol`` = 0.05 (δ moves much faster than ε: a PLD
-      of ``binary_rr(1)`` at n = 10⁶ from a profile grid gives ε(1e-8) = 0.004189 with 0.05,
-      0.004182 with 1e-2 at less than half the cost; 0.00511 from the clone bound alone);
-    * where the clone bound (``VariationRatio.worst_case(ε0)``) is already ≤ ``NEGLIGIBLE_DELTA``
-      (1e-30), that value is returned without the profile: certifying the deep tail is the
-      costliest query and cannot matter at that level;
-    * n = 1: the shuffled output is the local message: its local hockey-stick divergence
-      (:class:`LocalPairBound` of the two rows);
-    * n > ``EXACT_MAX_USERS`` (4·10⁶): the trivial bounds δ ≤ clone bound, ε ≤ ∞ (the entry then
-      reports the clone bound alone): the cost of one ε(δ) query grows about linearly in n up
-      to there and faster beyond.
-
-    Profiles (with their caches) are kept for the ``CACHED_USER_COUNTS`` most recent n.
-    """
-
-    NEGLIGIBLE_DELTA = 1e-30
-    CACHED_USER_COUNTS = 4
-    EXACT_MAX_USERS = 4_000_000
-
-    def __init__(self, epsilon0: float, delta_rtol: float = 0.05) -> None:
-        self.epsilon0 = check_epsilon0(epsilon0)
-        self.delta_rtol = check_range("delta_rtol", delta_rtol, 0.0, 1.0, low_open=True, high_open=True)
-        self._clone = VariationRatio.worst_case(self.epsilon0)
-        self._profiles: dict[tuple[int, float], BinaryRRProfile] = {}
-        keep = 1.0 / (1.0 + math.exp(-self.epsilon0))
-        self._local = LocalPairBound(np.array([[keep, 1.0 - keep]]), np.array([[1.0 - keep, keep]]))
-
-    def _profile(self, n: int, rtol: float) -> BinaryRRProfile:
-        key = (n, rtol)
-        profile = self._profiles.pop(key, None)
-        if profile is None:
-            profile = BinaryRRProfile(self.epsilon0, n, rtol=rtol)
-        self._profiles[key] = profile  # most recent last
-        while len(self._profiles) > 2 * self.CACHED_USER_COUNTS:
-            self._profiles.pop(next(iter(self._profiles)))
-        return profile
-
-    def delta(self, epsilon: float, n: int) -> float:
-        if n < 2:
-            return self._local.delta(epsilon, n)
-        clone = self._clone.delta(epsilon, n)
-        if clone <= self.NEGLIGIBLE_DELTA or n > self.EXACT_MAX_USERS:
-            return clone
-        return min(clone, self._profile(n, self.delta_rtol).delta_interval(epsilon)[1])
-
-    def epsilon(self, delta: float, n: int) -> float:
-        if n < 2:
-            return self._local.epsilon(delta, n)
-        if n > self.EXACT_MAX_USERS:
-            return math.inf  # trivial: the cover's clone bound is reported
-        return self._profile(n, BINARY_RR_RTOL).epsilon_interval(delta)[1]
-
-    def __repr__(self) -> str:
-        return f"BinaryRRExactUpper(epsilon0={self.epsilon0!r})"
-
-
 __all__ = [
     "BINARY_RR_RTOL",
     "FULL_SEARCH_MAX_USERS",
-    "BinaryRRExactUpper",
     "BinaryRRProfile",
     "binary_rr_exact_delta",
 ]

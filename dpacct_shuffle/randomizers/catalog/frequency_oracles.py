@@ -16,7 +16,7 @@ from dpacct_shuffle.core.multilevel import PrivacyLossLevels
 from dpacct_shuffle.core.rounding import ratio_up
 from dpacct_shuffle.core.validation import check_epsilon0, check_range
 from dpacct_shuffle.randomizers.base import Randomizer, VariationRatioBound
-from dpacct_shuffle.randomizers.binary_rr_exact import BinaryRRExactUpper
+from dpacct_shuffle.randomizers.binary_rr_curve import BinaryRRExactUpper
 from dpacct_shuffle.randomizers.catalog.entry import (MAX_MATRIX_CELLS, Projection,
                                                       binary_rr_lower, boost_projection,
                                                       boost_sets_projection, catalog_entry,
