@@ -155,13 +155,15 @@ def test_batched_randomizer_keeps_the_randomizers_rule() -> None:
     wrapped = batched_randomizer(krr)
     assert isinstance(wrapped, BatchedRandomizer) and wrapped.randomizer is krr
     assert batched_randomizer(VariationRatio(math.inf, 0.4, 3.0)) == VariationRatio(math.inf, 0.4, 3.0)
-    # binary RR: its exact fallback stays part of the minimum, so the batched rule is as tight
+    # binary RR: its exact fallback stays part of the minimum (read from its every-ε curve, which
+    # is tighter than the point queries at δ-rtol 0.05), so the batched rule is as tight: between
+    # the exact profile's certified lower end and the point-query rule
     rr = rz.binary_rr(1.0)
     for n in (50, 2000):
         for eps in (0.02, 0.1):
             plain = ShuffleEvent(rr, n).profile().delta(eps)
             batched = ShuffleEvent(batched_randomizer(rr), n).profile().delta(eps)
-            assert plain * (1.0 - 1e-12) <= batched <= plain * (1.0 + 1e-3)
+            assert rr.shuffled(n).delta_lower(eps) <= batched <= plain * (1.0 + 1e-3)
 
 
 def test_grid_accountant_uses_the_batched_curve_and_stays_above_the_core() -> None:
