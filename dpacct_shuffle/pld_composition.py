@@ -155,8 +155,11 @@ def self_compose(pld: pld_lib.PrivacyLossDistribution, count: int,
     compares it with dp-accounting's composition). The mass at +∞ is 1 − (1 − m)^count. Cheaper
     than pairwise composition for a few copies (two FFTs of the final length instead of three per
     composition); for many copies dp-accounting's ``self_compose``, which bounds the support by tail
-    bounds first, is cheaper.
+    bounds first, is cheaper. FFT rounding can leave entries slightly below 0; they are set to 0,
+    which only adds mass (a PLD's δ(ε) is non-decreasing in every probability).
     """
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
+        raise ValueError(f"count must be an integer >= 1, got {count!r}")
     if count == 1:
         return dense(pld)
     remove = _self_compose_pmf(_dense_pmf(pld._pmf_remove), count, tail_mass_truncation)
@@ -179,7 +182,7 @@ def _self_compose_pmf(pmf: pld_pmf.DensePLDPmf, count: int,
         exponent >>= 1
         if exponent:
             base = base * base
-    probs = sp_fft.irfft(power, length)[:size]
+    probs = np.maximum(sp_fft.irfft(power, length)[:size], 0.0)
     infinity_mass = -math.expm1(count * math.log1p(-pmf._infinity_mass))
     composed = pld_pmf.DensePLDPmf(pmf._discretization, count * pmf._lower_loss, probs,
                                    infinity_mass, pmf._pessimistic_estimate)

@@ -268,3 +268,10 @@ def test_self_compose_equals_pairwise_composition_up_to_its_truncated_mass(count
         assert ours._pmf_remove._infinity_mass <= theirs._pmf_remove._infinity_mass
     assert pld_composition.self_compose(symmetric, 1)._pmf_remove._probs.tolist() == \
         pld_composition.dense(symmetric)._pmf_remove._probs.tolist()
+
+
+@pytest.mark.parametrize("count", [0, -1, 2.5, True])
+def test_self_compose_refuses_a_bad_count(count) -> None:
+    pld = pld_composition.dense(pld_lib.from_randomized_response(0.5, 2, 1e-3))
+    with pytest.raises(ValueError, match="count"):
+        pld_composition.self_compose(pld, count)
