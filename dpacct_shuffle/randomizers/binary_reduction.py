@@ -55,7 +55,7 @@ import math
 
 import numpy as np
 
-from dpacct_shuffle.core.rounding import ratio_up
+from dpacct_shuffle.core.rounding import ratio_down, ratio_up
 from dpacct_shuffle.core.validation import check_epsilon0, check_range
 from dpacct_shuffle.randomizers.base import PairBound, Randomizer
 from dpacct_shuffle.randomizers.binary_rr_curve import BinaryRRExactUpper
@@ -121,7 +121,7 @@ def binary_reduction(matrix: np.ndarray) -> BinaryReductionUpper | None:
     epsilon0 = _up(math.log(_up(ratio)))
     if epsilon0 > _MAX_EPSILON0:
         return None
-    tanh_down = math.tanh(epsilon0 / 2.0) * (1.0 - ROUNDING_ULPS * 2.0**-52)
+    tanh_down = ratio_down(math.tanh(epsilon0 / 2.0), ROUNDING_ULPS)
     return BinaryReductionUpper(epsilon0, min(1.0, _up(_up(beta) / tanh_down)))
 
 
