@@ -50,3 +50,38 @@ def test_project_metadata_has_urls_classifiers_and_the_documented_extras() -> No
     assert {"Homepage", "Documentation", "Repository", "Changelog"} <= set(project["urls"])
     assert "Typing :: Typed" in project["classifiers"]
     assert {"test", "opacus", "plot", "docs", "flower"} <= set(project["optional-dependencies"])
+
+
+def _ci_script() -> str:
+    return (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_ci_runs_in_a_fresh_virtual_environment_it_creates_itself() -> None:
+    script = _ci_script()
+    creates = script.index('-m venv "$work/ci-venv"')
+    activates = script.index('PATH="$work/ci-venv/bin:$PATH"')
+    first_step = script.index('run_step "README test command"')
+    assert creates < activates < first_step, "the venv is made and put first on PATH before any step"
+    assert "--system-site-packages" not in script
+
+
+def test_every_tool_ci_runs_is_pinned_in_an_extra_it_installs() -> None:
+    script = _ci_script()
+    extras = _pyproject()["project"]["optional-dependencies"]
+    installed = set(re.findall(r'pip install (?:--quiet )?"\.\[([a-z,]+)\]"', script))
+    installed_extras = {name for group in installed for name in group.split(",")}
+    assert {"ci", "test", "docs"} <= installed_extras
+    pins = {
+        re.split(r"[\[=<>]", requirement)[0]: requirement
+        for name in installed_extras
+        for requirement in extras[name]
+    }
+    for tool, command in [("mypy", "mypy"), ("build", "python -m build"), ("twine", "twine check"),
+                          ("mkdocs", "mkdocs build --strict")]:
+        assert command in script, f".ci/run no longer runs {command}"
+        assert "==" in pins[tool], f"{tool} is run by .ci/run but not pinned in an extra it installs"
+
+
+def test_type_checker_is_strict_and_checks_the_package() -> None:
+    mypy = _pyproject()["tool"]["mypy"]
+    assert mypy["strict"] is True and mypy["files"] == ["dpacct_shuffle"]
