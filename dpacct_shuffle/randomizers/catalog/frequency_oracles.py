@@ -15,7 +15,7 @@ from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.multilevel import PrivacyLossLevels
 from dpacct_shuffle.core.rounding import ratio_up
 from dpacct_shuffle.core.validation import check_epsilon0, check_range
-from dpacct_shuffle.randomizers.base import Randomizer, VariationRatioBound
+from dpacct_shuffle.randomizers.base import LowerBoundFactory, Randomizer, VariationRatioBound
 from dpacct_shuffle.randomizers.binary_rr_curve import BinaryRRExactUpper
 from dpacct_shuffle.randomizers.catalog.entry import (MAX_MATRIX_CELLS, Projection,
                                                       binary_rr_lower, boost_projection,
@@ -27,18 +27,34 @@ from dpacct_shuffle.randomizers.frequency import (DirectEncodingOracle, LocalHas
 from dpacct_shuffle.randomizers.multilevel import MultiLevelBound, corner_levels
 
 
-def _unary_third_bit_projection(one_true: float, one_false: float) -> Projection:
-    """Unary encodings, others all holding a third value y (d ≥ 3): S0 = {bits (x⁰, x¹, y) =
-    (1, 0, 0)}, S1 = {(0, 1, 0)}. A holder's own bit is 1 w.p. t = ``one_true``, every other bit
-    w.p. f = ``one_false``; bits other than x⁰, x¹, y have the same law for every user. Masses:
-    victim x⁰: S0 t(1 − f)², S1 (1 − t)f(1 − f) (x¹ symmetric); others: f(1 − f)(1 − t) each.
+def _unary_lower(t: float, t_zero: float, f: float, f_zero: float, d: int,
+                 description: str) -> LowerBoundFactory:
+    """Trinomial-projection lower bounds of a unary encoding: a holder's own bit is 1 w.p. t, every
+    other bit w.p. f (``t_zero`` = 1 − t and ``f_zero`` = 1 − f passed separately, so that no
+    mass below is a difference of nearly equal floats; every rest mass is summed directly).
+
+    Bits (x⁰, x¹) = (1, 0) / (0, 1): victim x⁰ has masses (t(1 − f), (1 − t)f, rest
+    t·f + (1 − t)(1 − f)) (x¹ symmetric), the others all at x⁰ (the victim's x⁰ law) or all at a
+    third value y (f(1 − f) each, rest f² + (1 − f)²). Third-bit projection (d ≥ 3, others all at
+    y): S0 = {bits (x⁰, x¹, y) = (1, 0, 0)}, S1 = {(0, 1, 0)}; bits other than x⁰, x¹, y have the
+    same law for every user. Victim x⁰: S0 t(1 − f)², S1 (1 − t)f(1 − f), rest
+    t(f² + 2f(1 − f)) + (1 − t)((1 − f)² + f(1 − f) + f²) (1 − (1 − f)² and 1 − f(1 − f) expanded
+    with (f + (1 − f))² = 1); others: f(1 − f)(1 − t) each, rest t + (1 − t)(f² + (1 − f)²).
     Bit y = 0 is rare for the others (they hold y), so the victim's message stands out more than
     in the two-bit projection (RAPPOR ε0 = 4, n = 1e4, δ = 1e-8: lower ε 0.418 vs 0.344).
     """
-    t, f = one_true, one_false
-    own, foreign = t * (1.0 - f) ** 2, (1.0 - t) * f * (1.0 - f)
-    other = f * (1.0 - f) * (1.0 - t)
-    return ((own, foreign), (foreign, own), (other, other))
+    victim0 = (t * f_zero, t_zero * f, t * f + t_zero * f_zero)
+    victim1 = (victim0[1], victim0[0], victim0[2])
+    others = [victim0]
+    extra: list[Projection] = []
+    if d >= 3:
+        others.append((f * f_zero, f * f_zero, f * f + f_zero * f_zero))
+        own, foreign = t * f_zero * f_zero, t_zero * f * f_zero
+        rest = t * (f * f + 2.0 * f * f_zero) + t_zero * (f_zero * f_zero + f * f_zero + f * f)
+        other = f * f_zero * t_zero
+        extra.append(((own, foreign, rest), (foreign, own, rest),
+                      (other, other, t + t_zero * (f * f + f_zero * f_zero))))
+    return projection_lower(victim0, victim1, others, description, extra=extra)
 
 
 @catalog_entry
@@ -119,8 +135,10 @@ def _unary_matrix(d: int, one_prob_true: float, one_prob_false: float,
     return np.array(rows)
 
 
-def _unary_two_types(p: float, beta: float, one_true: float, one_false: float) -> VariationRatio:
-    """Unary encoding (own bit 1 w.p. t = ``one_true``, every other bit w.p. f = ``one_false``) with
+def _unary_two_types(p: float, beta: float, t: float, t_zero: float, f: float,
+                     f_zero: float) -> VariationRatio:
+    """Unary encoding (own bit 1 w.p. t, every other bit w.p. f; ``t_zero`` = 1 − t and
+    ``f_zero`` = 1 − f passed separately, without cancellation) with
     the neutral part split into the two patterns of the victim bits (x⁰, x¹) (core
     ``neutral_parts``).
 
@@ -132,10 +150,9 @@ def _unary_two_types(p: float, beta: float, one_true: float, one_false: float) -
     (at v = 0); users holding x⁰ or x¹ produce both at least at these rates. Ratios w_t/s_t: 1 and
     t(1 − f)/(f(1 − t)) = p, so the bound has share w_00 + s_11 and λ = 1.
     """
-    t, f = one_true, one_false
-    common = (1.0 - t) * (1.0 - f)
+    common = t_zero * f_zero
     return VariationRatio(p, beta, p, neutral_parts=((common, common),
-                                                     (t * f, f * f * (1.0 - t) / (1.0 - f))))
+                                                     (t * f, f * f * t_zero / f_zero)))
 
 
 def _unary_levels(d: int, t: float, t_zero: float, f: float, f_zero: float) -> MultiLevelBound:
@@ -151,11 +168,14 @@ def _unary_levels(d: int, t: float, t_zero: float, f: float, f_zero: float) -> M
     exhaustive matrix levels in the tests.
     """
     rho = t * f_zero / (f * t_zero)
-    rows = [(rho, 1.0, f * t_zero), (1.0, rho, f * t_zero), (1.0, 1.0, f_zero * t_zero),
-            (1.0, 1.0, t * f ** (d - 1))]
+    # the all-ones level has the ratios (1, 1) of the (0, 0) level: one level (levels group equal
+    # ratios). Its mass t·f^(d−1) underflows for large d and ε0; a mass dropped from a level with
+    # a = b turns values a − e^ε·b ≤ 0 into 0 (the zero atom), a pointwise larger Z: still a bound.
+    all_ones = math.exp(math.log(t) + (d - 1) * math.log(f))
+    rows = [(rho, 1.0, f * t_zero), (1.0, rho, f * t_zero), (1.0, 1.0, f_zero * t_zero + all_ones)]
     if d >= 3:
         rows.append((rho, rho, f * f * t_zero * -math.expm1((d - 2) * math.log(f)) / f_zero))
-    a, b, m = zip(*rows)
+    a, b, m = zip(*((ra, rb, mass) for ra, rb, mass in rows if mass > 0.0 or ra != rb))
     return MultiLevelBound((PrivacyLossLevels(a, b, m),))
 
 
@@ -186,12 +206,9 @@ def rappor(epsilon0: float, domain_size: int) -> Randomizer:
     e = math.exp(eps0)
     beta = (h - 1.0) / (h + 1.0)
     vr = VariationRatio(ratio_up(e), beta, ratio_up(e))
-    two_types = _unary_two_types(ratio_up(e), beta, a, b)
+    two_types = _unary_two_types(ratio_up(e), beta, a, b, b, a)
     matrix = _unary_matrix(d, a, b)
-    others = [(a * a, b * b)] + ([(a * b, a * b)] if d >= 3 else [])
-    lower = projection_lower((a * a, b * b), (b * b, a * a), others,
-                              f"RAPPOR d={d}: bits (x0, x1) = (1, 0) / (0, 1)",
-                              extra=[_unary_third_bit_projection(a, b)] if d >= 3 else [])
+    lower = _unary_lower(a, b, b, a, d, f"RAPPOR d={d}: bits (x0, x1) = (1, 0) / (0, 1)")
     return single_entry("rappor", {"epsilon0": eps0, "domain_size": d}, vr, alternatives=[two_types],
                    matrix=matrix, lower=lower, levels=_unary_levels(d, a, b, b, a),
                    published=(e, beta, e, e), frequency_oracle=UnaryEncodingOracle(d, a, b))
@@ -226,12 +243,9 @@ def optimized_unary_encoding(epsilon0: float, domain_size: int) -> Randomizer:
     c = 1.0 / (e + 1.0)
     beta = (e - 1.0) / (2.0 * (e + 1.0))
     vr = VariationRatio(ratio_up(e), beta, ratio_up(e))
-    two_types = _unary_two_types(ratio_up(e), beta, 0.5, c)
+    two_types = _unary_two_types(ratio_up(e), beta, 0.5, 0.5, c, e * c)
     matrix = _unary_matrix(d, 0.5, c)
-    victim0, victim1 = (0.5 * (1.0 - c), 0.5 * c), (0.5 * c, 0.5 * (1.0 - c))
-    others = [victim0] + ([(c * (1.0 - c), c * (1.0 - c))] if d >= 3 else [])
-    lower = projection_lower(victim0, victim1, others, f"OUE d={d}: bits (x0, x1) = (1,0)/(0,1)",
-                              extra=[_unary_third_bit_projection(0.5, c)] if d >= 3 else [])
+    lower = _unary_lower(0.5, 0.5, c, e * c, d, f"OUE d={d}: bits (x0, x1) = (1,0)/(0,1)")
     return single_entry("oue", {"epsilon0": eps0, "domain_size": d}, vr, alternatives=[two_types],
                    matrix=matrix, lower=lower, levels=_unary_levels(d, 0.5, 0.5, c, e * c),
                    published=(e, beta, e, e), frequency_oracle=UnaryEncodingOracle(d, 0.5, c))
@@ -655,7 +669,7 @@ def sampling_rappor(epsilon0: float, domain_size: int, sample_size: int, *,
     t = (s/d)·a + (1 − s/d)·b (both mixture components flip the bits other than x w.p. b), i.e. a
     unary encoding with one-probabilities (t, b): projections onto bits (x⁰, x¹) = (1, 0)/(0, 1)
     with the others at x⁰ or at a third value y, and the third-bit projection
-    (:func:`_unary_third_bit_projection`). ``sampled_bits=True``: the matrix analyzer's instances.
+    (:func:`_unary_lower`). ``sampled_bits=True``: the matrix analyzer's instances.
     """
     eps0 = check_epsilon0(epsilon0)
     d = integer_parameter("domain_size", domain_size, 2)
@@ -670,16 +684,15 @@ def sampling_rappor(epsilon0: float, domain_size: int, sample_size: int, *,
     if not sampled_bits:
         lam = s / d
         own_one = lam * a + (1.0 - lam) * b  # P[bit x = 1 | input x]; every other bit: Bern(b)
+        # 1 − own_one: by subtraction (relative error ≤ u) unless own_one > ½, where the direct
+        # sum avoids the cancellation
+        own_zero = 1.0 - own_one if own_one <= 0.5 else lam * b + (1.0 - lam) * a
         # exact ratio of a unary encoding with one-probabilities (t, b): t·a/(b·(1 − t)) ≤ e^ε0
-        p_exact = min(ratio_up(e), ratio_up(own_one * a / (b * (1.0 - own_one))))
+        p_exact = min(ratio_up(e), ratio_up(own_one * a / (b * own_zero)))
         vr = VariationRatio(p_exact, lam * base_beta, p_exact)
-        two_types = _unary_two_types(p_exact, lam * base_beta, own_one, b)
+        two_types = _unary_two_types(p_exact, lam * base_beta, own_one, own_zero, b, a)
         matrix = _unary_matrix(d, a, b, mix_zero=1.0 - lam)
-        victim0 = (a * own_one, b * (1.0 - own_one))
-        victim1 = (victim0[1], victim0[0])
-        others = [victim0] + ([(a * b, a * b)] if d >= 3 else [])
-        lower = projection_lower(victim0, victim1, others, f"sampling RAPPOR s={s}, d={d}",
-                                  extra=[_unary_third_bit_projection(own_one, b)] if d >= 3 else [])
+        lower = _unary_lower(own_one, own_zero, b, a, d, f"sampling RAPPOR s={s}, d={d}")
         return single_entry("sampling_rappor", params, vr, alternatives=[two_types], matrix=matrix,
                        lower=lower, published=published)
     hit = 1.0 - math.comb(d - 2, s) / math.comb(d, s)
