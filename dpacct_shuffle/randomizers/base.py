@@ -392,17 +392,20 @@ class ShuffledRandomizer:
 
     def delta_lower(self, epsilon: float) -> float:
         """Certified lower bound on the worst-case δ(ε) (0.0 if the entry has no instance or n is
-        above ``lower_bound_max_users``)."""
+        above ``lower_bound_max_users``, and at ε ≥ ``epsilon0``, where the protocol is (ε, 0)-DP)."""
         eps = check_epsilon(epsilon)
         instance = self.lower_bound
-        return 0.0 if instance is None else instance.delta(eps)
+        if instance is None or eps >= self.randomizer.epsilon0:
+            return 0.0
+        return instance.delta(eps)
 
     def epsilon_lower(self, delta: float) -> float:
         """Certified lower bound on the smallest valid ε(δ) (0.0 if the entry has no instance or n
-        is above ``lower_bound_max_users``)."""
+        is above ``lower_bound_max_users``); at most ``epsilon0`` (every report is ε0-DP, and so
+        is the shuffled protocol, a post-processing of them)."""
         target = check_delta(delta)
         instance = self.lower_bound
-        return 0.0 if instance is None else instance.epsilon(target)
+        return 0.0 if instance is None else min(instance.epsilon(target), self.randomizer.epsilon0)
 
     def delta_interval(self, epsilon: float) -> tuple[float, float]:
         """(certified lower, certified upper) bounds on δ(ε)."""
