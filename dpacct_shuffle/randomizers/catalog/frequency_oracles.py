@@ -382,7 +382,8 @@ def local_hashing(epsilon0: float, hash_range: int, domain_size: int | None = No
     vr = VariationRatio(ratio_up(e), beta, ratio_up(e))
     matrix = None
     uniform_family = collision_probability is None or coll == 1.0 / l
-    if d is not None and uniform_family and l**d * l * d <= MAX_MATRIX_CELLS:
+    # d < 22 first: l**d of a huge d never finishes (l ≥ 2, so l**22 · 2 · 22 > MAX_MATRIX_CELLS)
+    if d is not None and uniform_family and d < 22 and l**d * l * d <= MAX_MATRIX_CELLS:
         hashes = np.array(list(itertools.product(range(l), repeat=d)))  # (l^d, d)
         matrix = np.empty((d, hashes.shape[0] * l))
         for x in range(d):
@@ -476,26 +477,34 @@ def hadamard_response(epsilon0: float, num_outputs: int, blocks: int = 1,
     summary = VariationRatio(ratio_up(e), beta_max, ratio_up(e))
     published_m = s / 2.0 if n_blocks == 1 else float(s)
     published = (e, published_m * (e - 1.0) * g, e, e)
-    h = hadamard(b)
-    sets = [(blk, row) for blk in range(n_blocks) for row in range(1, b)][:d]
     matrix = None
     if d * k_out <= MAX_MATRIX_CELLS:
+        h = hadamard(b)
         matrix = np.full((d, k_out), g)
-        for x, (blk, row) in enumerate(sets):
+        codes = [(blk, row) for blk in range(n_blocks) for row in range(1, b)][:d]
+        for x, (blk, row) in enumerate(codes):
             matrix[x, blk * b + np.flatnonzero(h[row] > 0)] = e * g
     victim0, victim1 = (m_max * e * g, m_max * g), (m_max * g, m_max * e * g)
-    inputs = set(sets)
+
+    def is_input(code: tuple[int, int]) -> bool:  # inputs fill block 0's rows 1 … b − 1 first
+        return code[0] < n_blocks and 1 <= code[1] < b and code[0] * (b - 1) + code[1] - 1 < d
 
     def boosted(code: tuple[int, int]) -> np.ndarray:
-        return code[0] * b + np.flatnonzero(h[code[1]] > 0)
+        """The +1 positions of Sylvester row r: popcount(r AND j) even (H[r, j] = (−1)^popcount)."""
+        columns = np.arange(b, dtype=np.int64)
+        parity = np.zeros(b, dtype=np.int64)
+        for bit in range(b.bit_length()):
+            parity ^= ((columns & code[1]) >> bit) & 1
+        return code[0] * b + np.flatnonzero(parity == 0)
 
     triples = []  # (x0, x1, y) as (block, row)
-    if {(0, 1), (0, 2), (0, 3)} <= inputs:  # row 1 ⊙ row 2 = row 3 (Sylvester)
-        triples.append(((0, 1), (0, 2), (0, 3)))
-    if (1, 1) in inputs:
-        third = next((y for y in ((2, 1), (0, 2)) if y in inputs), None)
-        if third is not None:
-            triples.append(((0, 1), (1, 1), third))
+    if b <= _EXPLICIT_SET_OUTPUTS:
+        if all(is_input(code) for code in ((0, 1), (0, 2), (0, 3))):  # row 1 ⊙ row 2 = row 3
+            triples.append(((0, 1), (0, 2), (0, 3)))
+        if is_input((1, 1)):
+            third = next((y for y in ((2, 1), (0, 2)) if is_input(y)), None)
+            if third is not None:
+                triples.append(((0, 1), (1, 1), third))
     extra = [boost_sets_projection(e * g, g, boosted(x0), boosted(x1), boosted(y))
              for x0, x1, y in triples]
     lower = projection_lower(victim0, victim1, [victim0],
@@ -622,6 +631,9 @@ def collision(epsilon0: float, domain_size: int, output_length: int, set_size: i
 
 
 _THIRD_WINDOW_CELLS = 1 << 22
+#: Hadamard response: the third-input projections count their sets explicitly up to this block
+#: size (larger blocks keep the pair's own projection only: a lower bound needs no more)
+_EXPLICIT_SET_OUTPUTS = 1 << 16
 
 
 def _collision_third_sizes(d: int, l: int, s: int) -> tuple[int, int] | None:

@@ -1,0 +1,63 @@
+"""Hostile inputs found by fuzzing: each is a value or a ValueError/TypeError naming the
+parameter, within seconds (one regression test per case)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpacct_shuffle import lemmas, randomizers
+
+
+def test_local_hashing_huge_domain_is_built_without_enumerating_hashes() -> None:
+    # the matrix size check built hash_range**domain_size first
+    entry = randomizers.local_hashing(1.0, 4, domain_size=10**15 + 1)
+    assert entry.matrix is None
+    assert entry.parameters["domain_size"] == 10**15 + 1
+
+
+def test_hadamard_response_with_a_million_outputs_builds_no_dense_hadamard_matrix() -> None:
+    entry = randomizers.hadamard_response(2.0, 2**20)
+    assert entry.matrix is None
+    lower, upper = entry.shuffled(1000).epsilon_interval(1e-6)
+    assert 0.0 < lower <= upper
+
+
+def test_hadamard_sets_from_parities_match_the_dense_matrix() -> None:
+    # small K: the third-input projections (counted from the parity rule) are unchanged
+    lower = randomizers.hadamard_response(4.0, 64).shuffled(10_000).epsilon_lower(1e-8)
+    assert lower > 0.34  # 0.348; the pair's own projection alone gives 0.254
+
+
+@pytest.mark.parametrize("call", [lambda: randomizers.krr(2, 10**400),
+                                  lambda: randomizers.rappor(2, 2**60),
+                                  lambda: randomizers.subset_selection(1.0, 10**30, 2)])
+def test_huge_integer_sizes_are_refused_by_name(call) -> None:
+    with pytest.raises(ValueError, match=r"(domain_size|num_outputs) must be an integer in \[2, 2\*\*53\]"):
+        call()
+
+
+def test_basic_composition_beyond_the_float_range_is_infinite() -> None:
+    assert lemmas.basic_composition([(1e308, 0.5)] * 2) == (math.inf, 1.0)
+
+
+def test_kl_divergence_bound_overflow_is_infinite() -> None:
+    assert lemmas.kl_divergence_bound(710) == math.inf
+    assert lemmas.kl_divergence_bound(700) == pytest.approx(700 * math.expm1(700), rel=1e-12)
+
+
+def test_deletion_to_replacement_in_log_space() -> None:
+    eps, delta = lemmas.deletion_to_replacement(710, 5e-324)
+    assert eps == pytest.approx(1420.0)
+    # (e^710 + 1)·5e-324 = exp(710 + ln 5e-324)
+    assert delta >= math.exp(710.0 + math.log(5e-324)) and delta == pytest.approx(1.1037e-15, rel=1e-3)
+    assert lemmas.deletion_to_replacement(750, 1e-300) == (pytest.approx(1500.0), 1.0)
+    assert lemmas.deletion_to_replacement(5.0, 0.0)[1] == 0.0
+
+
+def test_randomizer_delta_never_exceeds_one() -> None:
+    rows = np.array([[1.0, 0.0, 0.0], [0.0, 0.5, 0.5]])
+    assert lemmas.randomizer_delta(rows, 0.0) == 1.0
+    assert lemmas.randomizer_delta(rows, 3.0) <= 1.0
