@@ -61,3 +61,25 @@ def test_randomizer_delta_never_exceeds_one() -> None:
     rows = np.array([[1.0, 0.0, 0.0], [0.0, 0.5, 0.5]])
     assert lemmas.randomizer_delta(rows, 0.0) == 1.0
     assert lemmas.randomizer_delta(rows, 3.0) <= 1.0
+
+
+def test_subnormal_matrix_entries_give_a_finite_ordered_interval() -> None:
+    # μ0/μ1 overflowed: the local pair's ε search started from ln(5e-324) < 0 and returned −inf
+    shuffled = randomizers.from_matrix([[5e-324, 1], [1, 5e-324]]).shuffled(2)
+    lower, upper = shuffled.epsilon_interval(1e-8)
+    # the only finite ratio is 1/5e-324 = e^744.44: δ(ε) = 1 − e^ε·5e-324 > 0 below it
+    assert upper == pytest.approx(-math.log(5e-324), rel=1e-9)
+    assert 0.0 <= lower <= upper
+    assert shuffled.delta(743.0) > 0.7  # 1 − e^743·5e-324 = 0.76: not lost to e^ε overflow
+    assert shuffled.delta(upper) <= 1e-8
+
+
+@pytest.mark.parametrize("matrix", [
+    [[5e-324, 0.5, 0.5 - 5e-324], [0.5, 5e-324, 0.5], [0.3, 0.3, 0.4]],
+    [[1e-310, 1.0], [0.5, 0.5]],
+])
+def test_accepted_subnormal_matrices_answer_their_queries(matrix) -> None:
+    shuffled = randomizers.from_matrix(matrix).shuffled(50)
+    lower, upper = shuffled.epsilon_interval(1e-8)
+    assert 0.0 <= lower <= upper and not math.isnan(upper)
+    assert 0.0 <= shuffled.delta(1.0) <= 1.0
