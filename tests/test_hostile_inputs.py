@@ -83,3 +83,54 @@ def test_accepted_subnormal_matrices_answer_their_queries(matrix) -> None:
     lower, upper = shuffled.epsilon_interval(1e-8)
     assert 0.0 <= lower <= upper and not math.isnan(upper)
     assert 0.0 <= shuffled.delta(1.0) <= 1.0
+
+
+def _nested(depth: int) -> dict:
+    data: dict = {}
+    current = data
+    for _ in range(depth):
+        current["x"] = {}
+        current = current["x"]
+    return data
+
+
+@pytest.mark.parametrize("decode", ["event", "randomizer"])
+def test_deeply_nested_json_is_a_value_error_not_a_recursion_error(decode: str) -> None:
+    from dpacct_shuffle.event_serialization import event_from_dict, event_from_json
+    from dpacct_shuffle.randomizers.serialization import randomizer_from_dict, randomizer_from_json
+
+    from_json, from_dict = {"event": (event_from_json, event_from_dict),
+                            "randomizer": (randomizer_from_json, randomizer_from_dict)}[decode]
+    for text in ("[" * 100_000, '{"a": ' * 5000 + "1" + "}" * 5000):
+        with pytest.raises(ValueError, match="more than 100 levels deep"):
+            from_json(text)
+    with pytest.raises(ValueError, match="more than 100 levels deep"):
+        from_dict(_nested(5000))
+
+
+def test_nan_and_infinity_are_not_json() -> None:
+    from dpacct_shuffle.event_serialization import event_from_json
+
+    for constant in ("NaN", "Infinity", "-Infinity"):
+        with pytest.raises(ValueError, match=f"must not contain {constant}"):
+            event_from_json('{"event": %s}' % constant)
+
+
+def test_deep_pipeline_files_and_matrix_files(tmp_path) -> None:
+    from dpacct_shuffle.pipeline import load_pipeline
+    from dpacct_shuffle.randomizers.spec import read_matrix
+
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"rounds": ' + "[" * 50_000 + "]" * 50_000 + "}", encoding="utf-8")
+    with pytest.raises(ValueError, match="more than 100 levels deep"):
+        load_pipeline(deep)
+    with pytest.raises(ValueError, match="more than 100 levels deep"):
+        load_pipeline(_nested(5000))
+    deep_toml = tmp_path / "deep.toml"
+    deep_toml.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="levels"):
+        load_pipeline(deep_toml)
+    matrix = tmp_path / "m.json"
+    matrix.write_text("[" * 50_000 + "]" * 50_000, encoding="utf-8")
+    with pytest.raises(ValueError, match="more than 100 levels deep"):
+        read_matrix(matrix)
