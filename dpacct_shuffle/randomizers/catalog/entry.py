@@ -89,11 +89,14 @@ def single_entry(
                       frequency_oracle=frequency_oracle)
 
 
-Projection = tuple[tuple[float, float], tuple[float, float], tuple[float, float]]
+#: masses (R(S0), R(S1)) of one input, optionally with the rest summed directly (see
+#: :func:`~dpacct_shuffle.randomizers.lower_bounds.trinomial_projection`)
+SetMasses = tuple[float, float] | tuple[float, float, float]
+Projection = tuple[SetMasses, SetMasses, SetMasses]
 
 
-def projection_lower(victim0: tuple[float, float], victim1: tuple[float, float],
-                      others: Sequence[tuple[float, float]], description: str, *,
+def projection_lower(victim0: SetMasses, victim1: SetMasses,
+                      others: Sequence[SetMasses], description: str, *,
                       extra: Sequence[Projection] = ()) -> LowerBoundFactory:
     """Factory n -> lower bound from the trinomial projection (exact.py), max over configurations.
 
@@ -148,6 +151,7 @@ __all__ = [
     "MAX_MATRIX_CELLS",
     "MAX_SIZE",
     "Projection",
+    "SetMasses",
     "binary_rr_lower",
     "boost_projection",
     "boost_sets_projection",
