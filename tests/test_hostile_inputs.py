@@ -134,3 +134,17 @@ def test_deep_pipeline_files_and_matrix_files(tmp_path) -> None:
     matrix.write_text("[" * 50_000 + "]" * 50_000, encoding="utf-8")
     with pytest.raises(ValueError, match="more than 100 levels deep"):
         read_matrix(matrix)
+
+
+@pytest.mark.parametrize("epsilon0", [46.0, 500.0])
+def test_piecewise_lower_bound_masses_at_large_epsilon0(epsilon0: float) -> None:
+    # p_hi·(C − 1) computed as a difference exceeded 1 (1.0000000585 at ε0 = 46)
+    lower, upper = randomizers.piecewise(epsilon0).shuffled(2).delta_interval(0.0)
+    assert 0.99 < lower <= upper <= 1.0
+
+
+def test_multi_message_parameters_whose_ratios_overflow_are_refused() -> None:
+    with pytest.raises(ValueError, match="coin_probability"):
+        randomizers.balcer_binary_summation(5e-324)
+    with pytest.raises(ValueError, match="flip_probability"):
+        randomizers.cheu_binary_summation(1e-160)
