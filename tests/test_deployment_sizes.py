@@ -8,7 +8,11 @@ lower bound, and the unary encodings' levels stay valid when their products unde
 from __future__ import annotations
 
 import math
+import warnings
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpacct_shuffle import randomizers
 from dpacct_shuffle.core.multilevel import PrivacyLossLevels
@@ -57,3 +61,40 @@ def test_rappor_multilevel_bound_at_the_catalog_maximum() -> None:
     # e^ε·ρ overflows in the levels' atoms: the atom is clamped at −max float, not NaN
     bound = [b for b in randomizers.rappor(500.0, 100).fallbacks if isinstance(b, MultiLevelBound)][0]
     assert bound.epsilon(1e-8, 1000) == pytest.approx(500.0, rel=1e-9)
+
+
+_SIZED_ENTRIES = {
+    "krr": lambda eps0, d: randomizers.krr(eps0, d),
+    "rappor": lambda eps0, d: randomizers.rappor(eps0, d),
+    "oue": lambda eps0, d: randomizers.optimized_unary_encoding(eps0, d),
+    "subset_selection": lambda eps0, d: randomizers.subset_selection(eps0, d, 2 if d > 2 else 1),
+    "local_hashing": lambda eps0, d: randomizers.local_hashing(eps0, min(d, 64), d),
+    "hadamard_response": lambda eps0, d: randomizers.hadamard_response(eps0, 1 << d.bit_length()),
+    "pckv_grr": lambda eps0, d: randomizers.pckv_grr(eps0, d, 1),
+    "collision": lambda eps0, d: randomizers.collision(eps0, d, max(2, d // 2), 1),
+    "sampling_rappor": lambda eps0, d: randomizers.sampling_rappor(eps0, d, max(1, d // 10)),
+    "harmony": lambda eps0, d: randomizers.harmony(eps0, d),
+}
+
+
+@settings(max_examples=max(5, settings.default.max_examples // 10), deadline=None)
+@given(st.sampled_from(sorted(_SIZED_ENTRIES)),
+       st.sampled_from([2, 3, 128, 1024, 4096, 10**4, 10**6]),
+       st.sampled_from([0.1, 1.0, 7.5, 50.0]),
+       st.sampled_from([2, 1000, 10**6, 10**12]))
+def test_every_entry_at_deployment_sizes(name: str, domain_size: int, epsilon0: float, n: int) -> None:
+    """(entry, d, ε0, n) over the catalog's finite-domain entries: a value or a clear ValueError;
+    finite upper ≥ lower; the upper bound non-increasing in n (n users vs 2n)."""
+    try:
+        entry = _SIZED_ENTRIES[name](epsilon0, domain_size)
+    except ValueError as exc:  # e.g. a Bloom filter too small for the subset size
+        assert any(word in str(exc) for word in ("domain_size", "num_outputs", "set_size",
+                                                  "subset_size", "sample_size", "dimension"))
+        return
+    shuffled = entry.shuffled(n, lower_bound_max_users=1000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", randomizers.LowerBoundSkippedWarning)
+        lower, upper = shuffled.epsilon_interval(1e-8)
+    assert math.isfinite(upper) and 0.0 <= lower <= upper <= epsilon0 * (1.0 + 1e-12)  # ln p rounded up
+    if n < 10**12:
+        assert entry.shuffled(2 * n).epsilon(1e-8) <= upper
