@@ -535,3 +535,29 @@ def test_analytics_round_events_and_refusals():
         ShuffledFrequencyEstimation(KRR, RdpAccountant(WITHOUT_REPLACEMENT))
     with pytest.raises(ValueError, match="add-or-remove-one"):
         ShuffledFrequencyEstimation(KRR, ShufflePrivacyAccountant(NO_AMPLIFICATION))
+
+
+def test_standard_errors_are_the_estimators_standard_deviation():
+    """Closed form for k-RR (clients' values fixed: f·p(1−p) + (1−f)·q(1−q) over n(p−q)²) at the
+    clipped estimates, and the spread of the estimates over repeated rounds."""
+    from dpacct_shuffle.flower.analytics import frequency_standard_errors
+
+    randomizer, n = randomizers.krr(3.0, 4), 10
+    p = math.exp(3.0) / (math.exp(3.0) + 3)
+    q = 1 / (math.exp(3.0) + 3)
+    estimates = np.array([0.5, -0.1, 0.25, 1.2])
+    clipped = np.array([0.5, 0.0, 0.25, 1.0])
+    expected = np.sqrt(clipped * p * (1 - p) + (1 - clipped) * q * (1 - q)) / (math.sqrt(n) * (p - q))
+    np.testing.assert_allclose(frequency_standard_errors(randomizer, estimates, n), expected,
+                               rtol=1e-12)
+    values = [0, 0, 0, 0, 0, 1, 1, 2, 2, 3]  # true frequencies 0.5, 0.2, 0.2, 0.1
+    rng = np.random.default_rng(0)
+    repeats = np.array([randomizer.estimate_frequencies([randomizer.sample(v, rng) for v in values])
+                        for _ in range(4000)])
+    truth = frequency_standard_errors(randomizer, np.array([0.5, 0.2, 0.2, 0.1]), n)
+    # sample standard deviation of 4000 draws: relative error ~ 1/sqrt(2 * 4000) ~ 1.1 %
+    np.testing.assert_allclose(repeats.std(axis=0, ddof=1), truth, rtol=0.05)
+    with pytest.raises(ValueError, match="num_reports"):
+        frequency_standard_errors(randomizer, estimates, 0)
+    with pytest.raises(TypeError, match="no frequency estimator"):
+        frequency_standard_errors(randomizers.worst_case_ldp(1.0), estimates, n)
