@@ -9,7 +9,7 @@ Two kinds of check:
   127.0.0.1, each page of :data:`PAGES` is loaded at a desktop and a phone width, a screenshot is
   saved, and a script added by this server (never by the site) reports every code block wider than
   its box, every displayed formula that neither fits nor scrolls, every formula the browser does
-  not lay out as MathML, and any page wider than the window.
+  not lay out as MathML, every image not shown, and any page wider than the window.
 
 Usage::
 
@@ -39,10 +39,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: Pages checked in the browser: the home page (install line), the integration pages (long
-#: ``PrivacyConfig``/``FedAvg`` lines), the theory page (most formulas), an API page.
+#: Pages checked in the browser: the home page (install line, a figure), the integration pages
+#: (long ``PrivacyConfig``/``FedAvg`` lines), the theory page (most formulas), pages with figures,
+#: an API page.
 PAGES = ("index.html", "flower/index.html", "opacus/index.html", "theory/index.html",
-         "cli/index.html", "sampling/index.html", "api/flower/index.html")
+         "cli/index.html", "sampling/index.html", "lower-bounds/index.html",
+         "api/flower/index.html")
 
 #: Window sizes (width, height): a desktop and a phone.
 WINDOWS = ((1280, 1600), (412, 1600))
@@ -191,10 +193,14 @@ window.addEventListener("load", () => setTimeout(() => {
         && !["auto", "scroll"].includes(getComputedStyle(holder).overflowX))
       problems.push("displayed formula cut off: " + label(holder));
   });
+  document.querySelectorAll("img").forEach((img) => {
+    if (!img.complete || img.naturalWidth === 0) problems.push("image not shown: " + img.src);
+  });
   if (document.documentElement.scrollWidth > window.innerWidth + 1)
     problems.push("page wider than the window: " + document.documentElement.scrollWidth + " px");
   document.body.dataset.siteCheck = JSON.stringify({problems: problems, formulas: formulas,
-    codeBlocks: document.querySelectorAll("pre > code").length});
+    codeBlocks: document.querySelectorAll("pre > code").length,
+    images: document.querySelectorAll("img").length});
 }, 300));
 </script>"""
 
@@ -257,7 +263,8 @@ def browser_problems(site: Path, executable: str, screenshots: Path) -> Iterator
                     continue
                 report = json.loads(html.unescape(found.group(1)))
                 print(f"{page} at {window[0]} px: {report['codeBlocks']} code blocks, "
-                      f"{report['formulas']} formulas, screenshot {shot}")
+                      f"{report['formulas']} formulas, {report['images']} images, "
+                      f"screenshot {shot}")
                 for problem in report["problems"]:
                     yield f"{page} at {window[0]} px: {problem}"
     finally:
