@@ -26,6 +26,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,7 +71,7 @@ def sampled_vs_unsampled(configuration: Configuration, output: Path) -> Path:
     """ε against the population N for k-RR (ε0 = 2, d = 10): every client reports, Poisson
     sampling with γ = 0.1 and 0.01, a fixed-size cohort of N/10."""
     randomizer = randomizers.krr(2.0, 10)
-    settings: dict[str, Callable[[int], dict[str, float | int]]] = {
+    settings: dict[str, Callable[[int], dict[str, Any]]] = {
         "all N clients report": lambda population: {},
         "each reports w.p. 0.1 (Poisson)": lambda population: {"sampling_probability": 0.1},
         "each reports w.p. 0.01 (Poisson)": lambda population: {"sampling_probability": 0.01},
