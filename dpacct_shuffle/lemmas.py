@@ -317,6 +317,8 @@ def basic_composition(pairs: Iterable[tuple[float, float]]) -> tuple[float, floa
     """
     epsilons: list[float] = []
     deltas: list[float] = []
+    if isinstance(pairs, (str, bytes)) or not hasattr(pairs, "__iter__"):
+        raise TypeError(f"pairs must be an iterable of (eps, delta) pairs, got {type(pairs).__name__}")
     for index, pair in enumerate(pairs):
         try:
             eps_i, delta_i = pair

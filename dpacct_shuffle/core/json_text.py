@@ -56,6 +56,8 @@ def loads_strict(text: object, name: str, **options: Any) -> Any:
         data = json.loads(text, parse_constant=_reject_constant(name), **options)
     except RecursionError:
         raise ValueError(f"{name} nests lists/objects more than {MAX_JSON_DEPTH} levels deep") from None
+    except json.JSONDecodeError as exc:  # the same type, with what was read named
+        raise json.JSONDecodeError(f"{name} is not valid JSON: {exc.msg}", exc.doc, exc.pos) from None
     return check_json_depth(name, data)
 
 
