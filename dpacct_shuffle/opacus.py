@@ -129,23 +129,22 @@ def _dp_sgd_step_pld(noise_multiplier: float, sample_rate: float, relation: Neig
 class _StepCachingPLDAccountant(ShufflePLDAccountant):
     """:class:`ShufflePLDAccountant` that reuses the one-step PLD of DP-SGD steps.
 
-    Composes ``_dp_sgd_step_pld(...).self_compose(count)`` into ``_pld`` exactly as the parent
-    ``PLDAccountant._maybe_compose`` does with a freshly built PLD (at whatever interval the
-    accountant uses when the step is composed or replayed), so the results are identical
+    Its DP-SGD step PLD is ``_dp_sgd_step_pld(...).self_compose(count)``, exactly what
+    :mod:`dpacct_shuffle.dp_accounting_plds` (and dp-accounting's ``PLDAccountant``) build for
+    ``PoissonSampledDpEvent(q, GaussianDpEvent(σ))`` with a fresh PLD, so the results are identical
     (tests compare with ``dp_accounting.pld.PLDAccountant``). Edge cases (σ = 0, q = 0) go to the
     parent.
     """
 
-    def _compose_leaf(self, event: dp_event.DpEvent, count: int) -> None:
+    def _leaf_pld(self, event: dp_event.DpEvent, count: int) -> Any:
         if (isinstance(event, dp_event.PoissonSampledDpEvent)
                 and isinstance(event.event, dp_event.GaussianDpEvent)
                 and event.sampling_probability > 0 and event.event.noise_multiplier > 0):
             step = _dp_sgd_step_pld(float(event.event.noise_multiplier),
                                     float(event.sampling_probability), self.neighboring_relation,
-                                    self._value_discretization_interval)
-            self._pld = self._pld.compose(step.self_compose(count))
-            return
-        super()._compose_leaf(event, count)
+                                    self._interval)
+            return step.self_compose(count)
+        return super()._leaf_pld(event, count)
 
 
 class ShuffleAccountant(IAccountant):
@@ -172,8 +171,8 @@ class ShuffleAccountant(IAccountant):
     def __init__(self, neighboring_relation: RelationLike = NeighborRel.REPLACE_ONE,
                  value_discretization_interval: Optional[float] = None) -> None:
         super().__init__()
-        self._neighboring_relation = _relation(neighboring_relation)
-        self._value_discretization_interval = (None if value_discretization_interval is None else
+        self._relation = _relation(neighboring_relation)
+        self._fixed_interval = (None if value_discretization_interval is None else
                                                check_range("value_discretization_interval",
                                                            value_discretization_interval, 0.0, 1.0,
                                                            low_open=True))
@@ -190,20 +189,20 @@ class ShuffleAccountant(IAccountant):
         under the new relation: once a shuffle or local-report event is in, the relation stays
         replace-one (ValueError).
         """
-        return self._neighboring_relation
+        return self._relation
 
     @neighboring_relation.setter
     def neighboring_relation(self, value: RelationLike) -> None:
         relation = _relation(value)
         for event, _ in self.events:
             self._check_supported(event, relation)
-        self._neighboring_relation = relation
+        self._relation = relation
         self._cache = None
 
     @property
     def value_discretization_interval(self) -> Optional[float]:
         """The fixed PLD grid, or None for the automatic choice."""
-        return self._value_discretization_interval
+        return self._fixed_interval
 
     @classmethod
     def mechanism(cls) -> str:
@@ -262,8 +261,8 @@ class ShuffleAccountant(IAccountant):
     def _check_supported(self, event: dp_event.DpEvent,
                          relation: Optional[NeighborRel] = None) -> None:
         """ValueError unless ``event`` is supported under ``relation`` (default: the current one)."""
-        relation = self._neighboring_relation if relation is None else relation
-        if _StepCachingPLDAccountant(relation, self._value_discretization_interval).supports(event):
+        relation = self._relation if relation is None else relation
+        if _StepCachingPLDAccountant(relation, self._fixed_interval).supports(event):
             return
         if (relation is not NeighborRel.REPLACE_ONE
                 and ShufflePLDAccountant(NeighborRel.REPLACE_ONE).supports(event)):
@@ -277,8 +276,8 @@ class ShuffleAccountant(IAccountant):
 
     # -- results ---------------------------------------------------------------------------------
     def _fresh_pld_accountant(self) -> ShufflePLDAccountant:
-        return _StepCachingPLDAccountant(self._neighboring_relation,
-                                         self._value_discretization_interval)
+        return _StepCachingPLDAccountant(self._relation,
+                                         self._fixed_interval)
 
     def ledger_events(self) -> list[tuple[dp_event.DpEvent, int]]:
         """Everything accounted, as ``(DpEvent, count)``: the DP-SGD steps first, then the rest."""
@@ -337,8 +336,8 @@ class ShuffleAccountant(IAccountant):
         result["history"] = [(float(sigma), float(rate), int(steps))
                              for sigma, rate, steps in result["history"]]
         result["events"] = [[event_to_dict(event), count] for event, count in self.events]
-        result["neighboring_relation"] = self._neighboring_relation.name
-        result["value_discretization_interval"] = self._value_discretization_interval
+        result["neighboring_relation"] = self._relation.name
+        result["value_discretization_interval"] = self._fixed_interval
         return result
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
@@ -368,8 +367,8 @@ class ShuffleAccountant(IAccountant):
             restored.compose(event, item[1])
         self.history = history
         self.events = restored.events
-        self._neighboring_relation = restored._neighboring_relation
-        self._value_discretization_interval = restored._value_discretization_interval
+        self._relation = restored._relation
+        self._fixed_interval = restored._fixed_interval
         self._cache = None
 
 
