@@ -47,18 +47,27 @@ OTHER_RELATION = next(r for r in NR if r not in (NR.REPLACE_ONE, NR.ADD_OR_REMOV
 # ---------------------------------------------------------------------------------------------
 
 
+# dp-accounting's conformance tests (PrivacyAccountantTest) run once per accountant class, in the
+# two classes below, on every relation and both interval modes; the parents' full suites (which
+# inherit the conformance tests) skip them.
+CONFORMANCE_TESTS = tuple(name for name in dir(privacy_accountant_test.PrivacyAccountantTest)
+                          if name.startswith("test"))
+
+
 class ShufflePLDConformanceTest(privacy_accountant_test.PrivacyAccountantTest,
                                 parameterized.TestCase):
 
     def _make_test_accountants(self):
-        return [ShufflePLDAccountant(relation) for relation in ALL_RELATIONS]
+        return ([ShufflePLDAccountant(relation) for relation in ALL_RELATIONS]
+                + [ShufflePLDAccountant(relation, 1e-4) for relation in ALL_RELATIONS])
 
 
 class ShuffleRdpConformanceTest(privacy_accountant_test.PrivacyAccountantTest,
                                 parameterized.TestCase):
 
     def _make_test_accountants(self):
-        return [ShuffleRdpAccountant(neighboring_relation=relation) for relation in ALL_RELATIONS]
+        return ([ShuffleRdpAccountant(neighboring_relation=relation) for relation in ALL_RELATIONS]
+                + [ShuffleRdpAccountant([2.0], relation) for relation in ALL_RELATIONS])
 
 
 class _PLDWithParentDefaults(ShufflePLDAccountant):
@@ -84,6 +93,8 @@ class ParentPLDSuiteOnSubclass(pld_privacy_accountant_test.PldPrivacyAccountantT
     rebinding that name for the duration of each test runs every test on ShufflePLDAccountant.
     """
 
+    locals().update(dict.fromkeys(CONFORMANCE_TESTS))  # run by ShufflePLDConformanceTest
+
     def setUp(self) -> None:
         super().setUp()
         original = pld_privacy_accountant.PLDAccountant
@@ -103,11 +114,24 @@ class ParentPLDSuiteOnSubclass(pld_privacy_accountant_test.PldPrivacyAccountantT
 class ParentRdpSuiteOnSubclass(rdp_privacy_accountant_test.RdpPrivacyAccountantTest):
     """dp-accounting's RdpAccountant test suite on ShuffleRdpAccountant (as above)."""
 
+    locals().update(dict.fromkeys(CONFORMANCE_TESTS))  # run by ShuffleRdpConformanceTest
+
     def setUp(self) -> None:
         super().setUp()
         original = rdp_privacy_accountant.RdpAccountant
         rdp_privacy_accountant.RdpAccountant = _RdpWithParentDefaults
         self.addCleanup(setattr, rdp_privacy_accountant, "RdpAccountant", original)
+
+
+def test_conformance_tests_run_once_per_accountant_class() -> None:
+    import unittest
+
+    loader = unittest.TestLoader()
+    for suite, conformance in ((ParentPLDSuiteOnSubclass, ShufflePLDConformanceTest),
+                               (ParentRdpSuiteOnSubclass, ShuffleRdpConformanceTest)):
+        assert not set(loader.getTestCaseNames(suite)) & set(CONFORMANCE_TESTS)
+        assert set(loader.getTestCaseNames(conformance)) == set(CONFORMANCE_TESTS)
+        assert len(loader.getTestCaseNames(suite)) > 10  # the parent's own tests still run
 
 
 def test_parent_suites_really_construct_the_subclass() -> None:
@@ -461,3 +485,38 @@ def test_ldp_sequential_rdp_equals_parent_randomized_response() -> None:
     for eps in (1.0, 0.3):
         parent.compose(dp_event.RandomizedResponseDpEvent(2 / (1 + math.exp(eps)), 2))
     np.testing.assert_allclose(ours.rdp, parent.rdp, rtol=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------
+# what an accountant shows: repr and progress
+# ---------------------------------------------------------------------------------------------
+
+
+def test_readable_repr_names_relation_and_holdings() -> None:
+    pld = ShufflePLDAccountant().compose(SHUFFLE, 2).compose(dp_event.GaussianDpEvent(3.0))
+    text = repr(pld)
+    assert text == ("ShufflePLDAccountant(neighboring_relation=REPLACE_ONE, "
+                    "value_discretization_interval=auto; holds 2 × ShuffleEvent, "
+                    "1 × GaussianDpEvent)")
+    fixed = ShufflePLDAccountant(NR.ADD_OR_REMOVE_ONE, 1e-3, users_grid_ratio=1.05)
+    assert repr(fixed) == ("ShufflePLDAccountant(neighboring_relation=ADD_OR_REMOVE_ONE, "
+                           "value_discretization_interval=0.001, users_grid_ratio=1.05; holds "
+                           "nothing)")
+    rdp = ShuffleRdpAccountant([2.0, 8.0]).compose(
+        dp_event.ComposedDpEvent([SHUFFLE, dp_event.SelfComposedDpEvent(SHUFFLE, 3)]))
+    assert repr(rdp) == ("ShuffleRdpAccountant(neighboring_relation=REPLACE_ONE, orders: 2 from 2 "
+                         "to 8; holds 4 × ShuffleEvent)")
+
+
+def test_progress_reports_the_composition_and_can_be_off(capsys: pytest.CaptureFixture[str]) -> None:
+    calls: list[tuple[int, int]] = []
+    events = [ShuffleEvent(VR, 300), ShuffleEvent(VR, 301), ShuffleEvent(VR, 302)]
+    accountant = ShufflePLDAccountant(progress=lambda done, total: calls.append((done, total)))
+    for event in events:
+        accountant.compose(event)
+    silent = ShufflePLDAccountant(progress=False)
+    for event in events:
+        silent.compose(event)
+    assert accountant.get_epsilon(1e-6) == silent.get_epsilon(1e-6)
+    assert calls == [(1, 3), (2, 3), (3, 3)]
+    assert capsys.readouterr().err == ""
