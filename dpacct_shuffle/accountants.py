@@ -54,10 +54,13 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Optional
 
+import numpy as np
 from dp_accounting import dp_event
 from dp_accounting import privacy_accountant
+from dp_accounting.privacy_accountant import NeighboringRelation as NeighborRel
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from dp_accounting.rdp import rdp_privacy_accountant
+from numpy.typing import NDArray
 
 from dpacct_shuffle.core.validation import check_range
 from dpacct_shuffle.dp_accounting_plds import Outcome, leaf_error, leaf_pld
@@ -78,6 +81,7 @@ from dpacct_shuffle.profiles import DEFAULT_VALUE_DISCRETIZATION, discretization
 from dpacct_shuffle.progress import ProgressOption, ProgressReporter
 from dpacct_shuffle.relations import (
     OWN_EVENTS,
+    ErrorDetails,
     is_own,
     is_sampled_shuffle,
     relation_error,
@@ -92,7 +96,6 @@ from dpacct_shuffle.user_anchors import (
     user_counts,
 )
 
-NeighborRel = privacy_accountant.NeighboringRelation
 CompositionErrorDetails = privacy_accountant.PrivacyAccountant.CompositionErrorDetails
 
 # -- tuning of ShufflePLDAccountant (steer cost and tightness only; every PLD is pessimistic) ----
@@ -146,7 +149,7 @@ def _flatten(event: dp_event.DpEvent, count: int) -> list[_Leaf]:
     return [(event, count)]
 
 
-class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):
+class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignore[misc]
     """PLD accountant for shuffle rounds, local reports and dp-accounting's events (replace-one
     default). A drop-in ``dp_accounting.PrivacyAccountant``: ``compose``, ``supports``,
     ``get_epsilon``, ``get_delta``, ``ledger``.
@@ -254,7 +257,7 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):
             self._epsilon_caps.append(count * event_epsilon_cap(event, self.neighboring_relation))
         return self
 
-    def _leaf_error(self, event: dp_event.DpEvent) -> Optional[CompositionErrorDetails]:
+    def _leaf_error(self, event: dp_event.DpEvent) -> Optional[ErrorDetails]:
         if is_own(event):
             if not supported_relation(event, self.neighboring_relation):
                 return relation_error(event, self.neighboring_relation)
@@ -264,7 +267,7 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):
                                                                     error_message=message)
 
     def _maybe_compose(self, event: dp_event.DpEvent, count: int,
-                       do_compose: bool) -> Optional[CompositionErrorDetails]:
+                       do_compose: bool) -> Optional[ErrorDetails]:
         for leaf, copies in _flatten(event, count):
             error = self._leaf_error(leaf)
             if error is not None:
@@ -423,7 +426,8 @@ class _CheckedQueries:
         return _delta_result(super().get_delta(_checked_epsilon(target_epsilon)))  # type: ignore[misc]
 
 
-class ShuffleRdpAccountant(_CheckedQueries, rdp_privacy_accountant.RdpAccountant):
+class ShuffleRdpAccountant(_CheckedQueries,
+                           rdp_privacy_accountant.RdpAccountant):  # type: ignore[misc]
     """``RdpAccountant`` that also accounts shuffle rounds and local reports (replace-one default).
 
     Accounts shuffle-model reports, not DP-SGD on shuffled minibatches (module docstring).
@@ -451,7 +455,7 @@ class ShuffleRdpAccountant(_CheckedQueries, rdp_privacy_accountant.RdpAccountant
         return self
 
     def _maybe_compose(self, event: dp_event.DpEvent, count: int,
-                       do_compose: bool) -> Optional[CompositionErrorDetails]:
+                       do_compose: bool) -> Optional[ErrorDetails]:
         replace_one = self.neighboring_relation is NeighborRel.REPLACE_ONE
         if isinstance(event, OWN_EVENTS) or is_sampled_shuffle(event):
             if not replace_one and supported_relation(event, self.neighboring_relation):
@@ -463,6 +467,7 @@ class ShuffleRdpAccountant(_CheckedQueries, rdp_privacy_accountant.RdpAccountant
                                   "ShufflePLDAccountant.")
             if not replace_one:
                 return relation_error(event, self.neighboring_relation)
+            rdp: Optional[NDArray[np.float64]] = None
             if isinstance(event, LDPCompositionEvent):
                 rdp = ldp_event_rdp(event, self._orders)
                 if rdp is None:
@@ -472,8 +477,8 @@ class ShuffleRdpAccountant(_CheckedQueries, rdp_privacy_accountant.RdpAccountant
                                       "use ShufflePLDAccountant.")
             elif do_compose:
                 rdp = shuffle_event_rdp(event, self._orders)
-            if do_compose:
-                self._rdp = self._rdp + count * rdp
+            if do_compose and rdp is not None:
+                self._rdp = self._rdp + count * rdp  # type: ignore[has-type]
             return None
         if replace_one and isinstance(event, dp_event.GaussianDpEvent):
             # parent defect: sensitivity 1 under replace-one; a replaced record moves the sum by 2C

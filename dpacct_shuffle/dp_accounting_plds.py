@@ -24,9 +24,9 @@ from typing import Optional, Union
 
 from dp_accounting import dp_event
 from dp_accounting import privacy_accountant
+from dp_accounting.privacy_accountant import NeighboringRelation as NeighborRel
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
-NeighborRel = privacy_accountant.NeighboringRelation
 
 _ADD_REMOVE_OR_SPECIAL = (NeighborRel.ADD_OR_REMOVE_ONE, NeighborRel.REPLACE_SPECIAL)
 _REPLACE = (NeighborRel.REPLACE_ONE, NeighborRel.REPLACE_SPECIAL)

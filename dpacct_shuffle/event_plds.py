@@ -23,6 +23,7 @@ from typing import Any, Optional, TypeVar
 import numpy as np
 from dp_accounting import dp_event
 from dp_accounting import privacy_accountant
+from dp_accounting.privacy_accountant import NeighboringRelation as NeighborRel
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from numpy.typing import NDArray
 
@@ -45,7 +46,6 @@ from dpacct_shuffle.relations import (
     supported_relation,
 )
 
-NeighborRel = privacy_accountant.NeighboringRelation
 
 #: The precision of the profile every PLD and RDP is built from (a grid of about a hundred
 #: points): the batched curve alone — the grid stops refining at δ ≤ 1e-16, where the curve's
@@ -133,10 +133,10 @@ def _gaussian_loss_scale(event: dp_event.DpEvent, relation: NeighborRel) -> Opti
         gamma, inner = event.sampling_probability, event.event
     if not isinstance(inner, dp_event.GaussianDpEvent) or inner.noise_multiplier == 0:
         return None
-    mu = sensitivity / inner.noise_multiplier
+    mu = float(sensitivity / inner.noise_multiplier)
     if gamma == 1.0:
         return mu
-    return gamma * math.sqrt(math.expm1(min(mu * mu, 700.0)))
+    return float(gamma * math.sqrt(math.expm1(min(mu * mu, 700.0))))
 
 
 def event_loss_scale(event: dp_event.DpEvent,

@@ -39,6 +39,7 @@ import attr
 import numpy as np
 from dp_accounting import dp_event
 from dp_accounting import privacy_accountant
+from dp_accounting.privacy_accountant import NeighboringRelation as NeighborRel
 from numpy.typing import NDArray
 
 from dpacct_shuffle.core.bound import VariationRatio
@@ -69,7 +70,6 @@ from dpacct_shuffle.without_replacement import (
     without_replacement_profile,
 )
 
-NeighborRel = privacy_accountant.NeighboringRelation
 ShuffleRound = Union[ShuffleEvent, ParallelCompositionEvent]
 
 

@@ -81,8 +81,9 @@ def _honest_fraction(value: object) -> float:
 def _randomizer(value: object) -> RandomizerDescription:
     if isinstance(value, list):  # keep events hashable: sequences become tuples
         value = tuple(value)
-    as_shuffle_bound(value)  # raises TypeError for anything that certifies no bound
-    return cast(RandomizerDescription, value)  # as_shuffle_bound accepted it
+    randomizer = cast(RandomizerDescription, value)
+    as_shuffle_bound(randomizer)  # raises TypeError for anything that certifies no bound
+    return randomizer
 
 
 def _tuple_of_randomizers(value: object) -> tuple[RandomizerDescription, ...]:
@@ -123,7 +124,7 @@ def _optional_deltas(value: object) -> Optional[tuple[float, ...]]:
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
-class ShuffleEvent(dp_event.DpEvent):
+class ShuffleEvent(dp_event.DpEvent):  # type: ignore[misc]  # dp-accounting has no type hints
     """One shuffle round in which the focal user sends one report.
 
     ``num_users`` users each apply ``randomizer`` to their input and a trusted shuffler releases
@@ -161,7 +162,7 @@ class ShuffleEvent(dp_event.DpEvent):
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
-class ParallelCompositionEvent(dp_event.DpEvent):
+class ParallelCompositionEvent(dp_event.DpEvent):  # type: ignore[misc]  # (no type hints)
     """k queries answered in one shuffle round, each user answering exactly one of them.
 
     ``mode=RANDOM`` (default): each user independently picks branch j with probability π_j
@@ -229,7 +230,7 @@ class ParallelCompositionEvent(dp_event.DpEvent):
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
-class LDPCompositionEvent(dp_event.DpEvent):
+class LDPCompositionEvent(dp_event.DpEvent):  # type: ignore[misc]  # (no type hints)
     """A user's own local reports, released without a shuffler.
 
     ``epsilons[i]`` (and ``deltas[i]``, default 0) is the local guarantee of report/stage i.

@@ -81,16 +81,17 @@ def ldp_event_rdp(event: LDPCompositionEvent,
                   orders: Sequence[float]) -> Optional[NDArray[np.float64]]:
     """RDP of a user's local reports, or None if some report is only (ε, δ>0)-LDP without a
     pure block (the Rényi divergence of a leaky randomized response is infinite)."""
-    orders_array = np.asarray(orders, dtype=np.float64)
     if event.mode is LDPCompositionMode.SEQUENTIAL:
         if any(delta > 0.0 for delta in ldp_deltas(event)):
             return None
-        return sum((randomized_response_rdp(eps, orders_array) for eps in event.epsilons),
-                   np.zeros_like(orders_array))
+        total = np.zeros(len(orders), dtype=np.float64)
+        for eps in event.epsilons:
+            total = total + randomized_response_rdp(eps, orders)
+        return total
     cap = ldp_profile(event).epsilon_cap
     if math.isinf(cap):
         return None
-    return randomized_response_rdp(cap, orders_array)
+    return randomized_response_rdp(cap, orders)
 
 
 __all__ = [

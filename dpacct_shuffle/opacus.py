@@ -63,6 +63,7 @@ except ImportError as error:  # pragma: no cover - exercised only without opacus
 from dp_accounting import dp_event
 from dp_accounting import mechanism_calibration
 from dp_accounting import privacy_accountant
+from dp_accounting.privacy_accountant import NeighboringRelation as NeighborRel
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
 from dpacct_shuffle.accountants import ShufflePLDAccountant
@@ -73,7 +74,6 @@ from dpacct_shuffle.event_serialization import event_from_dict, event_to_dict
 from dpacct_shuffle.events import ParallelCompositionEvent, ShuffleEvent
 from dpacct_shuffle.profiles import RandomizerDescription
 
-NeighborRel = privacy_accountant.NeighboringRelation
 
 MECHANISM = "shuffle"
 
@@ -159,7 +159,7 @@ class _StepCachingPLDAccountant(ShufflePLDAccountant):
         return super()._leaf_pld(event, count)
 
 
-class ShuffleAccountant(IAccountant):
+class ShuffleAccountant(IAccountant):  # type: ignore[misc]  # Opacus is not type-checked here
     """Opacus accountant composing DP-SGD steps, shuffle rounds and local reports as PLDs.
 
     Accounts DP-SGD steps (Poisson-sampled, as Opacus's DPDataLoader draws them) and
@@ -370,7 +370,8 @@ class ShuffleAccountant(IAccountant):
         loads with ``torch.load(path, weights_only=True)``, even where this package is not
         installed, and :meth:`load_state_dict` reproduces ε exactly. TypeError if an event has no
         JSON form (a randomizer built directly with the Randomizer constructor)."""
-        result = super().state_dict(OrderedDict() if destination is None else destination)
+        result: dict[str, Any] = super().state_dict(
+            OrderedDict() if destination is None else destination)
         # Opacus's (σ, q, steps) tuples, as Python numbers (numpy scalars are not plain data)
         result["history"] = [(float(sigma), float(rate), int(steps))
                              for sigma, rate, steps in result["history"]]

@@ -17,13 +17,17 @@ built, :mod:`dpacct_shuffle.dp_accounting_plds`).
 
 from __future__ import annotations
 
+from typing import Any
+
 from dp_accounting import dp_event
 from dp_accounting import privacy_accountant
+from dp_accounting.privacy_accountant import NeighboringRelation as NeighborRel
 
 from dpacct_shuffle.events import LDPCompositionEvent, ParallelCompositionEvent, ShuffleEvent
 
-NeighborRel = privacy_accountant.NeighboringRelation
 CompositionErrorDetails = privacy_accountant.PrivacyAccountant.CompositionErrorDetails
+#: dp-accounting's ``PrivacyAccountant.CompositionErrorDetails`` (dp-accounting ships no type hints)
+ErrorDetails = Any
 
 SHUFFLE_EVENTS = (ShuffleEvent, ParallelCompositionEvent)
 OWN_EVENTS = (ShuffleEvent, ParallelCompositionEvent, LDPCompositionEvent)
@@ -81,7 +85,7 @@ def relation_message(event: dp_event.DpEvent, relation: NeighborRel) -> str:
             f"Found {relation}.")
 
 
-def relation_error(event: dp_event.DpEvent, relation: NeighborRel) -> CompositionErrorDetails:
+def relation_error(event: dp_event.DpEvent, relation: NeighborRel) -> ErrorDetails:
     """:func:`relation_message` as dp-accounting's ``CompositionErrorDetails``."""
     return CompositionErrorDetails(invalid_event=event,
                                    error_message=relation_message(event, relation))

@@ -228,10 +228,10 @@ def run(config: Config, out: TextIO | None = None) -> FederatedResult:
                for i, (features, labels) in enumerate(client_data)]
     randomizer = randomizers.krr(config.epsilon0, config.classes)
     global_model = make_model(config.classes)
-    accountant = ShuffleAccountant()            # DP-SGD steps and shuffle rounds, replace-one
-    dp_sgd_only = ShuffleAccountant()           # the same steps alone, for comparison
-    reports_only = ShuffleAccountant()          # the sampled, shuffled label reports alone
-    reports_unsampled = ShuffleAccountant()     # every record reporting every round, for comparison
+    accountant = ShuffleAccountant("replace_one")  # DP-SGD steps and shuffle rounds
+    dp_sgd_only = ShuffleAccountant("replace_one")  # the same steps alone, for comparison
+    reports_only = ShuffleAccountant("replace_one")  # the sampled label reports alone
+    reports_unsampled = ShuffleAccountant("replace_one")  # every record, every round
     population = config.clients * config.records
     result = FederatedResult(config, accountant=accountant, randomizer=randomizer)
 
