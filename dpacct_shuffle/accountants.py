@@ -52,7 +52,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import Any, Literal, Optional, Union
 
 import numpy as np
 from dp_accounting import dp_event
@@ -78,7 +78,7 @@ from dpacct_shuffle.events import LDPCompositionEvent
 from dpacct_shuffle.ldp_events import ldp_event_pld, ldp_event_rdp
 from dpacct_shuffle.pld_composition import dense, self_compose, tree_compose
 from dpacct_shuffle.profiles import DEFAULT_VALUE_DISCRETIZATION, discretization_for_scale
-from dpacct_shuffle.progress import ProgressOption, ProgressReporter
+from dpacct_shuffle.progress import ProgressOption, ProgressReporter, is_terminal
 from dpacct_shuffle.relations import (
     OWN_EVENTS,
     ErrorDetails,
@@ -175,7 +175,8 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
         accountants; each round's ε grows by at most about √r − 1 (0.5 % at r = 1.01). Each
         anchor's profile comes from the batched pair curve at ``profiles.COHORT_LOWERING``
         (:func:`dpacct_shuffle.user_anchors.anchored_event`).
-      progress: ``True`` (default): a tqdm bar on stderr for a composition that runs longer than
+      progress: ``"auto"`` (default): ``True`` when stderr is a terminal, else ``False``;
+        ``True``: a tqdm bar on stderr for a composition that runs longer than
         ``PROGRESS_DELAY`` (1 s); ``False``/``None``: silent; a callback ``progress(done, total)``
         (:mod:`dpacct_shuffle.progress`).
 
@@ -203,7 +204,7 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
     def __init__(self, neighboring_relation: NeighborRel = NeighborRel.REPLACE_ONE,
                  value_discretization_interval: Optional[float] = None,
                  users_grid_ratio: Optional[float] = None,
-                 progress: ProgressOption = True) -> None:
+                 progress: Union[ProgressOption, Literal["auto"]] = "auto") -> None:
         super().__init__(neighboring_relation)
         fixed = (None if value_discretization_interval is None else check_range(
             "value_discretization_interval", value_discretization_interval, 0.0, 1.0,
@@ -216,7 +217,7 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
         self._leaves: list[_Leaf] = []  # every leaf event composed, as it is accounted
         self._pending: list[int] = []  # indices in _leaves of own events not composed yet
         self._epsilon_caps: list[float] = []
-        self._progress = progress
+        self._progress: ProgressOption = is_terminal() if progress == "auto" else progress
 
     # -- what it holds -------------------------------------------------------------------
     @property

@@ -49,7 +49,7 @@ import numbers
 import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 try:
     from opacus.accountants import IAccountant, create_accountant, register_accountant
@@ -174,7 +174,8 @@ class ShuffleAccountant(IAccountant):  # type: ignore[misc]  # Opacus is not typ
         from the scale of the composed events, as :class:`ShufflePLDAccountant` does (dp-accounting's
         1e-4 when only DP-SGD steps are composed).
       progress: progress bar of long compositions (:class:`ShufflePLDAccountant`'s ``progress``:
-        ``True``, the default, shows one after a second; ``False`` never).
+        ``"auto"``, the default, shows one after a second when stderr is a terminal; ``True``
+        always after a second; ``False`` never).
 
     Attributes:
       history: Opacus's list of ``(noise_multiplier, sample_rate, num_steps)``; consecutive equal
@@ -187,7 +188,7 @@ class ShuffleAccountant(IAccountant):  # type: ignore[misc]  # Opacus is not typ
 
     def __init__(self, neighboring_relation: RelationLike = NeighborRel.ADD_OR_REMOVE_ONE,
                  value_discretization_interval: Optional[float] = None,
-                 progress: ProgressOption = True) -> None:
+                 progress: Union[ProgressOption, Literal["auto"]] = "auto") -> None:
         super().__init__()
         self._progress = progress
         self._relation = _relation(neighboring_relation)

@@ -134,7 +134,7 @@ def test_add_remove_equals_pld_and_is_at_most_opacus_rdp() -> None:
 
 
 def test_calibration_counts_shuffle_rounds_in_training() -> None:
-    target, epochs, rounds = 4.0, 2, 3
+    target, epochs, rounds = 4.0, 2, 10
     sample_rate = BATCH / RECORDS
     steps = epochs * RECORDS // BATCH
     # Opacus's own calibration through the registry: meets the target for DP-SGD alone ...
