@@ -217,7 +217,7 @@ def _without_replacement_profile(event: dp_event.SampledWithoutReplacementDpEven
                 f"{_shuffled_users(inner)} reports, more than sample_size={event.sample_size}")
         if _is_whole_cohort(event):
             return shuffled_cohort_profile(inner.randomizer, event.sample_size,
-                                           event.source_dataset_size)
+                                           event.source_dataset_size, lowering=ROUND_LOWERING)
         base = (_round_event(inner).profile() if isinstance(inner, ShuffleEvent)
                 else _parallel_round_profile(inner))
     return without_replacement_profile(base, event.sample_size, event.source_dataset_size)
