@@ -115,7 +115,8 @@ class PresenceCurves:
 
     def deltas(self, epsilons: FloatArray) -> FloatArray:
         """max(present‖absent, absent‖present) at every ε ≥ 0 of ``epsilons``."""
-        return np.maximum(self.present.deltas(epsilons), self.absent.deltas(epsilons))
+        return np.asarray(np.maximum(self.present.deltas(epsilons), self.absent.deltas(epsilons)),
+                          dtype=np.float64)
 
     def delta(self, epsilon: float) -> float:
         """:meth:`deltas` at one ε ≥ 0."""

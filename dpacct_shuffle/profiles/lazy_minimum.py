@@ -35,7 +35,7 @@ class LazyMinimum:
                  lazy: bool) -> None:
         self.count = count
         self.lazy = lazy and math.isfinite(epsilon0) and epsilon0 > 0.0
-        self.grid = np.linspace(0.0, epsilon0, _COARSE_POINTS + 1) if self.lazy else None
+        self.grid: FloatArray = np.linspace(0.0, epsilon0 if self.lazy else 0.0, _COARSE_POINTS + 1)
         self._coarse = np.full(_COARSE_POINTS + 1, np.nan)
 
     def _coarse_values(self, points: NDArray[np.int64]) -> FloatArray:
@@ -56,7 +56,8 @@ class LazyMinimum:
         index = np.searchsorted(grid, eps, side="right")  # grid[index − 1] ≤ ε < grid[index]
         on_grid = (index == len(grid)) | (grid[np.maximum(index - 1, 0)] == eps)
         # the grid point of each ε: itself (on the grid, or ε0 beyond) or its upper neighbour
-        point = np.where(on_grid, np.minimum(index, len(grid)) - 1, np.minimum(index, len(grid) - 1))
+        point = np.asarray(np.where(on_grid, np.minimum(index, len(grid)) - 1,
+                                    np.minimum(index, len(grid) - 1)), dtype=np.int64)
         coarse = self._coarse_values(point)
         known = np.flatnonzero(on_grid)
         result[known] = np.minimum(result[known], coarse[point[known]])
