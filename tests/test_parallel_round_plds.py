@@ -50,7 +50,8 @@ def test_round_bound_covers_every_pair_and_configuration(branches, pis) -> None:
 
 def test_round_bound_keeps_the_structure_up_to_its_limit() -> None:
     """At the limit the round bound is the structured one (within the batched curve's 0.2 %);
-    above it only the composite VariationRatio is evaluated."""
+    above it, the smaller of the composite VariationRatio at n and the structured bound at the
+    limit (here the latter: 0.9491 at 64 and 65 users, where the composite alone gives 1.1975)."""
     delta, n = 1e-6, PARALLEL_STRUCTURE_PROFILE_MAX_USERS
     pis = [0.5, 0.5]
     structured = parallel_composite_bound(SURVEY, pis)
@@ -61,7 +62,8 @@ def test_round_bound_keeps_the_structure_up_to_its_limit() -> None:
     assert abs(inside / reference - 1.0) <= ROUND_GAP
     assert inside < 0.9 * composite.epsilon(delta, n)  # the structure matters here
     above = epsilon_of(round_bound.delta_upper, delta, n + 1, 1.5)
-    assert abs(above / composite.epsilon(delta, n + 1) - 1.0) <= ROUND_GAP
+    assert above <= inside
+    assert abs(above / min(inside, composite.epsilon(delta, n + 1)) - 1.0) <= ROUND_GAP
 
 
 @pytest.mark.parametrize("n", [20, 1000])
