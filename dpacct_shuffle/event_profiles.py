@@ -242,7 +242,7 @@ def _without_replacement_profile(event: dp_event.SampledWithoutReplacementDpEven
                 f"{shuffled_reports(inner)} reports, more than sample_size={event.sample_size}")
         if is_whole_cohort(event):
             return shuffled_cohort_profile(inner.randomizer, event.sample_size,
-                                           event.source_dataset_size)
+                                           event.source_dataset_size, lowering=ROUND_LOWERING)
         base = _shuffle_round_profile(inner, precision)
     return without_replacement_profile(base, event.sample_size, event.source_dataset_size)
 
