@@ -14,13 +14,14 @@ dominates every pair (docs/theory.md, "Gaussian local noise": the hockey-stick o
 blanket grows with the distance of x from the middle of the range), with the certified lattice
 sums of :mod:`dpacct_shuffle.core.gaussian_blanket`.
 
-Vector reports, and scalars with larger μ, use the (ε0, δ0) route below. A report is
+Vector reports (the reduction to a line fails for other users off that line, docs/theory.md,
+"Gaussian local noise"), and scalars with larger μ, use the (ε0, δ0) route. A report is
 (ε0, δ_μ(ε0))-LDP for **every** ε0 > 0, with μ = Δ/σ and δ_μ the exact Gaussian
 profile (Balle & Wang, ICML 2018, Theorem 8; :func:`~dpacct_shuffle.core.gaussian.gaussian_delta`).
-Each ε0 gives a valid shuffled bound through Theorem 3.8 of Feldman, McMillan and Talwar
-(:class:`~dpacct_shuffle.randomizers.approximate.CloneTVBound`); :class:`GaussianShuffleBound`
-reports the smallest over the ε0 it tries. The ε0 trades the clone pair (smaller for small ε0)
-against the total-variation term (e^ε + 1)(1 + e^{−ε0}/2)·n·δ_μ(ε0) (smaller for large ε0); the
+Each ε0 gives a valid shuffled bound through the class bound
+:class:`~dpacct_shuffle.randomizers.approximate.DecomposedLDPBound`; :class:`GaussianShuffleBound`
+reports the smallest over the ε0 it tries. The ε0 trades the pure pair (smaller for small ε0)
+against the total-variation term, of order n·δ_μ(ε0) (smaller for large ε0); the
 tried values are those with n·δ_μ(ε0) = t for t on a geometric grid, refined by golden-section
 search in ln t. Any ε0 gives a certified bound, so the search only steers tightness.
 
@@ -44,7 +45,7 @@ from dpacct_shuffle.core.rounding import round_loss_up, step_down, step_up
 from dpacct_shuffle.core.search import bisect, epsilon_search, expand_bracket
 from dpacct_shuffle.core.validation import (MAX_EPSILON0, MIN_EPSILON0, check_delta, check_epsilon,
                                             check_num_users, check_range)
-from dpacct_shuffle.randomizers.approximate import CloneTVBound
+from dpacct_shuffle.randomizers.approximate import DecomposedLDPBound
 from dpacct_shuffle.randomizers.base import PairBound, Randomizer
 from dpacct_shuffle.randomizers.lower_bounds import InstanceLowerBound
 
@@ -86,7 +87,9 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
 
 
 class GaussianShuffleBound(PairBound):
-    """min(δ_μ(ε), min over tried ε0 of Theorem 3.8 applied to the (ε0, δ_μ(ε0))-LDP report).
+    """min(δ_μ(ε), min over tried ε0 of the (ε0, δ0)-class bound
+    :class:`~dpacct_shuffle.randomizers.approximate.DecomposedLDPBound` applied to the
+    (ε0, δ_μ(ε0))-LDP report).
 
     δ_μ(ε) itself bounds the round: the shuffled multiset is a post-processing of the victim's
     report together with the others', which do not depend on the victim's input."""
@@ -95,11 +98,11 @@ class GaussianShuffleBound(PairBound):
         self.mu = check_gaussian_mu(mu)
 
     @functools.lru_cache(maxsize=256)
-    def _bound(self, log_tv: float, n: int) -> CloneTVBound:
+    def _bound(self, log_tv: float, n: int) -> DecomposedLDPBound:
         eps0 = epsilon0_for_local_delta(self.mu, math.exp(log_tv) / n)
-        return CloneTVBound(eps0, gaussian_delta(eps0, self.mu))
+        return DecomposedLDPBound(eps0, gaussian_delta(eps0, self.mu))
 
-    def _minimise(self, value: Callable[[CloneTVBound], float], n: int) -> float:
+    def _minimise(self, value: Callable[[DecomposedLDPBound], float], n: int) -> float:
         """Golden-section search of ``value`` over ln t; returns the smallest value evaluated."""
         lo, hi = LOG_TV_LOW, LOG_TV_HIGH
         x1, x2 = hi - _GOLDEN * (hi - lo), lo + _GOLDEN * (hi - lo)
@@ -132,7 +135,7 @@ class GaussianShuffleBound(PairBound):
         for share in TV_SHARES:
             # (e^ε + 1)(1 + e^{−ε0}/2) ≤ 4 for ε ≤ 0.6: aim the TV term at the share
             eps0 = epsilon0_for_local_delta(self.mu, share * target / (4.0 * users))
-            bound = CloneTVBound(eps0, gaussian_delta(eps0, self.mu))
+            bound = DecomposedLDPBound(eps0, gaussian_delta(eps0, self.mu))
             best = min(best, bound.epsilon_with_budget(target, users, share))
         return best
 
