@@ -205,3 +205,44 @@ def test_large_mu_and_vectors_keep_the_class_route() -> None:
         GaussianBlanketBound(MAX_MU * 2.0)
     with pytest.raises(ValueError, match="sampling"):
         GaussianBlanketBound(0.5, 0.0)
+
+
+def test_delta_is_non_increasing_in_epsilon_up_to_the_tail_charge() -> None:
+    """Regression: partial sums far below 0 must not be clamped at 0 (each would add its
+    positive part); the bound falls to the tail charge, never back up (at the floor the charges
+    for dropped mass, charged at the largest reachable sum, move it by up to ~1e-23)."""
+    for n in (100, 1000, 10**6):
+        values = [blanket_delta(eps, 0.5, n) for eps in np.linspace(0.0, 0.6, 25)]
+        assert all(b <= a + 1e-20 for a, b in zip(values, values[1:])), (n, values)
+        assert values[-1] <= 1e-16
+
+
+def test_chords_between_knots_are_certified_and_close() -> None:
+    """Between knots the chord in λ = e^ε lies above the convex blanket expression: above the
+    independent lower value, below the left knot, and within 25 % of the point values here."""
+    epsilons = np.linspace(0.0, 0.3, 97)
+    chords = blanket_deltas(epsilons, 0.5, 6)
+    for eps, chord in zip(epsilons[::8], chords[::8]):
+        assert blanket_expression_below(0.5, float(eps), 6) <= chord
+        assert chord <= 1.25 * blanket_delta(float(eps), 0.5, 6) + 1e-15
+    assert np.all(np.diff(chords) <= 0.0)
+
+
+def test_events_accountants_and_sampled_rounds_use_the_blanket_bound() -> None:
+    from dp_accounting import dp_event
+
+    from dpacct_shuffle.accountants import ShufflePLDAccountant
+    from dpacct_shuffle.events import ShuffleEvent
+
+    randomizer = rz.gaussian(2.0)
+    shuffled = randomizer.shuffled(1000)
+    event = ShuffleEvent(randomizer, num_users=1000)
+    for eps in (0.02, 0.05, 0.1):
+        assert event.profile().delta(eps) == shuffled.delta(eps)
+    single = ShufflePLDAccountant().compose(event).get_epsilon(1e-6)
+    assert shuffled.epsilon_lower(1e-6) <= single <= 1.1 * shuffled.epsilon(1e-6)
+    rounds = ShufflePLDAccountant().compose(dp_event.SelfComposedDpEvent(event, 10))
+    assert single < rounds.get_epsilon(1e-6) < 10 * single
+    sampled = ShufflePLDAccountant().compose(dp_event.PoissonSampledDpEvent(0.1, event))
+    # a tenth of the population per round: the void blanket, far below the unsampled round
+    assert sampled.get_epsilon(1e-6) < 0.5 * single

@@ -58,6 +58,8 @@ _U = 2.0**-53
 CLAMP_TAIL = 1e-15
 # the top entries of a partial law are dropped while their total mass stays below this
 DROP_TAIL = 1e-30
+# with coarsening, a partial law is clamped only below the point under which it has this mass
+CLAMP_MASS = 1e-25
 # entries below this are dropped (their mass is accounted): products of kept entries stay normal
 TINY_ENTRY = 1e-150
 _TILTS = np.geomspace(1e-4, 20.0, 90)
@@ -185,11 +187,21 @@ def _convolve(x: _Partial, y: _Partial) -> _Partial:
                     x.ceiling + y.ceiling)
 
 
-def _clamp_and_drop(part: _Partial, base_level: int) -> _Partial:
-    """Mass below ``base_level``·h moved up to the lattice point at or below it (if that is above
+def _own_tail_level(part: _Partial) -> int:
+    """The lowest index (in h) above which ``part`` keeps all but ``CLAMP_MASS`` of its mass."""
+    below = np.cumsum(part.values)
+    first = int(np.searchsorted(below, CLAMP_MASS, side="right"))
+    return (part.offset + first) * part.step
+
+
+def _clamp_and_drop(part: _Partial, base_level: int, own_tail: bool = False) -> _Partial:
+    """Mass below ``base_level``·h (with ``own_tail``: below the lower of it and
+    :func:`_own_tail_level`) moved up to the lattice point at or below it (if that is above
     the offset), then the top entries of total mass ≤ ``DROP_TAIL`` and entries below
     ``TINY_ENTRY`` dropped."""
     values, offset = part.values, part.offset
+    if own_tail:
+        base_level = min(base_level, _own_tail_level(part))
     level = base_level // part.step
     if level > offset:
         cut = level - offset
@@ -251,20 +263,23 @@ def positive_part_mean(measure: np.ndarray, offset: int, spacing: float, n: int,
     if top_index <= 0:
         return 0.0
     level = _clamp_levels(measure, offset, spacing, users)
+    coarsening = max_length is not None
     power = _clamp_and_drop(_Partial(measure, offset, 1, 1.0, 0.0, 1, top_index),
-                            level(users - 1))
+                            level(users - 1), coarsening)
     power = _fit(power, max_length)
     result: _Partial | None = None
     remaining = users
     while True:
         if remaining & 1:
             result = power if result is None else _convolve(result, power)
-            result = _fit(_clamp_and_drop(result, level(users - result.users)), max_length)
+            result = _fit(_clamp_and_drop(result, level(users - result.users), coarsening),
+                          max_length)
         remaining >>= 1
         if not remaining:
             break
         power = _convolve(power, power)
-        power = _fit(_clamp_and_drop(power, level(users - power.users)), max_length)
+        power = _fit(_clamp_and_drop(power, level(users - power.users), coarsening),
+                     max_length)
     assert result is not None and result.users == users
     index = np.arange(result.values.size) + result.offset
     positive = index > 0
@@ -275,4 +290,5 @@ def positive_part_mean(measure: np.ndarray, offset: int, spacing: float, n: int,
     return round_loss_up(value)
 
 
-__all__ = ["lattice_measure", "nonnegative_convolve", "positive_part_mean", "CLAMP_TAIL", "DROP_TAIL", "TINY_ENTRY"]
+__all__ = ["lattice_measure", "nonnegative_convolve", "positive_part_mean", "CLAMP_MASS", "CLAMP_TAIL",
+           "DROP_TAIL", "TINY_ENTRY"]

@@ -40,7 +40,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpacct_shuffle.core.gaussian import check_gaussian_mu, gaussian_delta
-from dpacct_shuffle.core.gaussian_blanket import MAX_MU, blanket_delta, check_sampling
+from dpacct_shuffle.core.gaussian_blanket import (MAX_MU, blanket_delta, blanket_deltas,
+                                                  check_sampling)
 from dpacct_shuffle.core.rounding import round_loss_up, step_down, step_up
 from dpacct_shuffle.core.search import bisect, epsilon_search, expand_bracket
 from dpacct_shuffle.core.validation import (MAX_EPSILON0, MIN_EPSILON0, check_delta, check_epsilon,
@@ -185,9 +186,20 @@ class GaussianBlanketBound(PairBound):
 
     def deltas_at_rtol(self, epsilons: NDArray[np.float64], n: int,
                        rtol: float) -> NDArray[np.float64]:
+        """:meth:`delta` at every ε, the blanket part by
+        :func:`~dpacct_shuffle.core.gaussian_blanket.blanket_deltas` (exact at up to
+        ``CURVE_KNOTS`` points, certified chords in between)."""
         users = check_num_users(n)
-        return np.array([self.delta(float(eps), users) for eps in np.asarray(epsilons).ravel()],
-                        dtype=np.float64)
+        values = np.asarray(epsilons, dtype=np.float64).ravel()
+        for eps in values:
+            check_epsilon(float(eps))
+        finite = np.isfinite(values)
+        result = np.zeros(values.size)
+        if np.any(finite):
+            local = np.array([self._local(float(eps)) for eps in values[finite]])
+            result[finite] = np.minimum(local, blanket_deltas(values[finite], self.mu, users,
+                                                              self.sampling))
+        return result
 
     def epsilon(self, delta: float, n: int) -> float:
         """Smallest ε (relative :data:`BLANKET_EPSILON_RTOL`, the core's secant search) with the
