@@ -243,6 +243,29 @@ def test_events_accountants_and_sampled_rounds_use_the_blanket_bound() -> None:
     assert shuffled.epsilon_lower(1e-6) <= single <= 1.1 * shuffled.epsilon(1e-6)
     rounds = ShufflePLDAccountant().compose(dp_event.SelfComposedDpEvent(event, 10))
     assert single < rounds.get_epsilon(1e-6) < 10 * single
-    sampled = ShufflePLDAccountant().compose(dp_event.PoissonSampledDpEvent(0.1, event))
-    # a tenth of the population per round: the void blanket, far below the unsampled round
-    assert sampled.get_epsilon(1e-6) < 0.5 * single
+
+
+def test_flower_accountant_local_dp_mod_style_rounds() -> None:
+    """LocalDpMod-style rounds (each sampled client sends its clipped value plus Gaussian noise
+    through the shuffler) in Flower's accountant: the same ε as dp-accounting's PLD accountant with
+    this package's events, amplified far below the report's own ε, and below the unsampled
+    rounds (the void blanket)."""
+    from flwr.serverapp import NeighboringRelation, PrivacyConfig, SamplingMethod
+
+    from dpacct_shuffle.accountants import ShufflePLDAccountant
+    from dpacct_shuffle.events import ShuffleEvent
+    from dpacct_shuffle.flower import ShufflePrivacyAccountant
+    from dpacct_shuffle.randomizers.gaussian import gaussian_epsilon
+    from dp_accounting import dp_event
+
+    config = PrivacyConfig(1e-6, 1000, NeighboringRelation.REPLACE_ONE,
+                           SamplingMethod.WITHOUT_REPLACEMENT)
+    round_event = dp_event.PoissonSampledDpEvent(0.2, ShuffleEvent(rz.gaussian(2.0), 1000))
+    ours = ShufflePrivacyAccountant(config)
+    ours.compose(round_event, 3)
+    reference = ShufflePLDAccountant().compose(dp_event.SelfComposedDpEvent(round_event, 3))
+    assert ours.get_epsilon(1e-6) == reference.get_epsilon(1e-6)
+    assert ours.get_epsilon(1e-6) < 0.2 * gaussian_epsilon(0.5, 1e-6)
+    unsampled = ShufflePLDAccountant().compose(
+        dp_event.SelfComposedDpEvent(ShuffleEvent(rz.gaussian(2.0), 1000), 3))
+    assert ours.get_epsilon(1e-6) < 0.8 * unsampled.get_epsilon(1e-6)

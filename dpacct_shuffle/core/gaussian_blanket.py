@@ -60,8 +60,13 @@ STEP_DIVISOR = 64.0
 MEASURE_CELLS = 16384
 #: Partial laws of the n-fold sum are coarsened to at most this many entries.
 PARTIAL_CELLS = 4096
-#: Points at which :func:`blanket_deltas` evaluates the bound (chords in between).
-CURVE_KNOTS = 32
+#: :func:`blanket_deltas` evaluates up to this many distinct ε directly, more on the ladder.
+CURVE_KNOTS = 8
+#: The knot ladder of :func:`curve_knots`: LADDER_BASE·LADDER_RATIO^j, j ≥ 0.
+LADDER_BASE = 2.0**-12
+LADDER_RATIO = 2.0**0.25
+#: Once a knot's value is below FLOOR_FACTOR times the tail charge, the later knots take it.
+FLOOR_FACTOR = 4.0
 #: Largest μ = Δ/σ evaluated (γ = 2Φ(−4) ≈ 6·10⁻⁵ there; the arguments of Φ̄ stay below 17).
 MAX_MU = 8.0
 
@@ -184,25 +189,52 @@ def blanket_delta(epsilon: float, mu: float, n: int, sampling: float = 1.0) -> f
     return min(1.0, round_loss_up(bound + atoms.tail_charge))
 
 
+def _ladder(index: int) -> float:
+    """The ``index``-th point of the knot ladder LADDER_BASE·LADDER_RATIO^index."""
+    return LADDER_BASE * math.exp(index * math.log(LADDER_RATIO))
+
+
+def curve_knots(low: float, high: float) -> NDArray[np.float64]:
+    """Ladder points bracketing [low, high] (0 included when low is below the ladder): fixed
+    floats, so the evaluations of :func:`blanket_delta` are shared between calls."""
+    first = 0 if low <= LADDER_BASE else int(math.floor(math.log(low / LADDER_BASE)
+                                                        / math.log(LADDER_RATIO)))
+    last = max(first + 1, int(math.ceil(math.log(max(high, LADDER_BASE) / LADDER_BASE)
+                                        / math.log(LADDER_RATIO))))
+    while _ladder(first) > low and first > 0:
+        first -= 1
+    while _ladder(last) < high:
+        last += 1
+    knots = [_ladder(j) for j in range(first, last + 1)]
+    return np.array(([0.0] if low < knots[0] else []) + knots, dtype=np.float64)
+
+
 def blanket_deltas(epsilons: NDArray[np.float64], mu: float, n: int,
                    sampling: float = 1.0) -> NDArray[np.float64]:
     """:func:`blanket_delta` at every ε of ``epsilons`` (finite, ≥ 0); with more than
-    ``CURVE_KNOTS`` distinct values, exactly at ``CURVE_KNOTS`` of them (spread over the sorted
-    values, both ends included) and by chords in between.
+    ``CURVE_KNOTS`` distinct values, exactly at the knots of :func:`curve_knots` (a fixed
+    geometric ladder, ratio ``LADDER_RATIO``) and by chords in between.
 
     Chords: the blanket expression B(λ) = (1/n)·E[(Σ(A_a − λA_b))⁺] is convex and non-increasing
     in λ = e^ε (an expectation of positive parts of affine functions of λ), so between knots
     λ_k < λ_{k+1} it lies below the chord through the certified values U_k ≥ B(λ_k),
     U_{k+1} ≥ B(λ_{k+1}), and below U_k. The chord is evaluated in floating point and raised by
-    8u·U_k (its few roundings), then capped at U_k.
+    8u·U_k (its few roundings), then capped at U_k. Knots after one whose value is down to
+    ``FLOOR_FACTOR`` times the tail charge take that value (B is non-increasing).
     """
     values = np.asarray(epsilons, dtype=np.float64).ravel()
     distinct = np.unique(values)
     if distinct.size <= CURVE_KNOTS:
         return np.array([blanket_delta(float(eps), mu, n, sampling) for eps in values],
                         dtype=np.float64)
-    knots = distinct[np.unique(np.round(np.linspace(0, distinct.size - 1, CURVE_KNOTS)).astype(int))]
-    upper = np.array([blanket_delta(float(eps), mu, n, sampling) for eps in knots])
+    knots = curve_knots(float(distinct[0]), float(distinct[-1]))
+    upper = np.empty(knots.size)
+    floor = FLOOR_FACTOR * blanket_atoms(mu).tail_charge
+    for k, eps in enumerate(knots):
+        upper[k] = blanket_delta(float(eps), mu, n, sampling)
+        if upper[k] <= floor:  # the expression is non-increasing: U_k bounds every later knot
+            upper[k + 1:] = upper[k]
+            break
     lam = np.exp(knots)
     right = np.clip(np.searchsorted(knots, values, side="left"), 1, knots.size - 1)
     left = right - 1
@@ -213,9 +245,9 @@ def blanket_deltas(epsilons: NDArray[np.float64], mu: float, n: int,
     result = np.minimum(chord, upper[left])
     exact = np.isin(values, knots)
     result[exact] = upper[np.searchsorted(knots, values[exact])]
-    return result
+    return np.asarray(result, dtype=np.float64)
 
 
-__all__ = ["CELLS", "CURVE_KNOTS", "MAX_MU", "MEASURE_CELLS", "NDTR_ERROR", "PARTIAL_CELLS", "STEP_DIVISOR",
+__all__ = ["CELLS", "CURVE_KNOTS", "FLOOR_FACTOR", "LADDER_BASE", "LADDER_RATIO", "MAX_MU", "MEASURE_CELLS", "NDTR_ERROR", "PARTIAL_CELLS", "STEP_DIVISOR",
            "TAIL_Z", "BlanketAtoms", "blanket_atoms", "blanket_delta", "blanket_deltas",
-           "check_blanket_mu", "check_sampling", "lattice_spacing"]
+           "check_blanket_mu", "check_sampling", "curve_knots", "lattice_spacing"]

@@ -228,14 +228,18 @@ def _clamp_and_drop(part: _Partial, base_level: int, own_tail: bool = False) -> 
                     part.ceiling)
 
 
-def _clamp_levels(measure: np.ndarray, offset: int, spacing: float, n: int):
+def _clamp_levels(measure: np.ndarray, offset: int, spacing: float, n: int,
+                  vectorised: bool = False):
     """Index L(r) below which a partial sum is clamped when r users remain: the largest x with
     inf_θ e^{θx}·M(θ)^r/(eθ) ≤ ``CLAMP_TAIL`` (a Chernoff bound on E[(x + S_r)⁺], as
     z⁺ ≤ e^{θz − 1}/θ), at most 0. Tightness only: any level is sound (module docstring)."""
     positive = measure > 0.0
     grid = (np.flatnonzero(positive) + offset) * spacing
     log_mass = np.log(measure[positive])
-    log_mgf = np.array([special.logsumexp(log_mass + theta * grid) for theta in _TILTS])
+    if vectorised:  # the same values up to summation order: a level is a tightness choice only
+        log_mgf = special.logsumexp(log_mass[None, :] + _TILTS[:, None] * grid[None, :], axis=1)
+    else:
+        log_mgf = np.array([special.logsumexp(log_mass + theta * grid) for theta in _TILTS])
     base = math.log(CLAMP_TAIL) + 1.0 + np.log(_TILTS)
 
     def level(remaining: int) -> int:
@@ -262,8 +266,8 @@ def positive_part_mean(measure: np.ndarray, offset: int, spacing: float, n: int,
     top_index = offset + measure.size - 1
     if top_index <= 0:
         return 0.0
-    level = _clamp_levels(measure, offset, spacing, users)
     coarsening = max_length is not None
+    level = _clamp_levels(measure, offset, spacing, users, vectorised=coarsening)
     power = _clamp_and_drop(_Partial(measure, offset, 1, 1.0, 0.0, 1, top_index),
                             level(users - 1), coarsening)
     power = _fit(power, max_length)
