@@ -11,7 +11,8 @@ bounds the shuffled δ(ε) of n users, every pair of inputs and both directions,
     Z = s − λ on the measure φ(g)dg (g ≥ μ/2, outputs on the side of −μ/2),
     Z = 1 − λs on the same measure (outputs on the other side), λ = e^ε.
 
-Discretisation (valid at every ε at once). [μ/2, G] with G = μ + ``TAIL_Z`` is cut into ``CELLS``
+Discretisation (valid at every ε at once). [μ/2, G] with G = μ + ``TAIL_Z`` (from μ =
+``SHORT_TAIL_MU`` on also G = μ + ``SHORT_TAIL_Z``, the smaller bound reported) is cut into ``CELLS``
 cells of equal width in g; on a cell [g₁, g₂] the measure has mass m = Φ̄(g₁) − Φ̄(g₂) and first
 moment of s, M = Φ̄(g₁ − μ) − Φ̄(g₂ − μ) (since e^{μg − μ²/2}φ(g) = φ(g − μ)). It is replaced by
 the two atoms s₁ = s(g₁) with mass (m·s₂ − M)/(s₂ − s₁) and s₂ with mass (M − m·s₁)/(s₂ − s₁):
@@ -54,6 +55,10 @@ NDTR_ERROR = 32.0 * _U
 CELLS = 512
 #: Φ̄(TAIL_Z) ≈ 5·10⁻¹⁷: the tail charge Φ̄(G − μ) of the capped side.
 TAIL_Z = 8.3
+#: From μ = SHORT_TAIL_MU on, also a cut at G = μ + SHORT_TAIL_Z (charge Φ̄(6) ≈ 10⁻⁹, a range of s
+#: e^{μ(2.3)} times smaller, so a finer lattice); the smaller of the two bounds is reported.
+SHORT_TAIL_Z = 6.0
+SHORT_TAIL_MU = 0.75
 #: Lattice step ≈ sd(Z)/STEP_DIVISOR (a power of two), unless the range needs a coarser one.
 STEP_DIVISOR = 64.0
 #: Largest number of lattice cells of the per-user law.
@@ -90,9 +95,9 @@ class BlanketAtoms:
     1 − γ; ``tail_charge`` — an upper bound on E[(s − s(G))⁺] on the capped side.
     """
 
-    def __init__(self, mu: float) -> None:
+    def __init__(self, mu: float, tail_z: float = TAIL_Z) -> None:
         self.mu = check_blanket_mu(mu)
-        knots = np.linspace(mu / 2.0, mu + TAIL_Z, CELLS + 1)
+        knots = np.linspace(mu / 2.0, mu + tail_z, CELLS + 1)
         exponent = mu * knots - 0.5 * mu * mu
         s = np.exp(exponent)
         # exp within 1 ulp, the exponent within 4u·(μg + μ²/2) absolutely
@@ -149,9 +154,9 @@ class BlanketAtoms:
 
 
 @functools.lru_cache(maxsize=16)
-def blanket_atoms(mu: float) -> BlanketAtoms:
-    """The cached :class:`BlanketAtoms` of μ."""
-    return BlanketAtoms(mu)
+def blanket_atoms(mu: float, tail_z: float = TAIL_Z) -> BlanketAtoms:
+    """The cached :class:`BlanketAtoms` of μ with the cut at μ + ``tail_z``."""
+    return BlanketAtoms(mu, tail_z)
 
 
 def lattice_spacing(values: NDArray[np.float64], masses: NDArray[np.float64]) -> float:
@@ -178,10 +183,17 @@ def blanket_delta(epsilon: float, mu: float, n: int, sampling: float = 1.0) -> f
     sampling": its blanket adds ⊥ with both ratios 1)."""
     eps = check_epsilon(epsilon)
     users = check_num_users(n)
-    atoms = blanket_atoms(check_blanket_mu(mu))
+    scale = check_blanket_mu(mu)
     rate = check_sampling(sampling)
     if math.isinf(eps):
         return 0.0
+    cuts = (TAIL_Z,) if scale < SHORT_TAIL_MU else (TAIL_Z, SHORT_TAIL_Z)
+    return min(_cut_delta(eps, scale, users, rate, cut) for cut in cuts)
+
+
+def _cut_delta(eps: float, mu: float, users: int, rate: float, tail_z: float) -> float:
+    """The bound of :func:`blanket_delta` with the cut at μ + ``tail_z``."""
+    atoms = blanket_atoms(mu, tail_z)
     values, masses = atoms.atoms(eps, rate)
     spacing = lattice_spacing(values, masses)
     measure, offset = lattice_measure(values, masses, spacing)
@@ -248,6 +260,7 @@ def blanket_deltas(epsilons: NDArray[np.float64], mu: float, n: int,
     return np.asarray(result, dtype=np.float64)
 
 
-__all__ = ["CELLS", "CURVE_KNOTS", "FLOOR_FACTOR", "LADDER_BASE", "LADDER_RATIO", "MAX_MU", "MEASURE_CELLS", "NDTR_ERROR", "PARTIAL_CELLS", "STEP_DIVISOR",
-           "TAIL_Z", "BlanketAtoms", "blanket_atoms", "blanket_delta", "blanket_deltas",
-           "check_blanket_mu", "check_sampling", "curve_knots", "lattice_spacing"]
+__all__ = ["CELLS", "CURVE_KNOTS", "FLOOR_FACTOR", "LADDER_BASE", "LADDER_RATIO", "MAX_MU",
+           "MEASURE_CELLS", "NDTR_ERROR", "PARTIAL_CELLS", "SHORT_TAIL_MU", "SHORT_TAIL_Z",
+           "STEP_DIVISOR", "TAIL_Z", "BlanketAtoms", "blanket_atoms", "blanket_delta",
+           "blanket_deltas", "check_blanket_mu", "check_sampling", "curve_knots", "lattice_spacing"]
