@@ -269,3 +269,21 @@ def test_flower_accountant_local_dp_mod_style_rounds() -> None:
     unsampled = ShufflePLDAccountant().compose(
         dp_event.SelfComposedDpEvent(ShuffleEvent(rz.gaussian(2.0), 1000), 3))
     assert ours.get_epsilon(1e-6) < 0.8 * unsampled.get_epsilon(1e-6)
+
+
+@pytest.mark.parametrize("noise_std", [1e6, 1e3, 0.125])
+def test_extreme_noise_levels_stay_finite_and_valid(noise_std: float) -> None:
+    """Tiny μ (cells narrow in s: a larger per-user mass excess, so fewer users evaluated) and
+    μ = 8 at up to 10⁹ users: no overflow, at most the report's own ε, δ at the answer ≤ target."""
+    randomizer = rz.gaussian(noise_std)
+    mu = 1.0 / noise_std
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        for n in (2, 10**9):
+            epsilon = randomizer.epsilon(1e-9, n)
+            assert 0.0 <= epsilon <= gaussian_epsilon_of(mu, 1e-9)
+            assert randomizer.shuffled(n).delta(epsilon) <= 1e-9
+
+
+def gaussian_epsilon_of(mu: float, delta: float) -> float:
+    from dpacct_shuffle.randomizers.gaussian import gaussian_epsilon
+    return gaussian_epsilon(mu, delta)

@@ -72,6 +72,9 @@ LADDER_BASE = 2.0**-12
 LADDER_RATIO = 2.0**0.25
 #: Once a knot's value is below FLOOR_FACTOR times the tail charge, the later knots take it.
 FLOOR_FACTOR = 4.0
+#: Above this many users (or fewer, where the per-user mass excess η needs it: η·n ≤ 0.01) the
+#: bound is evaluated at this many (valid: it is non-increasing in n).
+MAX_USERS = 10**7
 #: Largest μ = Δ/σ evaluated (γ = 2Φ(−4) ≈ 6·10⁻⁵ there; the arguments of Φ̄ stay below 17).
 MAX_MU = 8.0
 
@@ -130,6 +133,11 @@ class BlanketAtoms:
         self.tail_charge = ratio_up(charge, 8)
         # 1 − γ = erf(μ/(2√2)): a relative 1e-13 covers scipy's erf and the argument's rounding
         self.zero_mass = min(1.0, float(special.erf(mu / (2.0 * math.sqrt(2.0)))) * (1.0 + 1e-13))
+        excess = 2.0 * float(np.sum(self.mass)) + self.zero_mass - 1.0
+        #: users at which the bound is evaluated at most: the mass excess η (a few ulps per
+        #: cell, divided by the cell's width in s, so large for tiny μ) raised to that power
+        #: stays below 1.01; more users are bounded by these (non-increasing in n)
+        self.max_users = max(1, min(MAX_USERS, int(0.01 / max(excess, 1e-300))))
 
     def atoms(self, epsilon: float, sampling: float = 1.0
               ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -194,10 +202,13 @@ def blanket_delta(epsilon: float, mu: float, n: int, sampling: float = 1.0) -> f
 def _cut_delta(eps: float, mu: float, users: int, rate: float, tail_z: float) -> float:
     """The bound of :func:`blanket_delta` with the cut at μ + ``tail_z``."""
     atoms = blanket_atoms(mu, tail_z)
+    users = min(users, atoms.max_users)  # the bound is non-increasing in n
     values, masses = atoms.atoms(eps, rate)
     spacing = lattice_spacing(values, masses)
     measure, offset = lattice_measure(values, masses, spacing)
     bound = positive_part_mean(measure, offset, spacing, users, max_length=PARTIAL_CELLS)
+    if not math.isfinite(bound):  # pragma: no cover - mass bounds overflowed: no information
+        return 1.0
     return min(1.0, round_loss_up(bound + atoms.tail_charge))
 
 
@@ -260,7 +271,7 @@ def blanket_deltas(epsilons: NDArray[np.float64], mu: float, n: int,
     return np.asarray(result, dtype=np.float64)
 
 
-__all__ = ["CELLS", "CURVE_KNOTS", "FLOOR_FACTOR", "LADDER_BASE", "LADDER_RATIO", "MAX_MU",
+__all__ = ["CELLS", "CURVE_KNOTS", "FLOOR_FACTOR", "LADDER_BASE", "LADDER_RATIO", "MAX_MU", "MAX_USERS",
            "MEASURE_CELLS", "NDTR_ERROR", "PARTIAL_CELLS", "SHORT_TAIL_MU", "SHORT_TAIL_Z",
            "STEP_DIVISOR", "TAIL_Z", "BlanketAtoms", "blanket_atoms", "blanket_delta",
            "blanket_deltas", "check_blanket_mu", "check_sampling", "curve_knots", "lattice_spacing"]
