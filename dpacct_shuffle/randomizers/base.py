@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import types
 import warnings
+from collections import OrderedDict
 from typing import Callable, Hashable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -74,6 +75,46 @@ class LowerBoundSkippedWarning(UserWarning):
 
 LowerBoundFactory = Callable[[int], "InstanceLowerBound | None"]
 Rebuild = Callable[[], "Randomizer"]
+
+#: Attributes of a Randomizer that determine its bounds: fixed once its origin is recorded.
+_SEALED_ATTRIBUTES = frozenset({"name", "parameters", "cover", "fallbacks", "variation_ratio",
+                                "matrix", "_lower_bound", "_rebuild", "_identity"})
+#: Answers of value-keyed randomizers kept by :class:`_AnswerCache` (least recently used dropped).
+ANSWER_CACHE_SIZE = 4096
+
+
+class _AnswerCache:
+    """Least-recently-used answers of :meth:`Randomizer.epsilon` and :meth:`Randomizer.delta`,
+    keyed by (query, the randomizer's value key, arguments) — never by the object, so a cached
+    answer holds no matrix alive. Only sealed randomizers (origin recorded: their bound-defining
+    attributes can no longer be reassigned, and equal keys mean equal bounds) are cached."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._answers: OrderedDict[Hashable, float] = OrderedDict()
+
+    def get(self, key: Hashable, compute: Callable[[], float]) -> float:
+        answer = self._answers.get(key)
+        if answer is not None:
+            self._answers.move_to_end(key)
+            return answer
+        answer = compute()
+        self._answers[key] = answer
+        if len(self._answers) > self._size:
+            self._answers.popitem(last=False)
+        return answer
+
+    def clear(self) -> None:
+        self._answers.clear()
+
+
+_ANSWERS = _AnswerCache(ANSWER_CACHE_SIZE)
+
+
+def clear_answer_cache() -> None:
+    """Forget every cached answer of :meth:`Randomizer.epsilon` and :meth:`Randomizer.delta`
+    (for timing cold queries; the answers never change)."""
+    _ANSWERS.clear()
 
 
 class PairBound:
@@ -203,6 +244,14 @@ class Randomizer:
         RAPPOR, OUE, local hashing with a domain size), else ``None``; used by :meth:`sample`
         and :meth:`estimate_frequencies`.
 
+    Immutability and caching. Once a catalog entry or a ``from_matrix`` randomizer has recorded
+    its origin, its bound-defining attributes (``name``, ``parameters``, ``cover``,
+    ``fallbacks``, ``variation_ratio``, ``matrix``, the lower-bound factory) cannot be reassigned
+    (AttributeError); ``parameters`` is a read-only mapping, ``matrix`` a read-only array and the
+    bounds are computed from those alone. So equal value keys mean equal answers, and
+    :meth:`epsilon` and :meth:`delta` of such randomizers are cached by (value key, arguments)
+    (:func:`clear_answer_cache` forgets them).
+
     Equality and pickling. Catalog entries and :func:`~dpacct_shuffle.randomizers.from_matrix`
     randomizers record their origin: they compare (and hash) by value — catalog entries by
     (``name``, ``parameters``), analyzed ones by (``name``, the analyzed matrix's shape and the SHA-256
@@ -251,6 +300,13 @@ class Randomizer:
         equals ``identity`` (its value key for ``==``/``hash``)."""
         self._rebuild = rebuild
         self._identity = identity
+        object.__setattr__(self, "_sealed", True)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _SEALED_ATTRIBUTES and getattr(self, "_sealed", False):
+            raise AttributeError(f"{self!r} is sealed: its {name!r} was fixed when its origin was "
+                                 "recorded (its bounds and cached answers depend on it)")
+        object.__setattr__(self, name, value)
 
     @property
     def epsilon0(self) -> float:
@@ -263,7 +319,13 @@ class Randomizer:
         the cover, lowered by every fallback (module docstring)."""
         eps, users = check_epsilon(epsilon), check_num_users(n)
         width = check_range("rtol", rtol, 0.0, 1.0, low_open=True)
-        return self.combine(lambda bound: bound.delta_at_rtol(eps, users, width))
+
+        def compute() -> float:
+            return self.combine(lambda bound: bound.delta_at_rtol(eps, users, width))
+
+        if self._identity is None:
+            return compute()
+        return _ANSWERS.get(("delta", self._identity, eps, users, width), compute)
 
     def combine(self, bound_delta: Callable[[PairBound], float]) -> float:
         """The rule of :meth:`delta` for any evaluation of the entries: the maximum of
@@ -278,10 +340,16 @@ class Randomizer:
         """Certified upper bound on ε(δ) of the shuffled protocol with n users: the maximum over
         the cover, lowered by every fallback (module docstring)."""
         target, users = check_delta(delta), check_num_users(n)
-        value = max(bound.epsilon(target, users) for bound in self.cover)
-        for bound in self.fallbacks:
-            value = min(value, bound.epsilon_below(target, users, value))
-        return value
+
+        def compute() -> float:
+            value = max(bound.epsilon(target, users) for bound in self.cover)
+            for bound in self.fallbacks:
+                value = min(value, bound.epsilon_below(target, users, value))
+            return value
+
+        if self._identity is None:
+            return compute()
+        return _ANSWERS.get(("epsilon", self._identity, target, users), compute)
 
     @property
     def variation_ratios(self) -> tuple[VariationRatio, ...]:
@@ -417,7 +485,9 @@ class ShuffledRandomizer:
 
 
 __all__ = [
+    "ANSWER_CACHE_SIZE",
     "LOWER_BOUND_MAX_USERS",
+    "clear_answer_cache",
     "SupportsShuffleBound",
     "LowerBoundSkippedWarning",
     "PairBound",
