@@ -312,7 +312,7 @@ class _OneNeutralType:
 
     def bands(self, trials: np.ndarray, starts: np.ndarray, t_grid: np.ndarray, kappa: float,
               z: float) -> "_Bands":
-        return _Bands.of_neutral_counts(trials, starts, t_grid, kappa, self.lam, self.k_rate, z)
+        return _Bands.of_neutral_counts(trials, kappa * starts, t_grid, self.lam, self.k_rate, z)
 
 
 def pair_curve(users: int, eta: float, tail: float, *, kappa: float, h: float, p: float,
@@ -470,14 +470,15 @@ class _Bands:
         self.lowest = self.highest = first_level
 
     @classmethod
-    def of_neutral_counts(cls, trials: np.ndarray, starts: np.ndarray, t_grid: np.ndarray,
-                          kappa: float, lam: float, k_rate: float, z: float) -> _Bands:
-        """K' ~ Bin(trials_b, s') over the window mean ± (z·sd + 2) of each block, by the pmf
-        summed per band; the mass above the window joins the band of its first k (lowered to that
-        band's level), the mass below it is truncated."""
+    def of_neutral_counts(cls, trials: np.ndarray, base: np.ndarray, t_grid: np.ndarray,
+                          lam: float, k_rate: float, z: float) -> _Bands:
+        """T = base_b + λK' with K' ~ Bin(trials_b, s') over the window mean ± (z·sd + 2) of each
+        row b (base_b = κc0 for a block), by the pmf summed per band; the mass above the window
+        joins the band of its first k (lowered to that band's level), the mass below it is
+        truncated; rows with base 0 leave P[K' = 0] (T = 0, no P-mass) out of it."""
         mean = trials * k_rate
         half = z * np.sqrt(mean * (1.0 - k_rate) + 1.0) + 2.0
-        t_over_lam, offsets = t_grid / lam, kappa * starts / lam
+        t_over_lam, offsets = t_grid / lam, base / lam
         k_first = np.maximum(_cuts(t_over_lam[None, :1], offsets, trials)[:, 0],
                              np.floor(mean - half).astype(np.int64))
         k_last = np.maximum(k_first, np.minimum(trials, np.ceil(mean + half).astype(np.int64)))
@@ -494,7 +495,7 @@ class _Bands:
         # c0 = 0 block's lower tail (scipy's cdf rounded up, the power rounded down)
         nothing = (1.0 - k_rate) ** trials * (1.0 - 4.0 * (trials + 2) * UNIT_ROUNDOFF)
         cdf_up = below * (1.0 + 2.0 * float(special_function_rtol(np.max(trials))))
-        below = np.where(starts == 0, np.maximum(cdf_up - nothing, 0.0), below)
+        below = np.where(base == 0.0, np.maximum(cdf_up - nothing, 0.0), below)
         return cls(first_level, weights, below, k_pmf.rtol, span)
 
     def drop_levels_below(self, too_low: np.ndarray) -> None:

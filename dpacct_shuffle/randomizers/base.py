@@ -135,6 +135,13 @@ class PairBound:
         return np.array([self.delta_at_rtol(float(eps), n, rtol) for eps in epsilons],
                         dtype=np.float64)
 
+    def curve_deltas(self, epsilons: NDArray[np.float64], n: int,
+                     lowering: float) -> NDArray[np.float64] | None:
+        """Upper bounds on δ at every ε ≥ 0 of ``epsilons`` read from every-ε curves built once
+        for n users (η = ``lowering``, docs/theory.md, "Batched evaluation from the dominating
+        pair"), or None when this bound has no such curve (then it is evaluated point by point)."""
+        return None
+
     def epsilon(self, delta: float, n: int) -> float:  # pragma: no cover - interface
         raise NotImplementedError
 
