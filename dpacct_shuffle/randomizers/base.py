@@ -79,6 +79,9 @@ Rebuild = Callable[[], "Randomizer"]
 #: Attributes of a Randomizer that determine its bounds: fixed once its origin is recorded.
 _SEALED_ATTRIBUTES = frozenset({"name", "parameters", "cover", "fallbacks", "variation_ratio",
                                 "matrix", "_lower_bound", "_rebuild", "_identity"})
+#: Relative margin by which a candidate's lower estimate must exceed δ before its ε search is
+#: skipped (:meth:`VariationRatioBound.epsilon_below`): far above the estimate's float error.
+SKIP_MARGIN = 1e-6
 #: Answers of value-keyed randomizers kept by :class:`_AnswerCache` (least recently used dropped).
 ANSWER_CACHE_SIZE = 4096
 
@@ -171,7 +174,24 @@ class VariationRatioBound(PairBound):
         return min(vr.delta(epsilon, n, rtol=rtol) for vr in self.candidates)
 
     def epsilon(self, delta: float, n: int) -> float:
-        return min(vr.epsilon(delta, n) for vr in self.candidates)
+        return self.epsilon_below(delta, n, math.inf)
+
+    def epsilon_below(self, delta: float, n: int, current: float) -> float:
+        """min(``current``, every candidate's ε(δ)), each candidate's search skipped when its
+        lower estimate at the running minimum already exceeds δ by a relative
+        ``SKIP_MARGIN``: the pair's exact divergence is then above δ at every ε up to that
+        minimum (it is non-increasing in ε), so the certified search can only return a larger ε,
+        which the minimum would drop — the value is the same as without skipping, after one
+        evaluation instead of a search."""
+        best = current
+        for vr in self.candidates:
+            if best <= 0.0:
+                break
+            if math.isfinite(best) and (
+                    vr.delta_interval(best, n).lower > delta * (1.0 + SKIP_MARGIN)):
+                continue
+            best = min(best, vr.epsilon(delta, n))
+        return best
 
     def __repr__(self) -> str:
         return f"VariationRatioBound({list(self.candidates)!r})"
