@@ -56,9 +56,11 @@ from dpacct_shuffle.core.problem import UNIT_ROUNDOFF, neutral_rate, special_fun
 from dpacct_shuffle.core.validation import check_num_users, check_range
 
 # rows (block, band of K_b') evaluated at most: above, no curve (the caller evaluates point by point)
-MAX_ROWS = 60_000
+MAX_ROWS = 400_000
 # rows × values of K_r'' at most
-MAX_ROW_VALUES = 120_000_000
+MAX_ROW_VALUES = 150_000_000
+# rows of one chunk (their band masses are dense arrays of rows × levels)
+_CHUNK_ROWS = 4096
 
 
 class LevelShape:
@@ -150,33 +152,59 @@ class _TwoNeutralTypes:
                    + np.where(k_top < trials, binomial_sf(k_top, trials, self.rate_b), 0.0))
         outside = outside * (1.0 + 2.0 * float(special_function_rtol(np.max(trials))))
         b_pmf = BinomialRows(trials, k_lo, span_b, self.rate_b)
-        pmf = b_pmf.values()
-        band_mass = pmf.reshape(blocks, count, self.width).sum(axis=2)
+        band_mass = b_pmf.values().reshape(blocks, count, self.width).sum(axis=2)
         lows = k_lo[:, None] + self.width * np.arange(count)[None, :]
         keep = (band_mass > 0.0) & (lows <= trials[:, None])
-        block_of_row, band_of_row = np.nonzero(keep)
-        row_low = lows[block_of_row, band_of_row]
-        row_trials = np.maximum(trials[block_of_row] - row_low - (self.width - 1), 0)
-        base = kappa * starts[block_of_row] + self.lam_b * row_low
-        rows = _Bands.of_neutral_counts(row_trials, base, t_grid, self.lam_r, self.rate_r, z)
-        row_weight = band_mass[block_of_row, band_of_row]
-        # each block's rows added up on the block's own window of levels
-        first = np.full(blocks, np.iinfo(np.int64).max)
-        np.minimum.at(first, block_of_row, rows.first_level)
-        first = np.where(first == np.iinfo(np.int64).max, 0, first)
-        shift = rows.first_level - first[block_of_row]
-        row_width = rows.weights.shape[1]
-        width = int(np.max(shift)) + row_width if len(shift) else 1
-        index = (block_of_row * width + shift)[:, None] + np.arange(row_width)[None, :]
-        weights = np.bincount(index.ravel(), (rows.weights * row_weight[:, None]).ravel(),
-                              minlength=blocks * width).reshape(blocks, width)
-        below = outside + np.bincount(block_of_row, rows.below * row_weight, minlength=blocks)
+        # blocks in chunks of about _CHUNK_ROWS rows (each row's band masses are a dense array)
+        per_block = np.maximum(np.count_nonzero(keep, axis=1), 1)
+        pieces: list[tuple[np.ndarray, np.ndarray]] = []
+        below = outside.copy()
+        rows_rtol, rows_span, row_values = 0.0, 0, 0
+        lo = 0
+        while lo < blocks:
+            hi = lo + 1
+            total = int(per_block[lo])
+            while hi < blocks and total + int(per_block[hi]) <= _CHUNK_ROWS:
+                total += int(per_block[hi])
+                hi += 1
+            block_of_row, band_of_row = np.nonzero(keep[lo:hi])
+            block_of_row += lo
+            if len(block_of_row) == 0:
+                pieces.append((np.zeros(hi - lo, dtype=np.int64), np.zeros((hi - lo, 1))))
+                lo = hi
+                continue
+            row_low = lows[block_of_row, band_of_row]
+            row_trials = np.maximum(trials[block_of_row] - row_low - (self.width - 1), 0)
+            base = kappa * starts[block_of_row] + self.lam_b * row_low
+            rows = _Bands.of_neutral_counts(row_trials, base, t_grid, self.lam_r, self.rate_r, z)
+            row_weight = band_mass[block_of_row, band_of_row]
+            rows_rtol = max(rows_rtol, rows.rtol)
+            rows_span = max(rows_span, rows.span)
+            row_values += len(row_trials) * rows.span
+            # each block's rows added up on the block's own window of levels
+            local = block_of_row - lo
+            first = np.full(hi - lo, np.iinfo(np.int64).max)
+            np.minimum.at(first, local, rows.first_level)
+            first = np.where(first == np.iinfo(np.int64).max, 0, first)
+            shift = rows.first_level - first[local]
+            row_width = rows.weights.shape[1]
+            width = int(np.max(shift)) + row_width
+            index = (local * width + shift)[:, None] + np.arange(row_width)[None, :]
+            weights = np.bincount(index.ravel(), (rows.weights * row_weight[:, None]).ravel(),
+                                  minlength=(hi - lo) * width).reshape(hi - lo, width)
+            below[lo:hi] += np.bincount(local, rows.below * row_weight, minlength=hi - lo)
+            pieces.append((first, weights))
+            lo = hi
+        width = max(piece[1].shape[1] for piece in pieces)
+        first = np.concatenate([piece[0] for piece in pieces])
+        weights = np.concatenate([np.pad(piece[1], ((0, 0), (0, width - piece[1].shape[1])))
+                                  for piece in pieces])
         # masses: the K_b' pmf (its rtol), band sums (≤ w terms), the rows' bound, the products and
         # the sums over rows (≤ count terms) and scipy's tails
-        rtol = (b_pmf.rtol + rows.rtol + float(special_function_rtol(np.max(trials)))
+        rtol = (b_pmf.rtol + rows_rtol + float(special_function_rtol(np.max(trials)))
                 + 2.0 * (self.width + count + 4) * UNIT_ROUNDOFF)
-        bands = _Bands(first, weights, below, rtol, rows.span + count + self.width)
-        bands.values = blocks * span_b + len(row_trials) * rows.span
+        bands = _Bands(first, weights, below, rtol, rows_span + count + self.width)
+        bands.values = blocks * span_b + row_values
         return bands
 
 
@@ -220,15 +248,15 @@ def _levels_curve(levels: PrivacyLossLevels, users: int, eta: float,
         neutral = _OneNeutralType(lam, rate) if rate > 0.0 else None
     elif len(shape.neutrals) == 2:
         band, row = shape.neutrals
-        # band width: λ_b·(w − 1) ≤ η·t_min/2, t_min ≥ κ·c_lo (the C window's low end)
-        mean_c = (users - 1) * r_c
-        c_low = max(0.0, mean_c - 40.0 * math.sqrt(mean_c + 1.0))
-        width = max(1, int(0.5 * eta * kappa * c_low / band[0]) + 1)
+        # band width: λ_b·(w − 1) ≤ η·t_low/2, t_low = κ·c_lo + λ_b·(K_b's low end) ≤ every T in use
+        z = float(-special.ndtri(tail)) + 1.0
+        c_lo, c_hi = _window_bounds(users - 1, r_c, z)
+        rate_b = neutral_rate(band[1], r_c)
+        k_low = _window_bounds(max(users - c_hi - 1, 0), rate_b, z)[0]
+        width = max(1, int(0.5 * eta * (kappa * c_lo + band[0] * k_low) / band[0]) + 1)
         two = _TwoNeutralTypes(band, row, r_c, width)
         if two.rate_b <= 0.0 or two.rate_r <= 0.0:
             return None
-        z = float(-special.ndtri(tail)) + 1.0
-        c_lo, c_hi = _window_bounds(users - 1, r_c, z)
         blocks = (c_hi - c_lo + 1) // max(1, math.floor(4.0 * eta * c_lo)) + 1
         rows, values = two.row_count(np.array([users]), z)
         if rows * blocks > MAX_ROWS or rows * blocks * values > MAX_ROW_VALUES:
