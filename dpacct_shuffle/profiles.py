@@ -170,9 +170,14 @@ def _max_delta(bounds: Sequence[ShuffleBound]) -> Callable[[float, int], float]:
 
 def _batched_entry_delta(bound: PairBound, epsilon: float, n: int, lowering: float) -> float:
     """One cover/fallback entry of a Randomizer: the minimum over its candidate VariationRatios with
-    each supported one evaluated by the batched curve, or the entry's own bound at ``CORE_RTOL``."""
+    each supported one evaluated by the batched curve, or the entry's own every-ε curves
+    (:meth:`~dpacct_shuffle.randomizers.base.PairBound.curve_deltas`), or its own bound at
+    ``CORE_RTOL``."""
     candidates = getattr(bound, "candidates", None)
     if not candidates or not any(supports_batched_delta(vr) for vr in candidates):
+        curved = bound.curve_deltas(np.array([epsilon]), n, lowering)
+        if curved is not None:
+            return float(curved[0])
         return float(bound.deltas_at_rtol(np.array([epsilon]), n, CORE_RTOL)[0])
     return min(batched_delta(vr, n, lowering).delta(epsilon) if supports_batched_delta(vr)
                else vr.delta(epsilon, n, rtol=CORE_RTOL) for vr in candidates)
@@ -182,9 +187,15 @@ def batched_entry_deltas(bound: PairBound, epsilons: NDArray[np.float64], n: int
                          lowering: float) -> NDArray[np.float64]:
     """One cover/fallback entry of a Randomizer at every ε of ``epsilons``: the minimum over its
     candidate VariationRatios, each supported one read from its batched curve (built once for all
-    ε), or the entry's own bound at ``CORE_RTOL`` point by point."""
+    ε), or the entry's own every-ε curves
+    (:meth:`~dpacct_shuffle.randomizers.base.PairBound.curve_deltas`: the multi-level bound's,
+    docs/theory.md, "Batched evaluation of multi-level bounds"), or its own bound at
+    ``CORE_RTOL`` point by point."""
     candidates = getattr(bound, "candidates", None)
     if not candidates or not any(supports_batched_delta(vr) for vr in candidates):
+        curved = bound.curve_deltas(epsilons, n, lowering)
+        if curved is not None:
+            return curved
         return bound.deltas_at_rtol(epsilons, n, CORE_RTOL)
     return np.min([batched_delta(vr, n, lowering).deltas(epsilons) if supports_batched_delta(vr)
                    else np.array([vr.delta(float(eps), n, rtol=CORE_RTOL) for eps in epsilons])

@@ -157,3 +157,23 @@ def test_levels_curve_vanishes_at_epsilon0_and_is_non_increasing() -> None:
     assert np.all(np.diff(values) <= 0.0)
     assert np.all(values[epsilons >= levels.epsilon0] == 0.0)
     assert values[0] <= levels.total_variation * (1.0 + 1e-6)
+
+
+@pytest.mark.parametrize("make", [lambda: rz.rappor(4.0, 64), lambda: rz.local_hashing(4.0, 8)])
+def test_multilevel_round_through_the_accountant_is_within_a_fifth_of_a_percent(make) -> None:
+    """A round's PLD reads the multi-level fallback from its curve (no point queries) and its ε
+    is within 0.2 % of the entry's own ``epsilon`` (cover searches, multi-level search), never
+    below it by more than that search's relative tolerance."""
+    from dpacct_shuffle import profiles
+    from dpacct_shuffle.accountants import ShufflePLDAccountant
+    from dpacct_shuffle.events import ShuffleEvent
+
+    randomizer, n = make(), 1_000_000
+    fallback = multilevel_fallback(randomizer)
+    assert fallback.curve_deltas(np.array([0.01]), n, profiles.ROUND_LOWERING) is not None
+    assert isinstance(profiles.round_randomizer(randomizer), profiles.BatchedRandomizer)
+    accountant = ShufflePLDAccountant().compose(ShuffleEvent(randomizer, n))
+    for delta in (1e-5, 1e-9):
+        point = randomizer.epsilon(delta, n)
+        ours = accountant.get_epsilon(delta)
+        assert point * (1.0 - 1e-4) <= ours <= 1.002 * point, (delta, ours, point)
