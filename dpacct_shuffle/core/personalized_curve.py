@@ -83,7 +83,8 @@ def pair_curve_deltas(pair: PersonalizedPair, epsilons: np.ndarray,
             return None
         curve = batched_delta(vr, candidate.trials + 1, lowering).deltas(epsilons)
         best = np.minimum(best, curve + candidate.violation * local)
-    return np.minimum(local, best * (1.0 + 4.0 * UNIT_ROUNDOFF))
+    result: np.ndarray = np.minimum(local, best * (1.0 + 4.0 * UNIT_ROUNDOFF))
+    return result
 
 
 def pairs_curve_deltas(pairs: Sequence[PersonalizedPair], epsilons: np.ndarray,
