@@ -76,9 +76,6 @@ class LowerBoundSkippedWarning(UserWarning):
 LowerBoundFactory = Callable[[int], "InstanceLowerBound | None"]
 Rebuild = Callable[[], "Randomizer"]
 
-#: Attributes of a Randomizer that determine its bounds: fixed once its origin is recorded.
-_SEALED_ATTRIBUTES = frozenset({"name", "parameters", "cover", "fallbacks", "variation_ratio",
-                                "matrix", "_lower_bound", "_rebuild", "_identity"})
 #: Relative margin by which a candidate's lower estimate must exceed δ before its ε search is
 #: skipped (:meth:`VariationRatioBound.epsilon_below`): far above the estimate's float error.
 SKIP_MARGIN = 1e-6
@@ -271,14 +268,6 @@ class Randomizer:
         RAPPOR, OUE, local hashing with a domain size), else ``None``; used by :meth:`sample`
         and :meth:`estimate_frequencies`.
 
-    Immutability and caching. Once a catalog entry or a ``from_matrix`` randomizer has recorded
-    its origin, its bound-defining attributes (``name``, ``parameters``, ``cover``,
-    ``fallbacks``, ``variation_ratio``, ``matrix``, the lower-bound factory) cannot be reassigned
-    (AttributeError); ``parameters`` is a read-only mapping, ``matrix`` a read-only array and the
-    bounds are computed from those alone. So equal value keys mean equal answers, and
-    :meth:`epsilon` and :meth:`delta` of such randomizers are cached by (value key, arguments)
-    (:func:`clear_answer_cache` forgets them).
-
     Equality and pickling. Catalog entries and :func:`~dpacct_shuffle.randomizers.from_matrix`
     randomizers record their origin: they compare (and hash) by value — catalog entries by
     (``name``, ``parameters``), analyzed ones by (``name``, the analyzed matrix's shape and the SHA-256
@@ -287,7 +276,17 @@ class Randomizer:
     analyzed matrix and name), rebuilt on loading: the copy equals the original and gives the same
     bounds. A Randomizer built directly with this constructor compares by identity and cannot be
     pickled (TypeError).
+
+    Immutability. A Randomizer's public attributes are fixed at construction (assigning one raises
+    AttributeError), so value equality, hashing and the accountants' caches keyed by it stay valid;
+    :meth:`with_fallbacks` makes a variant with more fallbacks. The bounds are computed from those
+    attributes alone, so equal value keys mean equal answers: :meth:`epsilon` and :meth:`delta` of
+    randomizers whose origin is recorded (catalog entries, ``from_matrix``) are cached by (value
+    key, arguments) (:func:`clear_answer_cache` forgets them).
     """
+
+    _FROZEN_ATTRIBUTES = frozenset({"name", "parameters", "cover", "fallbacks", "variation_ratio",
+                                    "matrix", "published", "notes", "frequency_oracle"})
 
     def __init__(
         self,
@@ -320,20 +319,32 @@ class Randomizer:
         self.frequency_oracle = frequency_oracle
         self._rebuild: Rebuild | None = None
         self._identity: Hashable | None = None
-
-    def _record_origin(self, rebuild: Rebuild, identity: Hashable) -> None:
-        """Set by the catalog and ``from_matrix``: ``rebuild()`` (a picklable callable, e.g. a
-        ``functools.partial`` of a module-level function) returns a Randomizer whose ``identity``
-        equals ``identity`` (its value key for ``==``/``hash``)."""
-        self._rebuild = rebuild
-        self._identity = identity
-        object.__setattr__(self, "_sealed", True)
+        self._frozen = True
 
     def __setattr__(self, name: str, value: object) -> None:
-        if name in _SEALED_ATTRIBUTES and getattr(self, "_sealed", False):
-            raise AttributeError(f"{self!r} is sealed: its {name!r} was fixed when its origin was "
-                                 "recorded (its bounds and cached answers depend on it)")
+        if name in self._FROZEN_ATTRIBUTES and getattr(self, "_frozen", False):
+            raise AttributeError(f"Randomizer.{name} is fixed at construction; use with_fallbacks() "
+                                 "or build a new Randomizer")
         object.__setattr__(self, name, value)
+
+    def with_fallbacks(self, *bounds: PairBound) -> "Randomizer":
+        """A new Randomizer equal to this one with ``bounds`` appended to its fallbacks (each must
+        be a certified bound valid for every pair of inputs). Its origin is not recorded: a catalog
+        entry or ``from_matrix`` records it on the finished randomizer."""
+        return Randomizer(self.name, self.parameters, self.cover,
+                          variation_ratio=self.variation_ratio,
+                          fallbacks=(*self.fallbacks, *bounds), matrix=self.matrix,
+                          lower_bound=self._lower_bound, published=self.published,
+                          notes=self.notes, frequency_oracle=self.frequency_oracle)
+
+    def _record_origin(self, rebuild: Rebuild, identity: Hashable) -> None:
+        """Set once by the catalog and ``from_matrix``: ``rebuild()`` (a picklable callable, e.g. a
+        ``functools.partial`` of a module-level function) returns a Randomizer whose ``identity``
+        equals ``identity`` (its value key for ``==``/``hash``)."""
+        if self._identity is not None:
+            raise AttributeError("a Randomizer's origin is recorded once")
+        self._rebuild = rebuild
+        self._identity = identity
 
     @property
     def epsilon0(self) -> float:
