@@ -121,6 +121,79 @@ def cohort_1000_rounds() -> Callable[[], str]:
     return _epsilon_of(events, users_grid_ratio=1.015)
 
 
+@row("365 rounds of RAPPOR(ε0 = 2, d = 64), n = 10⁶, one ε", "> 34", "2")
+def rappor_365_rounds() -> Callable[[], str]:
+    from dp_accounting import dp_event
+
+    from dpacct_shuffle import randomizers as rz
+    from dpacct_shuffle.events import ShuffleEvent
+
+    event = dp_event.SelfComposedDpEvent(ShuffleEvent(rz.rappor(2.0, 64), 10**6), 365)
+    return _epsilon_of([event])
+
+
+@row("one Poisson round (γ = 0.01) of a 3×3 `from_matrix` randomizer (N = 10⁴)", "> 280", "1")
+def matrix_poisson_round() -> Callable[[], str]:
+    from dp_accounting import dp_event
+
+    from dpacct_shuffle import randomizers as rz
+    from dpacct_shuffle.events import ShuffleEvent
+
+    matrix = rz.from_matrix([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.25, 0.25, 0.5]])
+    return _epsilon_of([dp_event.PoissonSampledDpEvent(0.01, ShuffleEvent(matrix, 10**4))])
+
+
+def _cold_epsilon(entry: str, n: int) -> Callable[[], str]:
+    """The timed work of a cold ε row: ``entry``'s shuffled ε at :data:`DELTA` (scipy.stats,
+    which the package imports on first use, is imported before the clock starts)."""
+    import scipy.stats  # noqa: F401
+
+    from dpacct_shuffle import randomizers as rz
+
+    randomizer = {"rappor": rz.rappor(2.0, 64), "oue": rz.optimized_unary_encoding(2.0, 64),
+                  "hadamard": rz.hadamard_response(2.0, 64),
+                  "local_hashing": rz.local_hashing(2.0, 8)}[entry]
+    return lambda: f"ε = {randomizer.shuffled(n).epsilon(DELTA):.6g}"
+
+
+@row("cold ε of RAPPOR(2, 64), n = 10⁴ (after imports)", "1.3–3.2", "0.3")
+def cold_rappor() -> Callable[[], str]:
+    return _cold_epsilon("rappor", 10_000)
+
+
+@row("cold ε of OUE(2, 64), n = 10⁴ (after imports)", "1.3–3.2", "0.3")
+def cold_oue() -> Callable[[], str]:
+    return _cold_epsilon("oue", 10_000)
+
+
+@row("cold ε of Hadamard response(2, 64), n = 10³ (after imports)", "1.3–3.2", "0.3")
+def cold_hadamard() -> Callable[[], str]:
+    return _cold_epsilon("hadamard", 1_000)
+
+
+@row("cold ε of local hashing(2, 8), n = 10³ (after imports)", "1.3–3.2", "0.3")
+def cold_local_hashing() -> Callable[[], str]:
+    return _cold_epsilon("local_hashing", 1_000)
+
+
+@row("warm repeat of the same k-RR query (krr(2, 100), n = 10⁴, δ = 1e-8)", "0.03", "0.001")
+def warm_krr() -> Callable[[], str]:
+    from dpacct_shuffle import randomizers as rz
+
+    rz.krr(2.0, 100).shuffled(10**4).epsilon(1e-8)
+    return lambda: f"ε = {rz.krr(2.0, 100).shuffled(10**4).epsilon(1e-8):.6g}"
+
+
+@row("`from dpacct_shuffle import randomizers` (result: scipy.stats imported)", "seconds",
+     "no scipy.stats")
+def import_randomizers() -> Callable[[], str]:
+    def work() -> str:
+        from dpacct_shuffle import randomizers  # noqa: F401
+
+        return f"scipy.stats imported: {'scipy.stats' in sys.modules}"
+    return work
+
+
 def run_row(name: str) -> None:
     """Run one row in this process and print ``{"seconds": …, "result": …}`` as JSON."""
     work = ROWS[name].setup()

@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Protocol
 
 import numpy as np
 from scipy import special
@@ -273,15 +274,56 @@ def batched_delta(vr: VariationRatio, n: int, lowering: float = DEFAULT_LOWERING
 
 @functools.lru_cache(maxsize=1024)
 def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> BatchedDelta:
-    r, m_a, m_b, p = vr.r0, vr.p_alpha, vr.alpha, vr.p
+    r, m_a, m_b = vr.r0, vr.p_alpha, vr.alpha
     share = vr.neutral_share
     lam = vr.neutral_weight / share if share > 0.0 else 0.0
     r_c = min(2.0 * r, 1.0)
     k_rate = neutral_rate(share, r_c) if lam > 0.0 else 0.0
-    kappa = (m_a + m_b) / (2.0 * r)
-    h = (m_a - m_b) / (2.0 * r)
+    neutral = _OneNeutralType(lam, k_rate) if k_rate > 0.0 else None
     # N/n ≤ max(m_a/r, λ)·(a + b + k)/n ≤ max(m_a/r, λ) for every cell, spread cells included
     factor = max(m_a / r, lam) * (1.0 + 1e-12)
+    kappa = (m_a + m_b) / (2.0 * r)
+    return pair_curve(users, eta, tail, kappa=kappa, h=(m_a - m_b) / (2.0 * r),
+                      p=vr.p, r_c=r_c, factor=factor, neutral=neutral,
+                      step_floor=min(kappa, lam) if lam > 0.0 else kappa, epsilon0=vr.epsilon0)
+
+
+class NeutralCounts(Protocol):
+    """The neutral part W of T = κc + W given the block (its law under the users left after the
+    block's largest C, lowered as Lemma 1 allows): window ends and band masses."""
+
+    def window(self, trials: int, z: float) -> tuple[float, float]:
+        """(lowest, highest) W of the window of ``trials`` users."""
+
+    def bands(self, trials: np.ndarray, starts: np.ndarray, t_grid: np.ndarray, kappa: float,
+              z: float) -> "_Bands":
+        """Band masses P[κc0 + W' ∈ [t_j, t_{j+1})] of every block (see :class:`_Bands`)."""
+
+
+class _OneNeutralType:
+    """W = λK, K' ~ Bin(trials, s') (the VariationRatio's neutral clones)."""
+
+    def __init__(self, lam: float, k_rate: float) -> None:
+        self.lam, self.k_rate = lam, k_rate
+
+    def window(self, trials: int, z: float) -> tuple[float, float]:
+        lo, hi = _window_bounds(trials, self.k_rate, z) if trials > 0 else (0, 0)
+        return self.lam * lo, self.lam * hi
+
+    def bands(self, trials: np.ndarray, starts: np.ndarray, t_grid: np.ndarray, kappa: float,
+              z: float) -> "_Bands":
+        return _Bands.of_neutral_counts(trials, kappa * starts, t_grid, self.lam, self.k_rate, z)
+
+
+def pair_curve(users: int, eta: float, tail: float, *, kappa: float, h: float, p: float,
+               r_c: float, factor: float, neutral: NeutralCounts | None, step_floor: float,
+               epsilon0: float) -> BatchedDelta:
+    """The curve of the module docstring for the pair P = M·N/n, Q = M·D/n with N = T + hΔ,
+    D = T − hΔ, T = κc + W, C = A + B ~ Bin(n, r_c) with Δ | C a symmetric walk, and W the neutral
+    part (``neutral``; None: W = 0). ``factor`` ≥ N/(a + b + k) on every cell (P-mass per M-mass
+    per user); p = (κ + h)/(κ − h) the pair's largest likelihood ratio; ``epsilon0`` its ε0;
+    ``step_floor`` > 0 the lowest level when the windows reach T = 0 (at most the smallest
+    positive T: κ or a neutral weight)."""
     z = float(-special.ndtri(tail)) + 1.0
 
     # C window: P-mass outside [c_lo, c_hi] ≤ mass of C' ~ Bin(n − 1, r_c) outside [c_lo, c_hi − 1]
@@ -294,17 +336,17 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
         truncated = outside * factor
     # levels t_j = t_min·(1 + g)^j, g = η (at most _MAX_LEVELS levels), from the smallest positive T
     # in use (T = 0 only for c = k = 0, a cell with N = D = 0)
-    if k_rate > 0.0:
-        k_lo = _window_bounds(users - c_hi, k_rate, z)[0] if users > c_hi else 0
-        k_hi = _window_bounds(users - c_lo, k_rate, z)[1]
+    if neutral is not None:
+        w_lo = neutral.window(users - c_hi, z)[0] if users > c_hi else 0.0
+        w_hi = neutral.window(users - c_lo, z)[1]
     else:
-        k_lo = k_hi = 0
-    t_min = kappa * c_lo + lam * k_lo
+        w_lo = w_hi = 0.0
+    t_min = kappa * c_lo + w_lo
     if not t_min > 0.0:
-        t_min = min(kappa, lam) if lam > 0.0 else kappa
+        t_min = step_floor
     # (slightly below the lowest level in use, so that the float margin of the cuts keeps it)
     t_min *= 1.0 - 1e-9
-    t_max = max(kappa * c_hi + lam * k_hi, t_min)
+    t_max = max(kappa * c_hi + w_hi, t_min)
     growth = max(eta, math.expm1(math.log(t_max / t_min) / _MAX_LEVELS))
     levels = int(math.floor(math.log(t_max / t_min) / math.log1p(growth))) + 1
     t_grid = t_min * np.exp(math.log1p(growth) * np.arange(levels, dtype=np.float64))
@@ -315,9 +357,9 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
     walks = _Walks(ends, block_mass, int(max(1, min(c_hi, math.ceil(z * math.sqrt(c_hi) + 2.0)))))
     truncated += walks.truncated * factor
 
-    if k_rate > 0.0:
-        bands = _Bands.of_neutral_counts(users - ends, starts, t_grid, kappa, lam, k_rate, z)
-    else:  # K' = 0: one level per block
+    if neutral is not None:
+        bands = neutral.bands(users - ends, starts, t_grid, kappa, z)
+    else:  # W = 0: one level per block
         level_of_block = np.floor(np.log(np.maximum(kappa * starts, t_min) / t_min)
                                   / math.log1p(growth) * (1.0 - 1e-12) - 1e-9)
         bands = _Bands(np.clip(level_of_block, 0, levels - 1).astype(np.int64),
@@ -373,7 +415,7 @@ def _batched_delta(vr: VariationRatio, users: int, eta: float, tail: float) -> B
     top_loss *= 1.0 + _LOSS_RTOL
     return BatchedDelta(np.concatenate(losses or [np.zeros(0)]),
                         np.concatenate(masses or [np.zeros(0)]),
-                        truncated * (1.0 + mass_rtol), top_loss, vr.epsilon0)
+                        truncated * (1.0 + mass_rtol), top_loss, epsilon0)
 
 
 class _Walks:
@@ -428,14 +470,15 @@ class _Bands:
         self.lowest = self.highest = first_level
 
     @classmethod
-    def of_neutral_counts(cls, trials: np.ndarray, starts: np.ndarray, t_grid: np.ndarray,
-                          kappa: float, lam: float, k_rate: float, z: float) -> _Bands:
-        """K' ~ Bin(trials_b, s') over the window mean ± (z·sd + 2) of each block, by the pmf
-        summed per band; the mass above the window joins the band of its first k (lowered to that
-        band's level), the mass below it is truncated."""
+    def of_neutral_counts(cls, trials: np.ndarray, base: np.ndarray, t_grid: np.ndarray,
+                          lam: float, k_rate: float, z: float) -> _Bands:
+        """T = base_b + λK' with K' ~ Bin(trials_b, s') over the window mean ± (z·sd + 2) of each
+        row b (base_b = κc0 for a block), by the pmf summed per band; the mass above the window
+        joins the band of its first k (lowered to that band's level), the mass below it is
+        truncated; rows with base 0 leave P[K' = 0] (T = 0, no P-mass) out of it."""
         mean = trials * k_rate
         half = z * np.sqrt(mean * (1.0 - k_rate) + 1.0) + 2.0
-        t_over_lam, offsets = t_grid / lam, kappa * starts / lam
+        t_over_lam, offsets = t_grid / lam, base / lam
         k_first = np.maximum(_cuts(t_over_lam[None, :1], offsets, trials)[:, 0],
                              np.floor(mean - half).astype(np.int64))
         k_last = np.maximum(k_first, np.minimum(trials, np.ceil(mean + half).astype(np.int64)))
@@ -452,7 +495,7 @@ class _Bands:
         # c0 = 0 block's lower tail (scipy's cdf rounded up, the power rounded down)
         nothing = (1.0 - k_rate) ** trials * (1.0 - 4.0 * (trials + 2) * UNIT_ROUNDOFF)
         cdf_up = below * (1.0 + 2.0 * float(special_function_rtol(np.max(trials))))
-        below = np.where(starts == 0, np.maximum(cdf_up - nothing, 0.0), below)
+        below = np.where(base == 0.0, np.maximum(cdf_up - nothing, 0.0), below)
         return cls(first_level, weights, below, k_pmf.rtol, span)
 
     def drop_levels_below(self, too_low: np.ndarray) -> None:

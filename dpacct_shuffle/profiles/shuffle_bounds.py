@@ -8,7 +8,7 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Optional, Union
+from typing import Optional, Protocol, Union
 
 import attr
 import numpy as np
@@ -19,6 +19,7 @@ from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.profiles.tuning import CORE_RTOL, ROUND_LOWERING
 from dpacct_shuffle.randomizers.base import PairBound, Randomizer, SupportsShuffleBound
+from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True, eq=False)
@@ -53,9 +54,14 @@ def _max_delta(bounds: Sequence[ShuffleBound]) -> Callable[[float, int], float]:
 
 def _batched_entry_delta(bound: PairBound, epsilon: float, n: int, lowering: float) -> float:
     """One cover/fallback entry of a Randomizer: the minimum over its candidate VariationRatios with
-    each supported one evaluated by the batched curve, or the entry's own bound at ``CORE_RTOL``."""
+    each supported one evaluated by the batched curve, or the entry's own every-ε curves
+    (:meth:`~dpacct_shuffle.randomizers.base.PairBound.curve_deltas`), or its own bound at
+    ``CORE_RTOL``."""
     candidates = getattr(bound, "candidates", None)
     if not candidates or not any(supports_batched_delta(vr) for vr in candidates):
+        curved = bound.curve_deltas(np.array([epsilon]), n, lowering)
+        if curved is not None:
+            return float(curved[0])
         return float(bound.deltas_at_rtol(np.array([epsilon]), n, CORE_RTOL)[0])
     return min(batched_delta(vr, n, lowering).delta(epsilon) if supports_batched_delta(vr)
                else vr.delta(epsilon, n, rtol=CORE_RTOL) for vr in candidates)
@@ -65,9 +71,15 @@ def batched_entry_deltas(bound: PairBound, epsilons: NDArray[np.float64], n: int
                          lowering: float) -> NDArray[np.float64]:
     """One cover/fallback entry of a Randomizer at every ε of ``epsilons``: the minimum over its
     candidate VariationRatios, each supported one read from its batched curve (built once for all
-    ε), or the entry's own bound at ``CORE_RTOL`` point by point."""
+    ε), or the entry's own every-ε curves
+    (:meth:`~dpacct_shuffle.randomizers.base.PairBound.curve_deltas`: the multi-level bound's,
+    docs/theory.md, "Batched evaluation of multi-level bounds"), or its own bound at
+    ``CORE_RTOL`` point by point."""
     candidates = getattr(bound, "candidates", None)
     if not candidates or not any(supports_batched_delta(vr) for vr in candidates):
+        curved = bound.curve_deltas(epsilons, n, lowering)
+        if curved is not None:
+            return curved
         return bound.deltas_at_rtol(epsilons, n, CORE_RTOL)
     return np.min([batched_delta(vr, n, lowering).deltas(epsilons) if supports_batched_delta(vr)
                    else np.array([vr.delta(float(eps), n, rtol=CORE_RTOL) for eps in epsilons])
@@ -139,9 +151,45 @@ def round_randomizer(randomizer: RandomizerDescription) -> RandomizerDescription
 
     At η = ``ROUND_LOWERING`` one round's ε through the PLD accountant is within 0.2 % of the
     core's (tests/test_round_plds.py); the curve is built once per number of users for every ε,
-    instead of one evaluation of the core per profile point.
+    instead of one evaluation of the core per profile point. A
+    :class:`~dpacct_shuffle.randomizers.PersonalizedShuffle` round becomes
+    :func:`curve_shuffle_bound` at the same η.
     """
+    if isinstance(randomizer, PersonalizedShuffle):
+        return curve_shuffle_bound(randomizer, ROUND_LOWERING)
     return batched_randomizer(randomizer, ROUND_LOWERING)
+
+
+class SupportsCurveDeltas(Protocol):
+    """A round with a certified ``delta(ε, n)``, its ``epsilon0`` and, where it has them,
+    every-ε curves (``curve_deltas``: None where they do not apply)."""
+
+    @property
+    def epsilon0(self) -> float: ...
+
+    def delta(self, epsilon: float, n: int) -> float: ...
+
+    def curve_deltas(self, epsilons: NDArray[np.float64], n: int,
+                     lowering: float) -> NDArray[np.float64] | None: ...
+
+
+def curve_shuffle_bound(randomizer: SupportsCurveDeltas, lowering: float) -> ShuffleBound:
+    """A :class:`ShuffleBound` reading ``randomizer.curve_deltas(ε, n, lowering)`` at every ε at
+    once (each curve an upper bound at every ε ≥ 0), and ``randomizer.delta`` point by point
+    where it has no curve (personalized rounds: docs/theory.md, "Users with different
+    randomizers", its every-ε form)."""
+
+    def deltas_upper(epsilons: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+        eps = np.asarray(epsilons, dtype=np.float64)
+        curved = randomizer.curve_deltas(eps, n, lowering)
+        if curved is not None:
+            return curved
+        return np.array([randomizer.delta(float(e), n) for e in eps], dtype=np.float64)
+
+    def delta_upper(epsilon: float, n: int) -> float:
+        return float(deltas_upper(np.array([epsilon]), n)[0])
+
+    return ShuffleBound(delta_upper, randomizer.epsilon0, randomizer, deltas_upper)
 
 
 def as_shuffle_bound(randomizer: RandomizerDescription, name: str = "randomizer") -> ShuffleBound:

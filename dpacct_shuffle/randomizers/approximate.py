@@ -28,7 +28,7 @@ import math
 from typing import Callable
 
 import numpy as np
-from scipy import stats
+from dpacct_shuffle.core.problem import stats  # scipy.stats, imported on first use
 
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.rounding import step_down as _down

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import types
 import warnings
+from collections import OrderedDict
 from typing import Callable, Hashable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -75,6 +76,46 @@ class LowerBoundSkippedWarning(UserWarning):
 LowerBoundFactory = Callable[[int], "InstanceLowerBound | None"]
 Rebuild = Callable[[], "Randomizer"]
 
+#: Relative margin by which a candidate's lower estimate must exceed δ before its ε search is
+#: skipped (:meth:`VariationRatioBound.epsilon_below`): far above the estimate's float error.
+SKIP_MARGIN = 1e-6
+#: Answers of value-keyed randomizers kept by :class:`_AnswerCache` (least recently used dropped).
+ANSWER_CACHE_SIZE = 4096
+
+
+class _AnswerCache:
+    """Least-recently-used answers of :meth:`Randomizer.epsilon` and :meth:`Randomizer.delta`,
+    keyed by (query, the randomizer's value key, arguments) — never by the object, so a cached
+    answer holds no matrix alive. Only sealed randomizers (origin recorded: their bound-defining
+    attributes can no longer be reassigned, and equal keys mean equal bounds) are cached."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._answers: OrderedDict[Hashable, float] = OrderedDict()
+
+    def get(self, key: Hashable, compute: Callable[[], float]) -> float:
+        answer = self._answers.get(key)
+        if answer is not None:
+            self._answers.move_to_end(key)
+            return answer
+        answer = compute()
+        self._answers[key] = answer
+        if len(self._answers) > self._size:
+            self._answers.popitem(last=False)
+        return answer
+
+    def clear(self) -> None:
+        self._answers.clear()
+
+
+_ANSWERS = _AnswerCache(ANSWER_CACHE_SIZE)
+
+
+def clear_answer_cache() -> None:
+    """Forget every cached answer of :meth:`Randomizer.epsilon` and :meth:`Randomizer.delta`
+    (for timing cold queries; the answers never change)."""
+    _ANSWERS.clear()
+
 
 class PairBound:
     """Upper bound for a set of victim pairs. Subclasses implement delta/epsilon for n users."""
@@ -93,6 +134,13 @@ class PairBound:
         the exact binary RR, answer them at once)."""
         return np.array([self.delta_at_rtol(float(eps), n, rtol) for eps in epsilons],
                         dtype=np.float64)
+
+    def curve_deltas(self, epsilons: NDArray[np.float64], n: int,
+                     lowering: float) -> NDArray[np.float64] | None:
+        """Upper bounds on δ at every ε ≥ 0 of ``epsilons`` read from every-ε curves built once
+        for n users (η = ``lowering``, docs/theory.md, "Batched evaluation from the dominating
+        pair"), or None when this bound has no such curve (then it is evaluated point by point)."""
+        return None
 
     def epsilon(self, delta: float, n: int) -> float:  # pragma: no cover - interface
         raise NotImplementedError
@@ -123,7 +171,24 @@ class VariationRatioBound(PairBound):
         return min(vr.delta(epsilon, n, rtol=rtol) for vr in self.candidates)
 
     def epsilon(self, delta: float, n: int) -> float:
-        return min(vr.epsilon(delta, n) for vr in self.candidates)
+        return self.epsilon_below(delta, n, math.inf)
+
+    def epsilon_below(self, delta: float, n: int, current: float) -> float:
+        """min(``current``, every candidate's ε(δ)), each candidate's search skipped when its
+        lower estimate at the running minimum already exceeds δ by a relative
+        ``SKIP_MARGIN``: the pair's exact divergence is then above δ at every ε up to that
+        minimum (it is non-increasing in ε), so the certified search can only return a larger ε,
+        which the minimum would drop — the value is the same as without skipping, after one
+        evaluation instead of a search."""
+        best = current
+        for vr in self.candidates:
+            if best <= 0.0:
+                break
+            if math.isfinite(best) and (
+                    vr.delta_interval(best, n).lower > delta * (1.0 + SKIP_MARGIN)):
+                continue
+            best = min(best, vr.epsilon(delta, n))
+        return best
 
     def __repr__(self) -> str:
         return f"VariationRatioBound({list(self.candidates)!r})"
@@ -225,7 +290,10 @@ class Randomizer:
 
     Immutability. A Randomizer's public attributes are fixed at construction (assigning one raises
     AttributeError), so value equality, hashing and the accountants' caches keyed by it stay valid;
-    :meth:`with_fallbacks` makes a variant with more fallbacks.
+    :meth:`with_fallbacks` makes a variant with more fallbacks. The bounds are computed from those
+    attributes alone, so equal value keys mean equal answers: :meth:`epsilon` and :meth:`delta` of
+    randomizers whose origin is recorded (catalog entries, ``from_matrix``) are cached by (value
+    key, arguments) (:func:`clear_answer_cache` forgets them).
     """
 
     _FROZEN_ATTRIBUTES = frozenset({"name", "parameters", "cover", "fallbacks", "variation_ratio",
@@ -300,7 +368,13 @@ class Randomizer:
         the cover, lowered by every fallback (module docstring)."""
         eps, users = check_epsilon(epsilon), check_num_users(n)
         width = check_range("rtol", rtol, 0.0, 1.0, low_open=True)
-        return self.combine(lambda bound: bound.delta_at_rtol(eps, users, width))
+
+        def compute() -> float:
+            return self.combine(lambda bound: bound.delta_at_rtol(eps, users, width))
+
+        if self._identity is None:
+            return compute()
+        return _ANSWERS.get(("delta", self._identity, eps, users, width), compute)
 
     def combine(self, bound_delta: Callable[[PairBound], float]) -> float:
         """The rule of :meth:`delta` for any evaluation of the entries: the maximum of
@@ -315,10 +389,16 @@ class Randomizer:
         """Certified upper bound on ε(δ) of the shuffled protocol with n users: the maximum over
         the cover, lowered by every fallback (module docstring)."""
         target, users = check_delta(delta), check_num_users(n)
-        value = max(bound.epsilon(target, users) for bound in self.cover)
-        for bound in self.fallbacks:
-            value = min(value, bound.epsilon_below(target, users, value))
-        return value
+
+        def compute() -> float:
+            value = max(bound.epsilon(target, users) for bound in self.cover)
+            for bound in self.fallbacks:
+                value = min(value, bound.epsilon_below(target, users, value))
+            return value
+
+        if self._identity is None:
+            return compute()
+        return _ANSWERS.get(("epsilon", self._identity, target, users), compute)
 
     @property
     def variation_ratios(self) -> tuple[VariationRatio, ...]:
@@ -457,7 +537,9 @@ class ShuffledRandomizer:
 
 
 __all__ = [
+    "ANSWER_CACHE_SIZE",
     "LOWER_BOUND_MAX_USERS",
+    "clear_answer_cache",
     "SupportsShuffleBound",
     "LowerBoundSkippedWarning",
     "PairBound",

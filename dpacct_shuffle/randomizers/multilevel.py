@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 
+from dpacct_shuffle.core.batched_levels import levels_curve
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.multilevel import PrivacyLossLevels
 from dpacct_shuffle.core.validation import check_range
@@ -165,6 +166,17 @@ class MultiLevelBound(PairBound):
         if not self.level_sets:
             return math.inf
         return max(levels.epsilon(delta, n, guess=guess) for levels in self.level_sets)
+
+    def curve_deltas(self, epsilons: np.ndarray, n: int, lowering: float) -> np.ndarray | None:
+        """The maximum over level sets of their every-ε curves
+        (:func:`~dpacct_shuffle.core.batched_levels.levels_curve`, each at least its level set's
+        bound at every ε ≥ 0), or None when some level set has none."""
+        if not self.level_sets:
+            return np.ones(len(epsilons))  # no bound, at every ε
+        curves = [levels_curve(levels, n, lowering) for levels in self.level_sets]
+        if any(curve is None for curve in curves):
+            return None
+        return np.max([curve.deltas(epsilons) for curve in curves if curve is not None], axis=0)
 
     def epsilon_below(self, delta: float, n: int, current: float) -> float:
         """:meth:`epsilon`, skipped (``current`` returned) when the bound at

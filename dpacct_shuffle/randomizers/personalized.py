@@ -24,8 +24,10 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 from dpacct_shuffle.core.personalized import PersonalizedPair, pairs_delta, pairs_epsilon
+from dpacct_shuffle.core.personalized_curve import pairs_curve_deltas
 from dpacct_shuffle.core.rounding import ULP, ratio_up
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users
 from dpacct_shuffle.randomizers.base import LOWER_BOUND_MAX_USERS, Randomizer, ShuffledRandomizer
@@ -188,6 +190,19 @@ class PersonalizedShuffle:
             return self.groups[0][0].shuffled(users).delta(eps)
         pairs = [pair for group in self.victim_pairs(users) for pair in group]
         return pairs_delta(pairs, eps, rtol) if pairs else 0.0
+
+    def curve_deltas(self, epsilons: NDArray[np.float64], n: int | None,
+                     lowering: float) -> NDArray[np.float64] | None:
+        """Upper bounds on the round's δ at every ε ≥ 0 of ``epsilons`` from one batched curve per
+        victim pair and candidate (:func:`~dpacct_shuffle.core.personalized_curve.pairs_curve_deltas`,
+        η = ``lowering``), or None where that form does not apply (one group: the randomizer's
+        own bound; proportions with π0 ≠ π1)."""
+        users = self._honest(n)
+        if len(self.groups) == 1:
+            return None
+        pairs = [pair for group in self.victim_pairs(users) for pair in group]
+        eps = np.asarray(epsilons, dtype=np.float64)
+        return pairs_curve_deltas(pairs, eps, lowering) if pairs else np.zeros(len(eps))
 
     def epsilon(self, delta: float, n: int | None = None, *, rtol: float = 1e-3) -> float:
         """Certified upper bound on ε(δ) to relative tolerance ``rtol``: a point where

@@ -1,0 +1,270 @@
+"""The multi-level bound at every ε at once, for level sets of clone-pair shape with up to two
+neutral levels (docs/theory.md, "Batched evaluation of multi-level bounds").
+
+The multi-level bound of :mod:`dpacct_shuffle.core.multilevel` is the hockey-stick divergence of
+the pair of count laws P(N) = M(N)·Σ_t a_t N_t/n, Q(N) = M(N)·Σ_t b_t N_t/n, M the multinomial law
+of the users' levels (its theorem's proof, with M_n(N)·N_t/(n·m_t) = M_{n−1}(N − e_t)). When the
+levels are two *clone* levels (a, b; r) and (b, a; r) with a > b > 0 and equal masses, and
+*neutral* levels (λ, λ; s) — the shape of every set-boost catalog entry (RAPPOR, OUE, subset
+selection, local hashing, Hadamard response: :func:`~dpacct_shuffle.randomizers.multilevel.corner_levels`)
+— then with C = A + B, Δ = A − B, κ = (a + b)/2, h = (a − b)/2 and W = Σ λ_t K_t,
+
+    N = κC + W + hΔ,  D = κC + W − hΔ,
+
+which is the pair of :mod:`dpacct_shuffle.core.batched` with its neutral part λK replaced by W.
+:func:`levels_curve` builds the same dominating finite pair (steps 1–3 there) with W lowered
+block by block as Lemma 1 allows:
+
+* one neutral level: W = λK exactly as for a VariationRatio;
+* two neutral levels (λ_b ≤ λ_r): given the block's largest C = c1, the m = n − c1 users left
+  are of type b, r or neither with rates s_b' = s_b/(1 − 2r), s_r' = s_r/(1 − 2r) (dropping the
+  c1 − c extra users of a smaller c only lowers W: a coupling). K_b' ~ Bin(m, s_b') is cut into
+  bands [q, q + w − 1] of its window; given K_b' = k in a band, K_r' ~ Bin(m − k, s_r'') with
+  s_r'' = s_r/(1 − 2r − s_b) is stochastically above K_r'' ~ Bin(m − q − w + 1, s_r''), so W is
+  lowered to λ_b·q + λ_r·K_r'' (Lemma 1, piece by piece); each band is then a row of the
+  one-type computation with base κc0 + λ_b·q and weight P[K_b' in the band], and the rows of a
+  block are added up. K_b' outside its window is truncated (its P-mass put at the largest loss).
+  The band width w keeps λ_b·(w − 1) ≤ η·t_min/2, so W is lowered by at most a relative η/2
+  beyond the levels' η.
+
+The curve is an upper bound of the multi-level bound at every ε ≥ 0, in both directions (the
+exchange a ↔ b maps the level set to itself).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+from scipy import special
+
+from dpacct_shuffle.core.batched import (
+    DEFAULT_BATCHED_TAIL,
+    DEFAULT_LOWERING,
+    BatchedDelta,
+    _Bands,
+    _window_bounds,
+    pair_curve,
+    _OneNeutralType,
+)
+from dpacct_shuffle.core.binomial import binomial_cdf, binomial_sf
+from dpacct_shuffle.core.binomial_rows import BinomialRows
+from dpacct_shuffle.core.bound import MAX_EVALUATED_USERS
+from dpacct_shuffle.core.multilevel import PrivacyLossLevels
+from dpacct_shuffle.core.problem import UNIT_ROUNDOFF, neutral_rate, special_function_rtol
+from dpacct_shuffle.core.validation import check_num_users, check_range
+
+# rows (block, band of K_b') evaluated at most: above, no curve (the caller evaluates point by point)
+MAX_ROWS = 400_000
+# rows × values of K_r'' at most
+MAX_ROW_VALUES = 150_000_000
+# rows of one chunk (their band masses are dense arrays of rows × levels)
+_CHUNK_ROWS = 4096
+
+
+class LevelShape:
+    """A level set of clone-pair shape: clone levels (a, b; r), (b, a; r), a > b > 0, and neutral
+    levels (λ_t, λ_t; s_t) grouped by λ (masses of equal λ added, rounded down).
+
+    Attributes:
+      a, b, r: the clone levels' ratios and (common) mass.
+      neutrals: ((λ, s), …) by increasing λ, at most two.
+      epsilon0: the level set's ε0 (rounded up).
+    """
+
+    __slots__ = ("a", "b", "r", "neutrals", "epsilon0")
+
+    def __init__(self, a: float, b: float, r: float, neutrals: tuple[tuple[float, float], ...],
+                 epsilon0: float) -> None:
+        self.a, self.b, self.r, self.neutrals, self.epsilon0 = a, b, r, neutrals, epsilon0
+
+    @classmethod
+    def of(cls, levels: PrivacyLossLevels) -> LevelShape | None:
+        """The shape of ``levels``, or None when they are not of clone-pair shape."""
+        clones: list[tuple[float, float, float]] = []
+        neutral: dict[float, list[float]] = {}
+        for a, b, m in zip(levels.ratios0.tolist(), levels.ratios1.tolist(),
+                           levels.masses.tolist()):
+            if a == b:
+                if a > 0.0:
+                    neutral.setdefault(a, []).append(m)
+            else:
+                clones.append((a, b, m))
+        if len(clones) != 2 or len(neutral) > 2:
+            return None
+        (a0, b0, m0), (a1, b1, m1) = clones
+        if not (a0 == b1 and b0 == a1 and m0 == m1):
+            return None
+        a, b = max(a0, b0), min(a0, b0)
+        if not (b > 0.0 and math.isfinite(a) and 2.0 * m0 < 1.0):
+            return None
+        # a sum of masses rounded down: fewer neutral users only lowers W (Lemma 1)
+        neutrals = tuple((lam, math.fsum(masses) * (1.0 - 4.0 * UNIT_ROUNDOFF))
+                         for lam, masses in sorted(neutral.items()))
+        return cls(a, b, m0, neutrals, levels.epsilon0)
+
+
+def supports_levels_curve(levels: PrivacyLossLevels) -> bool:
+    """Whether :func:`levels_curve` applies (clone-pair shape, :class:`LevelShape`)."""
+    return LevelShape.of(levels) is not None
+
+
+class _TwoNeutralTypes:
+    """W = λ_b·K_b + λ_r·K_r, λ_b ≤ λ_r (module docstring): K_b' in bands of width w, each band a
+    row of the one-type computation for K_r''."""
+
+    def __init__(self, band: tuple[float, float], row: tuple[float, float], r_c: float,
+                 width: int) -> None:
+        (self.lam_b, share_b), (self.lam_r, share_r) = band, row
+        self.rate_b = neutral_rate(share_b, r_c)
+        self.rate_r = neutral_rate(share_r, min(1.0, r_c + share_b))
+        self.width = width
+
+    def window(self, trials: int, z: float) -> tuple[float, float]:
+        if trials <= 0:
+            return 0.0, 0.0
+        lo_b, hi_b = _window_bounds(trials, self.rate_b, z)
+        lo_r = _window_bounds(max(trials - hi_b, 0), self.rate_r, z)[0] if hi_b < trials else 0
+        hi_r = _window_bounds(trials, self.rate_r, z)[1]
+        return self.lam_b * lo_b + self.lam_r * lo_r, self.lam_b * hi_b + self.lam_r * hi_r
+
+    def row_count(self, trials: np.ndarray, z: float) -> tuple[int, int]:
+        """(rows, values per row) the bands would take for blocks of these trials."""
+        mean = trials * self.rate_b
+        span_b = int(np.max(2.0 * (z * np.sqrt(mean * (1.0 - self.rate_b) + 1.0) + 2.0))) + 2
+        mean_r = trials * self.rate_r
+        span_r = int(np.max(2.0 * (z * np.sqrt(mean_r * (1.0 - self.rate_r) + 1.0) + 2.0))) + 2
+        return len(trials) * (span_b // self.width + 1), span_r
+
+    def bands(self, trials: np.ndarray, starts: np.ndarray, t_grid: np.ndarray, kappa: float,
+              z: float) -> _Bands:
+        blocks = len(trials)
+        mean = trials * self.rate_b
+        half = z * np.sqrt(mean * (1.0 - self.rate_b) + 1.0) + 2.0
+        k_lo = np.maximum(np.floor(mean - half), 0).astype(np.int64)
+        k_hi = np.minimum(trials, np.ceil(mean + half).astype(np.int64))
+        count = int(np.max(k_hi - k_lo)) // self.width + 1
+        span_b = count * self.width
+        # K_b' outside [k_lo, k_lo + span_b − 1] is truncated (scipy's cdf/sf rounded up)
+        k_top = k_lo + span_b - 1
+        outside = (np.where(k_lo > 0, binomial_cdf(k_lo - 1, trials, self.rate_b), 0.0)
+                   + np.where(k_top < trials, binomial_sf(k_top, trials, self.rate_b), 0.0))
+        outside = outside * (1.0 + 2.0 * float(special_function_rtol(np.max(trials))))
+        b_pmf = BinomialRows(trials, k_lo, span_b, self.rate_b)
+        band_mass = b_pmf.values().reshape(blocks, count, self.width).sum(axis=2)
+        lows = k_lo[:, None] + self.width * np.arange(count)[None, :]
+        keep = (band_mass > 0.0) & (lows <= trials[:, None])
+        # blocks in chunks of about _CHUNK_ROWS rows (each row's band masses are a dense array)
+        per_block = np.maximum(np.count_nonzero(keep, axis=1), 1)
+        pieces: list[tuple[np.ndarray, np.ndarray]] = []
+        below = outside.copy()
+        rows_rtol, rows_span, row_values = 0.0, 0, 0
+        lo = 0
+        while lo < blocks:
+            hi = lo + 1
+            total = int(per_block[lo])
+            while hi < blocks and total + int(per_block[hi]) <= _CHUNK_ROWS:
+                total += int(per_block[hi])
+                hi += 1
+            block_of_row, band_of_row = np.nonzero(keep[lo:hi])
+            block_of_row += lo
+            if len(block_of_row) == 0:
+                pieces.append((np.zeros(hi - lo, dtype=np.int64), np.zeros((hi - lo, 1))))
+                lo = hi
+                continue
+            row_low = lows[block_of_row, band_of_row]
+            row_trials = np.maximum(trials[block_of_row] - row_low - (self.width - 1), 0)
+            base = kappa * starts[block_of_row] + self.lam_b * row_low
+            rows = _Bands.of_neutral_counts(row_trials, base, t_grid, self.lam_r, self.rate_r, z)
+            row_weight = band_mass[block_of_row, band_of_row]
+            rows_rtol = max(rows_rtol, rows.rtol)
+            rows_span = max(rows_span, rows.span)
+            row_values += len(row_trials) * rows.span
+            # each block's rows added up on the block's own window of levels
+            local = block_of_row - lo
+            first = np.full(hi - lo, np.iinfo(np.int64).max)
+            np.minimum.at(first, local, rows.first_level)
+            first = np.where(first == np.iinfo(np.int64).max, 0, first)
+            shift = rows.first_level - first[local]
+            row_width = rows.weights.shape[1]
+            width = int(np.max(shift)) + row_width
+            index = (local * width + shift)[:, None] + np.arange(row_width)[None, :]
+            weights = np.bincount(index.ravel(), (rows.weights * row_weight[:, None]).ravel(),
+                                  minlength=(hi - lo) * width).reshape(hi - lo, width)
+            below[lo:hi] += np.bincount(local, rows.below * row_weight, minlength=hi - lo)
+            pieces.append((first, weights))
+            lo = hi
+        width = max(piece[1].shape[1] for piece in pieces)
+        first = np.concatenate([piece[0] for piece in pieces])
+        weights = np.concatenate([np.pad(piece[1], ((0, 0), (0, width - piece[1].shape[1])))
+                                  for piece in pieces])
+        # masses: the K_b' pmf (its rtol), band sums (≤ w terms), the rows' bound, the products and
+        # the sums over rows (≤ count terms) and scipy's tails
+        rtol = (b_pmf.rtol + rows_rtol + float(special_function_rtol(np.max(trials)))
+                + 2.0 * (self.width + count + 4) * UNIT_ROUNDOFF)
+        bands = _Bands(first, weights, below, rtol, rows_span + count + self.width)
+        bands.values = blocks * span_b + row_values
+        return bands
+
+
+def levels_curve(levels: PrivacyLossLevels, n: int, lowering: float = DEFAULT_LOWERING,
+                 tail: float = DEFAULT_BATCHED_TAIL) -> BatchedDelta | None:
+    """The curve of :class:`~dpacct_shuffle.core.batched.BatchedDelta` for the multi-level bound
+    of ``levels`` with n users (both directions), or None when the level set is not of clone-pair
+    shape or the two-neutral-level computation would exceed ``MAX_ROWS``/``MAX_ROW_VALUES``
+    (cached per arguments).
+
+    Args:
+      levels: the levels of a victim pair (:class:`~dpacct_shuffle.core.multilevel.PrivacyLossLevels`).
+      n: number of users ≥ 1 (evaluated at ``MAX_EVALUATED_USERS`` above it: the bound is
+        non-increasing in n).
+      lowering: η in (0, 0.01] of :func:`~dpacct_shuffle.core.batched.batched_delta`.
+      tail: the windows' tail level.
+    """
+    users = min(check_num_users(n), MAX_EVALUATED_USERS)
+    eta = check_range("lowering", lowering, 0.0, 0.01, low_open=True)
+    level = check_range("tail", tail, 1e-300, 1e-6)
+    return _levels_curve(levels, users, eta, level)
+
+
+@functools.lru_cache(maxsize=256)
+def _levels_curve(levels: PrivacyLossLevels, users: int, eta: float,
+                  tail: float) -> BatchedDelta | None:
+    shape = LevelShape.of(levels)
+    if shape is None:
+        return None
+    r_c = min(2.0 * shape.r, 1.0)
+    kappa, h = (shape.a + shape.b) / 2.0, (shape.a - shape.b) / 2.0
+    lams = [lam for lam, _ in shape.neutrals]
+    factor = max([shape.a, *lams]) * (1.0 + 1e-12)
+    # (below the smallest positive T by more than the cuts' margin 1e-9: a T equal to it stays in
+    # the lowest level)
+    step_floor = min([kappa, *lams]) * (1.0 - 1e-6)
+    neutral: _OneNeutralType | _TwoNeutralTypes | None = None
+    if len(shape.neutrals) == 1:
+        lam, share = shape.neutrals[0]
+        rate = neutral_rate(share, r_c)
+        neutral = _OneNeutralType(lam, rate) if rate > 0.0 else None
+    elif len(shape.neutrals) == 2:
+        band, row = shape.neutrals
+        # band width: λ_b·(w − 1) ≤ η·t_low/2, t_low = κ·c_lo + λ_b·(K_b's low end) ≤ every T in use
+        z = float(-special.ndtri(tail)) + 1.0
+        c_lo, c_hi = _window_bounds(users - 1, r_c, z)
+        rate_b = neutral_rate(band[1], r_c)
+        k_low = _window_bounds(max(users - c_hi - 1, 0), rate_b, z)[0]
+        width = max(1, int(0.5 * eta * (kappa * c_lo + band[0] * k_low) / band[0]) + 1)
+        two = _TwoNeutralTypes(band, row, r_c, width)
+        if two.rate_b <= 0.0 or two.rate_r <= 0.0:
+            return None
+        blocks = (c_hi - c_lo + 1) // max(1, math.floor(4.0 * eta * c_lo)) + 1
+        rows, values = two.row_count(np.array([users]), z)
+        if rows * blocks > MAX_ROWS or rows * blocks * values > MAX_ROW_VALUES:
+            return None
+        neutral = two
+    return pair_curve(users, eta, tail, kappa=kappa, h=h, p=shape.a / shape.b, r_c=r_c,
+                      factor=factor, neutral=neutral, step_floor=step_floor,
+                      epsilon0=shape.epsilon0)
+
+
+__all__ = ["LevelShape", "MAX_ROWS", "MAX_ROW_VALUES", "levels_curve", "supports_levels_curve"]

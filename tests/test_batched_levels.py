@@ -1,0 +1,179 @@
+"""The multi-level curve (dpacct_shuffle.core.batched_levels): an upper bound at every ε, close to
+the point-query multi-level bound.
+
+References: the multi-level pair's divergence by enumerating every count vector of the
+multinomial (written here, independent of the package), exact shuffled output laws over every
+victim pair and configuration of the other users (tests/oracle.py), and the multi-level bound's
+certified point queries for large n.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from dpacct_shuffle import randomizers as rz
+from dpacct_shuffle.core.batched import DEFAULT_LOWERING
+from dpacct_shuffle.core.batched_levels import LevelShape, levels_curve, supports_levels_curve
+from dpacct_shuffle.core.multilevel import PrivacyLossLevels
+from dpacct_shuffle.randomizers.multilevel import MultiLevelBound, corner_levels
+from tests import oracle
+
+EPSILONS = [0.0, 0.05, 0.3, 0.9, 1.5]
+
+
+def multilevel_fallback(randomizer: rz.Randomizer) -> MultiLevelBound:
+    bounds = [b for b in randomizer.fallbacks if isinstance(b, MultiLevelBound)]
+    assert len(bounds) == 1 and bounds[0].level_sets
+    return bounds[0]
+
+
+def enumerated_delta(levels: PrivacyLossLevels, n: int, eps: float) -> float:
+    """(1/n)·E[(Z_1 + … + Z_n)⁺] of both directions by summing every count vector of the
+    multinomial (counts N_t of each level, the rest at 0)."""
+    from scipy import special
+
+    m = levels.masses
+    rest = 1.0 - math.fsum(m.tolist())
+    grids = np.meshgrid(*[np.arange(n + 1)] * len(m), indexing="ij")
+    counts = np.stack([g.ravel() for g in grids], axis=1).astype(float)
+    left = n - counts.sum(axis=1)
+    counts, left = counts[left >= 0], left[left >= 0]
+    log_p = (special.gammaln(n + 1.0) - special.gammaln(left + 1.0)
+             + special.xlogy(left, rest) + (counts * np.log(m) - special.gammaln(counts + 1.0)).sum(axis=1))
+    x = math.exp(eps)
+    best = 0.0
+    for a, b in ((levels.ratios0, levels.ratios1), (levels.ratios1, levels.ratios0)):
+        level = counts @ (a - x * b)
+        positive = level > 0.0
+        best = max(best, math.fsum((np.exp(log_p[positive]) * level[positive]).tolist()) / n)
+    return best
+
+
+CORNER_SETS = {
+    "rappor": multilevel_fallback(rz.rappor(1.5, 4)).level_sets[0],
+    "oue": multilevel_fallback(rz.optimized_unary_encoding(2.0, 5)).level_sets[0],
+    "subset": multilevel_fallback(rz.subset_selection(2.0, 6, 2)).level_sets[0],
+    "local-hashing": multilevel_fallback(rz.local_hashing(1.5, 3)).level_sets[0],
+    "hadamard": multilevel_fallback(rz.hadamard_response(2.0, 8)).level_sets[0],
+    # (Σ a_t m_t = ρ·(both + first) + second + neither = 1, the victim's law)
+    "rho-e4": corner_levels(math.exp(4.0), 0.004, 0.01, 0.01, 0.99 - 0.014 * math.exp(4.0)),
+    "one-neutral": corner_levels(math.exp(1.0), 0.0, 0.2, 0.2, 0.8 - 0.2 * math.exp(1.0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORNER_SETS))
+def test_catalog_corner_levels_have_a_curve(name: str) -> None:
+    levels = CORNER_SETS[name]
+    shape = LevelShape.of(levels)
+    assert shape is not None and supports_levels_curve(levels)
+    assert shape.a > shape.b > 0.0 and 1 <= len(shape.neutrals) <= 2
+
+
+@pytest.mark.parametrize("name", sorted(CORNER_SETS))
+@pytest.mark.parametrize("n", [1, 2, 5, 12, 25])
+def test_levels_curve_bounds_the_enumerated_pair(name: str, n: int) -> None:
+    levels = CORNER_SETS[name]
+    curve = levels_curve(levels, n)
+    assert curve is not None
+    for eps in EPSILONS:
+        exact = enumerated_delta(levels, n, eps)
+        value = curve.delta(eps)
+        # (the reference's own float error is far below 1e-12 relative)
+        assert value >= exact * (1.0 - 1e-12) - 1e-300, (n, eps, value, exact)
+        # tight: at these n the blocks are single C values and the second neutral level's bands
+        # single counts, so the only loosening is each T lowered by a relative ≤ η (the levels'
+        # growth), which raises a loss ℓ = ln((T + hΔ)/(T − hΔ)) by ≤ η·T·|dℓ/dT| = η·sinh(ℓ)
+        # ≤ η·sinh(ε0): the curve is below the pair's value at ε − η·sinh(ε0) (masses rounded up
+        # by 1e-6, truncated tails ≤ 1e-12)
+        shift = 1.01 * DEFAULT_LOWERING * math.sinh(levels.epsilon0)
+        closer = enumerated_delta(levels, n, max(0.0, eps - shift))
+        assert value <= closer * (1.0 + 3e-6) + 1e-12, (n, eps, value, exact, closer)
+
+
+@pytest.mark.parametrize("make, n", [(lambda: rz.rappor(1.0, 3), 4),
+                                     (lambda: rz.optimized_unary_encoding(1.5, 3), 4),
+                                     (lambda: rz.subset_selection(1.5, 4, 2), 5),
+                                     (lambda: rz.hadamard_response(1.5, 8, 2), 3)])
+def test_levels_curve_bounds_the_exact_shuffled_law_of_every_configuration(make, n: int) -> None:
+    randomizer = make()
+    bound = multilevel_fallback(randomizer)
+    matrix = randomizer.matrix
+    d = matrix.shape[0]
+    epsilons = np.array([0.0, 0.2, 0.6])
+    values = bound.curve_deltas(epsilons, n, DEFAULT_LOWERING)
+    assert values is not None
+    for x0, x1 in itertools.combinations(range(d), 2):
+        for others in itertools.combinations_with_replacement(range(d), n - 1):
+            for eps, value in zip(epsilons, values):
+                exact = oracle.exact_shuffled_delta(matrix, x0, x1, list(others), float(eps))
+                assert value >= exact - 1e-14, (x0, x1, others, eps)
+
+
+def _curve_epsilon(values_at, delta: float, high: float) -> float:
+    low = 0.0
+    for _ in range(60):
+        middle = 0.5 * (low + high)
+        low, high = (middle, high) if values_at(middle) > delta else (low, middle)
+    return high
+
+
+@pytest.mark.parametrize("make, n", [(lambda: rz.rappor(2.0, 64), 1_000_000),
+                                     (lambda: rz.rappor(4.0, 64), 300_000),
+                                     (lambda: rz.local_hashing(4.0, 8), 1_000_000)])
+def test_levels_curve_epsilon_is_within_a_fifth_of_a_percent_of_the_point_query(make, n) -> None:
+    """ε at δ = 1e-6 from the curve (η = ROUND_LOWERING) against the multi-level bound's certified
+    point queries: never below their lower estimate, at most 0.2 % above their ε."""
+    from dpacct_shuffle.profiles import ROUND_LOWERING
+
+    levels = multilevel_fallback(make()).level_sets[0]
+    curve = levels_curve(levels, n, ROUND_LOWERING)
+    assert curve is not None
+    point = levels.epsilon(1e-6, n, rtol=1e-5)
+    from_curve = _curve_epsilon(curve.delta, 1e-6, levels.epsilon0)
+    assert levels.delta_interval(from_curve, n).lower <= 1e-6 * (1.0 + 1e-9)
+    assert point * (1.0 - 1e-3) <= from_curve <= point * 1.002, (from_curve, point)
+
+
+def test_levels_curve_is_none_outside_its_shape() -> None:
+    # three distinct clone-like levels (a matrix pair): no curve, point queries instead
+    levels = PrivacyLossLevels([2.0, 0.5, 1.5, 0.8], [0.5, 2.0, 0.8, 1.5], [0.1, 0.1, 0.2, 0.2])
+    assert not supports_levels_curve(levels)
+    assert levels_curve(levels, 100) is None
+    # unequal clone masses
+    levels = PrivacyLossLevels([3.0, 1.0, 1.0], [1.0, 3.0, 1.0], [0.1, 0.12, 0.5])
+    assert levels_curve(levels, 100) is None
+
+
+def test_levels_curve_vanishes_at_epsilon0_and_is_non_increasing() -> None:
+    levels = CORNER_SETS["rappor"]
+    curve = levels_curve(levels, 10**6)
+    assert curve is not None
+    epsilons = np.linspace(0.0, levels.epsilon0 * 1.1, 200)
+    values = curve.deltas(epsilons)
+    assert np.all(np.diff(values) <= 0.0)
+    assert np.all(values[epsilons >= levels.epsilon0] == 0.0)
+    assert values[0] <= levels.total_variation * (1.0 + 1e-6)
+
+
+@pytest.mark.parametrize("make", [lambda: rz.rappor(4.0, 64), lambda: rz.local_hashing(4.0, 8)])
+def test_multilevel_round_through_the_accountant_is_within_a_fifth_of_a_percent(make) -> None:
+    """A round's PLD reads the multi-level fallback from its curve (no point queries) and its ε
+    is within 0.2 % of the entry's own ``epsilon`` (cover searches, multi-level search), never
+    below it by more than that search's relative tolerance."""
+    from dpacct_shuffle import profiles
+    from dpacct_shuffle.accountants import ShufflePLDAccountant
+    from dpacct_shuffle.events import ShuffleEvent
+
+    randomizer, n = make(), 1_000_000
+    fallback = multilevel_fallback(randomizer)
+    assert fallback.curve_deltas(np.array([0.01]), n, profiles.ROUND_LOWERING) is not None
+    assert isinstance(profiles.round_randomizer(randomizer), profiles.BatchedRandomizer)
+    accountant = ShufflePLDAccountant().compose(ShuffleEvent(randomizer, n))
+    for delta in (1e-5, 1e-9):
+        point = randomizer.epsilon(delta, n)
+        ours = accountant.get_epsilon(delta)
+        assert point * (1.0 - 1e-4) <= ours <= 1.002 * point, (delta, ours, point)
