@@ -146,3 +146,24 @@ def test_exact_value_tightens_from_matrix_and_catalog_bounds() -> None:
                           (rz.krr(3.0, 3), 25), (rz.binary_rr(1.0), 100)):
         lower, upper = randomizer.shuffled(n).epsilon_interval(1e-4)
         assert 0.0 < lower <= upper <= lower * (1 + 1e-9)
+
+
+def test_personalized_rounds_are_exact() -> None:
+    """Seeded random two-group rounds (as tests/test_personalized.py, where the variation-ratio
+    bound is 1.8–5.1x the exact value): now upper and lower bracket the brute force to 1e-9."""
+    from tests.test_personalized import exact_round_delta
+
+    rng = np.random.default_rng(7)
+    for _ in range(4):
+        groups = []
+        for _ in range(2):
+            matrix = rng.uniform(0.2, 1.0, size=(int(rng.integers(2, 4)), 3))
+            groups.append((matrix / matrix.sum(axis=1, keepdims=True), int(rng.integers(1, 4))))
+        round_ = rz.PersonalizedShuffle([(rz.from_matrix(m), c) for m, c in groups])
+        assert round_.exact() is not None
+        analyzed = [(np.asarray(randomizer.matrix), count) for randomizer, count in round_.groups]
+        for eps in (0.1, 0.3):
+            exact = exact_round_delta(analyzed, eps)
+            lower, upper = round_.shuffled().delta_interval(eps)
+            assert lower <= exact <= upper <= exact * (1 + 1e-9) + SLACK * math.exp(eps)
+            assert lower >= exact * (1 - 1e-9) - SLACK * math.exp(eps)

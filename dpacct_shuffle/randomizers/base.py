@@ -286,7 +286,9 @@ class Randomizer:
         if matrix is not None:
             matrix = np.array(matrix, dtype=float)
             matrix.setflags(write=False)
-            kept = (*kept, ExactSmallNBound(matrix))
+            known = [bound for bound in fallbacks if isinstance(bound, ExactSmallNBound)
+                     and np.array_equal(bound.exact.matrix, matrix)]  # keeps its cache
+            kept = (*kept, known[0] if known else ExactSmallNBound(matrix))
         self.fallbacks = kept
         self.matrix = matrix
         self._lower_bound = lower_bound

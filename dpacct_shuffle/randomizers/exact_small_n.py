@@ -49,7 +49,8 @@ configurations serves any number of ε (prefix by binary search) and the inverse
 T has t cells) (the sup of {ε : δ_upper(ε) > δ}, rounded up), and ε_lower(δ) = max over curves and
 prefixes of ln((a_t − δ)/b_t) (rounded down).
 
-Work budget. The cost is about configurations × box cells × (victim pairs + 1); families above
+Work budget. The cost is about configurations × box cells × (victim pairs + 1 + (n − 1)/(64·d));
+families above
 :data:`WORK_BUDGET` are not evaluated (the callers keep their other bounds).
 """
 
@@ -148,7 +149,7 @@ class ShuffleFamily:
         return int(self.victim.shape[1])
 
     def box_cells(self) -> int:
-        return (self.users + 1) ** (self.outputs - 1)
+        return int((self.users + 1) ** (self.outputs - 1))
 
     def configurations(self) -> int:
         """Number of configurations enumerated."""
@@ -163,8 +164,12 @@ class ShuffleFamily:
         return total
 
     def work(self) -> int:
-        """configurations × box cells × (victim pairs + 1) (module docstring, "Work budget")."""
-        return self.configurations() * self.box_cells() * (len(self.pairs) + 1)
+        """configurations × box cells × (victim pairs + 1 + c/64), c = (n − 1)/d the mean number
+        of users added one by one for the last input of a configuration (an addition costs about
+        1/64 of a pair's sort per cell) (module docstring, "Work budget")."""
+        inputs = sum(matrix.shape[0] for matrix, _ in self.groups) or 1
+        chain = (self.users - 1) // inputs // 64
+        return self.configurations() * self.box_cells() * (len(self.pairs) + 1 + chain)
 
 
 class MatrixExact:
@@ -225,7 +230,7 @@ def _strides(family: ShuffleFamily) -> list[int]:
 def _add_user(law: FloatArray, row: FloatArray, strides: Sequence[int]) -> FloatArray:
     """L′(h) = Σ_o row[o]·L(h − e_o) on the flattened box (last axis). A shift by a stride never
     wraps a nonzero cell: laws of at most n − 1 users have every count ≤ n − 1 < n + 1."""
-    new = row[-1] * law
+    new: FloatArray = np.multiply(row[-1], law)
     for output, stride in enumerate(strides):
         if row[output] != 0.0:
             new[..., stride:] += row[output] * law[..., :-stride]
@@ -469,7 +474,29 @@ __all__ = [
     "ShuffleFamily",
     "ExactShuffle",
     "homogeneous_family",
+    "grouped_shuffle",
     "MatrixExact",
     "merge_identical_columns",
     "is_input_symmetric",
 ]
+
+
+def grouped_shuffle(groups: Sequence[tuple[FloatArray, int]], budget: int = WORK_BUDGET
+                    ) -> ExactShuffle | None:
+    """Users in groups with their own matrices (same outputs), all of them in the round: one
+    family per victim group (its distinct row pairs; the other users' counts per group), columns
+    merged jointly. None if the total work is over the budget."""
+    merged, largest = merge_identical_columns([matrix for matrix, _ in groups])
+    counts = [count for _, count in groups]
+    users = sum(counts)
+    if merged[0].shape[1] > 1 and (users + 1) ** (merged[0].shape[1] - 1) > budget:
+        return None
+    families = []
+    for victim, matrix in enumerate(merged):
+        pairs = tuple((i, j) for i in range(matrix.shape[0]) for j in range(i + 1, matrix.shape[0])
+                      if not np.array_equal(matrix[i], matrix[j]))
+        others = tuple((merged[g], counts[g] - (g == victim)) for g in range(len(merged))
+                       if counts[g] - (g == victim) > 0)
+        families.append(ShuffleFamily(matrix, others, pairs, False, largest))
+    shuffle = ExactShuffle(families, budget)
+    return shuffle if shuffle.fits() else None
