@@ -145,7 +145,7 @@ class GaussianSumInstance:
 
 
 def _sum_lower(mu: float, n: int) -> InstanceLowerBound:
-    return InstanceLowerBound([GaussianSumInstance(mu, n)],  # type: ignore[list-item]
+    return InstanceLowerBound([GaussianSumInstance(mu, n)],
                               "sum of the reports: Gaussian mechanism with noise sigma*sqrt(n)")
 
 

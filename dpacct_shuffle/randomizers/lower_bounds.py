@@ -39,7 +39,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 import numpy as np
 from scipy.special import betainc, betaincc, gammaln, xlog1py, xlogy
@@ -192,6 +192,14 @@ def epsilon_lower(delta_fn: Callable[[float], float], delta: float, eps_cap: flo
     return lo
 
 
+class LowerBoundInstance(Protocol):
+    """An explicit instance whose exact δ(ε), rounded down, is a lower bound on the protocol's."""
+
+    def delta(self, epsilon: float) -> float: ...
+
+    def max_loss(self) -> float: ...
+
+
 class ExactLowerInstance:
     """The exact worst case over every configuration (an enumeration of
     :mod:`dpacct_shuffle.randomizers.exact_small_n`), certified from below: every configuration is
@@ -214,11 +222,11 @@ class ExactLowerInstance:
 
 
 class InstanceLowerBound:
-    """Certified lower bound: the maximum over explicit instances (each a :class:`CountPair`,
-    :class:`TrinomialInstance` or :class:`ExactLowerInstance`)."""
+    """Certified lower bound: the maximum over explicit instances (:class:`CountPair`,
+    :class:`TrinomialInstance`, :class:`ExactLowerInstance` or any other
+    :class:`LowerBoundInstance`)."""
 
-    def __init__(self, pairs: Sequence["CountPair | TrinomialInstance | ExactLowerInstance"],
-                 description: str, *,
+    def __init__(self, pairs: Sequence[LowerBoundInstance], description: str, *,
                  is_exact: bool = False) -> None:
         if not pairs:
             raise ValueError("pairs must contain at least one instance")
@@ -233,8 +241,8 @@ class InstanceLowerBound:
 
     def epsilon(self, delta: float) -> float:
         """Lower bound on the protocol's ε(δ): the exact worst case's own ε when it is among the
-        instances (up to its rounding, at least every other instance's), else a search on the maximum of the
-        instances' δ."""
+        instances (up to its rounding, at least every other instance's), else a search on the
+        maximum of the instances' δ."""
         exact = [pair for pair in self.pairs if isinstance(pair, ExactLowerInstance)]
         if exact:
             return max(pair.epsilon(delta) for pair in exact)
