@@ -243,8 +243,11 @@ class PersonalizedShuffle:
         instances = personalized_lower_bound([(np.asarray(randomizer.matrix, dtype=float), count)
                                               for randomizer, count in self.groups])
         exact = self.exact(users)
-        if exact is None:
-            return instances
+        if exact is None or not any(family.pairs for family in exact.families):
+            return instances  # (no pair of distinct rows: nothing to bound, as the instances say)
+        if instances is None:
+            return InstanceLowerBound([ExactLowerInstance(exact)],
+                                      "exact worst case over every configuration", is_exact=True)
         return InstanceLowerBound([*instances.pairs, ExactLowerInstance(exact)],
                                   instances.description, is_exact=True)
 
