@@ -282,14 +282,18 @@ class Randomizer:
         self.variation_ratio = variation_ratio
         # a finite randomizer always carries its exact small-n value (ExactSmallNBound) as one
         # fallback, built here from its own matrix
-        kept = tuple(bound for bound in fallbacks if not isinstance(bound, ExactSmallNBound))
         if matrix is not None:
             matrix = np.array(matrix, dtype=float)
             matrix.setflags(write=False)
-            known = [bound for bound in fallbacks if isinstance(bound, ExactSmallNBound)
-                     and np.array_equal(bound.exact.matrix, matrix)]  # keeps its cache
-            kept = (*kept, known[0] if known else ExactSmallNBound(matrix))
-        self.fallbacks = kept
+        kept: list[PairBound] = []
+        for bound in fallbacks:  # one of the same matrix is kept in place (with its cache)
+            if not isinstance(bound, ExactSmallNBound) or (
+                    matrix is not None and not any(isinstance(b, ExactSmallNBound) for b in kept)
+                    and np.array_equal(bound.exact.matrix, matrix)):
+                kept.append(bound)
+        if matrix is not None and not any(isinstance(b, ExactSmallNBound) for b in kept):
+            kept.append(ExactSmallNBound(matrix))
+        self.fallbacks = tuple(kept)
         self.matrix = matrix
         self._lower_bound = lower_bound
         self.published = published
