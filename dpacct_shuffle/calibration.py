@@ -121,10 +121,21 @@ def largest_epsilon0(family: Callable[..., Randomizer | VariationRatio], target_
 
     sampling = (sampling_probability, neighboring_relation, sample_size)
 
+    refusals: list[ValueError] = []
+
     def passes(epsilon0: float) -> bool:
-        return _meets(family(epsilon0, **family_kwargs), eps, target, users, sampling)
+        # an ε0 the family refuses (outside its range) is infeasible, not an error of the search
+        try:
+            candidate = family(epsilon0, **family_kwargs)
+        except ValueError as exc:
+            refusals.append(exc)
+            return False
+        return _meets(candidate, eps, target, users, sampling)
 
     if not passes(eps):
+        if refusals:
+            raise ValueError(f"epsilon0 = target_epsilon = {eps!r} is refused by the family: "
+                             f"{refusals[-1]}") from refusals[-1]
         raise ValueError(f"epsilon0 = target_epsilon = {eps!r} already fails: the round's bound "
                          "does not vanish at epsilon >= epsilon0 (for this family, or because an "
                          "add/remove-one sampled round has no such cap)")

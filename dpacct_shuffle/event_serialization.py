@@ -34,6 +34,7 @@ import numpy as np
 from dp_accounting import dp_event
 
 from dpacct_shuffle.core.bound import VariationRatio
+from dpacct_shuffle.core.json_text import check_json_depth, loads_strict
 from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 from dpacct_shuffle.randomizers.serialization import (
@@ -120,6 +121,7 @@ def event_from_dict(data: Mapping[str, Any]) -> dp_event.DpEvent:
     """Rebuild an event from :func:`event_to_dict`'s form; it compares equal to the original."""
     if not isinstance(data, Mapping):
         raise TypeError(f"an event's JSON form is an object, got {type(data).__name__}")
+    check_json_depth("event", dict(data))
     return _decode_event(data, "event")
 
 
@@ -130,7 +132,7 @@ def event_to_json(event: dp_event.DpEvent) -> str:
 
 def event_from_json(text: str) -> dp_event.DpEvent:
     """Inverse of :func:`event_to_json` (invalid JSON is a ValueError)."""
-    return event_from_dict(json.loads(text))
+    return event_from_dict(loads_strict(text, "event JSON"))
 
 
 __all__ = [

@@ -196,6 +196,8 @@ def kl_divergence(p: ArrayLike, q: ArrayLike) -> float:
 def kl_divergence_bound(eps: float) -> float:
     """[DR14] Lemma 3.18: ``D_∞(P‖Q) ≤ ε`` and ``D_∞(Q‖P) ≤ ε`` imply ``D(P‖Q) ≤ ε(e^ε − 1)``."""
     epsilon = check_epsilon(eps, "eps")
+    if epsilon > 700.0:  # ε(e^ε − 1) > 1e306 overflows: the bound is +∞ in floats
+        return math.inf
     return round_loss_up(epsilon * math.expm1(epsilon), zero_is_exact=epsilon == 0.0)
 
 
@@ -212,7 +214,7 @@ def randomizer_delta(matrix: ArrayLike, eps: float) -> float:
         for j in range(rows.shape[0]):
             if i != j:
                 best = max(best, _hockey_stick(rows[i], rows[j], factor))
-    return best
+    return min(1.0, best)  # a hockey-stick divergence is at most 1 (the sum's rounding may exceed it)
 
 
 def randomizer_epsilon(matrix: ArrayLike, delta: float = 0.0) -> float:
@@ -315,6 +317,8 @@ def basic_composition(pairs: Iterable[tuple[float, float]]) -> tuple[float, floa
     """
     epsilons: list[float] = []
     deltas: list[float] = []
+    if isinstance(pairs, (str, bytes)) or not hasattr(pairs, "__iter__"):
+        raise TypeError(f"pairs must be an iterable of (eps, delta) pairs, got {type(pairs).__name__}")
     for index, pair in enumerate(pairs):
         try:
             eps_i, delta_i = pair
@@ -324,7 +328,11 @@ def basic_composition(pairs: Iterable[tuple[float, float]]) -> tuple[float, floa
         deltas.append(_check_delta_closed(delta_i, f"pairs[{index}].delta"))
     if not epsilons:
         raise ValueError("pairs must contain at least one (eps, delta) pair")
-    return round_loss_up(math.fsum(epsilons)), min(1.0, round_loss_up(math.fsum(deltas)))
+    try:
+        total = round_loss_up(math.fsum(epsilons))
+    except OverflowError:  # the sum exceeds the float range: (∞, Σδ)-DP holds trivially
+        total = math.inf
+    return total, min(1.0, round_loss_up(math.fsum(deltas)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -346,7 +354,15 @@ def deletion_to_replacement(eps: float, delta: float) -> tuple[float, float]:
     """
     epsilon = check_epsilon(eps, "eps")
     delta_value = _check_delta_closed(delta)
-    return round_loss_up(2.0 * epsilon), min(1.0, round_loss_up((math.exp(epsilon) + 1.0) * delta_value))
+    if delta_value == 0.0:
+        scaled = 0.0
+    elif epsilon + math.log(delta_value) >= 1.0:
+        scaled = 1.0  # e^ε·δ ≥ e > 1 (e^ε itself may overflow)
+    elif epsilon > 700.0:  # e^ε·δ = exp(ε + ln δ), the rounding of ln δ (≤ 1e-13 relative) covered
+        scaled = round_loss_up(math.exp(epsilon + math.log(delta_value)) * (1.0 + 1e-12) + delta_value)
+    else:
+        scaled = round_loss_up((math.exp(epsilon) + 1.0) * delta_value)
+    return round_loss_up(2.0 * epsilon), min(1.0, scaled)
 
 
 def deletion_to_replacement_profile(profile: Profile) -> Profile:

@@ -15,6 +15,7 @@ import pytest
 from scipy import stats
 
 from dpacct_shuffle import randomizers
+from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.accountants import ShufflePLDAccountant
 from dpacct_shuffle.events import ShuffleEvent
 from dpacct_shuffle.profiles import round_randomizer
@@ -109,9 +110,13 @@ def test_fallback_answers_many_epsilons_from_the_curve() -> None:
     epsilons = np.array([0.0, 0.02, 0.05, 1.0])
     from_curve = upper.deltas_at_rtol(epsilons, 2000, 1e-2)
     assert np.array_equal(from_curve, binary_rr_curve(1.0, 2000).deltas(epsilons))
-    # tighter than the point-by-point queries (δ certified to delta_rtol = 0.05 there)
+    # the point-by-point queries read the same curve (min with the clone bound), so that
+    # delta(epsilon(δ)) ≤ δ holds exactly
     pointwise = np.array([upper.delta(float(e), 2000) for e in epsilons])
-    assert np.all(from_curve[:-1] < pointwise[:-1]) and from_curve[-1] == 0.0
+    clone = np.array([VariationRatio.worst_case(1.0).delta(float(e), 2000) for e in epsilons])
+    assert np.array_equal(pointwise, np.minimum(clone, from_curve)) and from_curve[-1] == 0.0
+    for delta in (1e-4, 1e-9):
+        assert upper.delta(upper.epsilon(delta, 2000), 2000) <= delta
     # n = 1: the local pair, point by point
     assert np.array_equal(upper.deltas_at_rtol(epsilons, 1, 1e-2),
                           np.array([upper.delta(float(e), 1) for e in epsilons]))

@@ -106,3 +106,27 @@ def test_largest_epsilon0_of_a_fixed_size_cohort_is_certified_maximal_and_amplif
 def test_bad_cohort_arguments(kwargs, message) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match=message):
         shuffled_delta(VariationRatio.worst_case(1.0), 0.1, 100, **kwargs)
+
+
+def test_largest_epsilon0_treats_a_refused_epsilon0_as_infeasible() -> None:
+    # the family refuses ε0 > 3 (as catalog entries refuse values outside their range): the search
+    # stays below it instead of crashing, and the result passes the certified test
+    def family(epsilon0: float) -> randomizers.Randomizer:
+        if epsilon0 > 3.0:
+            raise ValueError(f"epsilon0 must be in [1e-06, 3.0], got {epsilon0!r}")
+        return randomizers.krr(epsilon0, 10)
+
+    result = largest_epsilon0(family, 2.5, 1e-6, 1000, max_epsilon0=20.0)
+    # every ε0 ≤ 3 passes here (krr(3, 10) shuffled among 1000 is (2.5, 1e-6)-DP), so the
+    # bracket closes on the refusal boundary: ε0·(1 + rtol) is refused
+    assert largest_epsilon0(lambda e: randomizers.krr(e, 10), 2.5, 1e-6, 1000,
+                            max_epsilon0=3.0) == 3.0
+    assert 3.0 / (1.0 + 1e-3) <= result <= 3.0
+
+
+def test_largest_epsilon0_reports_a_refusal_at_the_first_probe() -> None:
+    def family(epsilon0: float) -> randomizers.Randomizer:
+        raise ValueError("epsilon0 must be in [5.0, 6.0]")
+
+    with pytest.raises(ValueError, match="refused by the family: epsilon0 must be in"):
+        largest_epsilon0(family, 1.0, 1e-6, 1000)

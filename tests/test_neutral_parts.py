@@ -181,15 +181,16 @@ def test_analyzer_typed_candidates_sound_on_random_matrices() -> None:
     (rz.oue, lambda e0: 0.5, lambda e0: 1 / (math.exp(e0) + 1)),
 ], ids=["rappor", "oue"])
 def test_unary_third_bit_projection_masses_match_the_matrix(make, one_true, one_false) -> None:
-    from dpacct_shuffle.randomizers.catalog.frequency_oracles import _unary_third_bit_projection
+    from dpacct_shuffle.randomizers.catalog.unary_encodings import _unary_third_bit_projection
 
     eps0 = 1.3
     matrix = make(eps0, 3).matrix  # columns: bit vectors, bit i = (column >> i) & 1
     s0, s1 = 0b001, 0b010           # (x0, x1, y) = (1, 0, 0) and (0, 1, 0)
-    victim0, victim1, other = _unary_third_bit_projection(one_true(eps0), one_false(eps0))
-    assert victim0 == pytest.approx((matrix[0, s0], matrix[0, s1]), rel=1e-12)
-    assert victim1 == pytest.approx((matrix[1, s0], matrix[1, s1]), rel=1e-12)
-    assert other == pytest.approx((matrix[2, s0], matrix[2, s1]), rel=1e-12)
+    t, f = one_true(eps0), one_false(eps0)
+    victim0, victim1, other = _unary_third_bit_projection(t, 1 - t, f, 1 - f)
+    for masses, row in ((victim0, 0), (victim1, 1), (other, 2)):
+        rest = 1.0 - matrix[row, s0] - matrix[row, s1]  # the rest mass, summed directly there
+        assert masses == pytest.approx((matrix[row, s0], matrix[row, s1], rest), rel=1e-12)
 
 
 def test_unary_lower_bounds_close_the_gap() -> None:

@@ -233,7 +233,7 @@ def show_progress(args: argparse.Namespace) -> bool:
     """Progress bars (tqdm, on stderr) unless ``--quiet`` or stderr is not a terminal."""
     from dpacct_shuffle.progress import is_terminal
 
-    return not getattr(args, "quiet", False) and is_terminal()
+    return not args.quiet and is_terminal()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -338,7 +338,15 @@ def _add_lower_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print one JSON object (unrounded floats)")
+    """The options of every command (a new command calls this too): ``--json`` (stdout is one JSON
+    object, unrounded floats) and ``--quiet`` (stderr carries errors only: no progress bar, no
+    warnings; stdout is unchanged)."""
+    output = parser.add_argument_group("output (every command)")
+    output.add_argument("--json", action="store_true",
+                        help="print one JSON object on stdout (unrounded floats)")
+    output.add_argument("--quiet", "-q", action="store_true",
+                        help="errors only on stderr: no progress bar, no warnings (the result "
+                        "on stdout is unchanged)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -394,7 +402,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="search eps0 in [target, this] (default 20)")
     p.add_argument("--max-users", type=parse_limit, help="search n up to this (default 1e10)")
     p.add_argument("--rtol", type=parse_real, default=1e-3, help="relative tolerance of the eps0 search")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_common(p)
 
     p = sub.add_parser("params", help="variation-ratio parameters of an entry or matrix",
@@ -412,7 +419,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("pipeline", help="pipeline file (.json or .toml)")
     p.add_argument("--delta", type=parse_real, help="override the file's delta")
     p.add_argument("--epsilon", type=parse_real, help="also/instead report delta at this epsilon")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_common(p)
 
     p = sub.add_parser("plot", help="epsilon vs n or vs eps0 (needs matplotlib)",
@@ -430,7 +436,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--title", help="figure title")
     p.add_argument("--no-lower", action="store_true", help="omit the lower bound")
     p.add_argument("--no-fmt", action="store_true", help="omit the FMT closed form")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_common(p)
     return parser
 

@@ -211,7 +211,8 @@ def blocked_directional_bracket(problem: DirectionalProblem, bands: int, tail: f
     block = min(max_block, count)
     if use_k:
         sd_a = math.sqrt(max(c_lo, 1) * pi * (1.0 - pi))
-        block = max(1, min(block, int(shift_tol * slope * sd_a / (abs(c_k) * k_rate)) + 1))
+        width = shift_tol * slope * sd_a / (abs(c_k) * k_rate)  # may overflow to inf (ε0 near 500)
+        block = max(1, min(block, int(min(width, float(block))) + 1))
     starts, weights_2d = _block_weights(n, r_c, c_lo, c_hi, block)
     n_blocks = len(starts)
     ends = starts + (block - 1)

@@ -244,7 +244,12 @@ def direction_atoms(a: np.ndarray, b: np.ndarray, masses: np.ndarray, eps: float
     largest one (masses summed).
     """
     e = math.exp(eps)
-    values = a - e * b + 8.0 * _U * (a + e * b)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = e * b
+        values = a - scaled + 8.0 * _U * (a + scaled)
+    # e^ε·b_t beyond the float range: the exact value is below −1.7e308 (a_t is finite), and the
+    # largest negative float is above it (a pointwise larger Z keeps the bound)
+    values = np.where(np.isfinite(scaled), values, -np.finfo(float).max)
     # masses known to a relative 16u (products, quotients of a few floats): more mass on a positive value, less on
     # a negative one, each only raises the bound (mass moves from or to the zero atom)
     m = masses * np.where(values > 0.0, 1.0 + _MASS_RTOL, 1.0 - _MASS_RTOL)

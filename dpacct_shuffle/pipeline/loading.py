@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from dpacct_shuffle.core.json_text import MAX_JSON_DEPTH, check_json_depth, loads_strict
 from dpacct_shuffle.pipeline.fields import _shown
 from dpacct_shuffle.pipeline.randomizer_models import _CATALOG_MODELS, MatrixRandomizer
 from dpacct_shuffle.pipeline.steps import _STEP_MODELS, Pipeline
@@ -89,12 +90,15 @@ def read_pipeline_file(path: str | Path) -> dict[str, Any]:
         except ImportError:  # Python 3.10
             raise ImportError("TOML pipelines need Python >= 3.11 (tomllib); use a JSON file") from None
         try:
-            data = tomllib.loads(text)
+            data = check_json_depth(str(file), tomllib.loads(text))
         except tomllib.TOMLDecodeError as exc:
             raise ValueError(f"{file}: not valid TOML: {exc}") from None
+        except RecursionError:
+            raise ValueError(f"{file}: nests arrays/tables more than {MAX_JSON_DEPTH} levels "
+                             "deep") from None
     else:
         try:
-            data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+            data = loads_strict(text, str(file), object_pairs_hook=_no_duplicate_keys)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{file}: not valid JSON: {exc}") from None
         except ValueError as exc:
@@ -115,7 +119,7 @@ def load_pipeline(source: str | Path | Mapping[str, Any], *, base_dir: str | Pat
     """
     prefix = ""
     if isinstance(source, Mapping):
-        data = dict(source)
+        data = dict(check_json_depth("pipeline", source))  # type: ignore[call-overload]
         directory = Path(base_dir) if base_dir is not None else Path(".")
     elif isinstance(source, (str, Path)):
         data = read_pipeline_file(source)

@@ -145,19 +145,30 @@ class LocalPairBound(PairBound):
     def _delta(self, eps: float) -> float:
         if math.isinf(eps):
             return self._floor()
-        scale = math.exp(min(eps, 700.0)) if eps <= 700.0 else math.inf
+        scale = math.exp(eps) if eps <= 700.0 else math.inf
         # each term μ0 − e^ε·μ1 is raised by 4u·(μ0 + e^ε·μ1) (u = 2^-53): exp, the product and the
         # difference err by at most 3u of those magnitudes, and near ε = ln(μ0/μ1) the difference
         # cancels, so a purely relative slack on the sum does not cover them ([[1, 1e-17],
         # [1e-17, 1]], ε = 39.1439: 1.3782380775429e-05 against the exact 1.3782380775474e-05)
         unit = 4.0 * 2.0**-53
+
+        def scaled(mu: np.ndarray) -> np.ndarray:
+            """(1 − unit)·e^ε·μ, rounded down; beyond ε = 700 as exp(ε + ln μ) (e^ε overflows while
+            e^ε·μ may not, e.g. μ subnormal), whose rounding (≤ 2u·(ε + |ln μ|) relative) is
+            charged too."""
+            if eps <= 700.0:
+                return (1.0 - unit) * scale * mu
+            with np.errstate(divide="ignore", over="ignore"):
+                logs = np.log(mu)
+                return np.exp(eps + logs) * (1.0 - unit - 2.0**-52 * (eps + np.abs(logs)))
+
         with np.errstate(invalid="ignore", over="ignore"):
             # where μ0 ≤ μ1 the exact term is ≤ 0 (e^ε ≥ 1): no rounding to cover there
             forward = np.where(self.mu1 > 0, np.where(self.mu0 > self.mu1, np.maximum(
-                (1.0 + unit) * self.mu0 - (1.0 - unit) * scale * self.mu1, 0.0), 0.0),
+                (1.0 + unit) * self.mu0 - scaled(self.mu1), 0.0), 0.0),
                 self.mu0).sum(axis=1)
             backward = np.where(self.mu0 > 0, np.where(self.mu1 > self.mu0, np.maximum(
-                (1.0 + unit) * self.mu1 - (1.0 - unit) * scale * self.mu0, 0.0), 0.0),
+                (1.0 + unit) * self.mu1 - scaled(self.mu0), 0.0), 0.0),
                 self.mu1).sum(axis=1)
         # round up: the sums of nonnegative terms carry relative error <= outputs * ulp
         slack = 1.0 + 4.0 * self.mu0.shape[1] * np.finfo(float).eps
@@ -178,10 +189,10 @@ class LocalPairBound(PairBound):
             return 0.0
         if self._floor() > target:
             return math.inf  # no finite ε: some output identifies the victim's input
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratios = np.concatenate([(self.mu0 / self.mu1).ravel(), (self.mu1 / self.mu0).ravel()])
-        finite = ratios[np.isfinite(ratios)]
-        hi = math.log(float(finite.max())) * (1.0 + 1e-12) + 1e-300 if finite.size else 1.0
+        both = (self.mu0 > 0) & (self.mu1 > 0)
+        # log ratios (μ0/μ1 overflows for subnormal masses): δ(ε) = the floor beyond the largest
+        logs = np.abs(np.log(self.mu0[both]) - np.log(self.mu1[both]))
+        hi = max(float(logs.max()) * (1.0 + 1e-12) + 1e-300, 1e-12) if logs.size else 1.0
         _, hi = expand_bracket(lambda eps: self._delta(eps) > target, 0.0, hi)
         return bisect(lambda eps: not self._delta(eps) > target, hi, 0.0, steps=60)
 
@@ -479,17 +490,20 @@ class ShuffledRandomizer:
 
     def delta_lower(self, epsilon: float) -> float:
         """Certified lower bound on the worst-case δ(ε) (0.0 if the entry has no instance or n is
-        above ``lower_bound_max_users``)."""
+        above ``lower_bound_max_users``, and at ε ≥ ``epsilon0``, where the protocol is (ε, 0)-DP)."""
         eps = check_epsilon(epsilon)
         instance = self.lower_bound
-        return 0.0 if instance is None else instance.delta(eps)
+        if instance is None or eps >= self.randomizer.epsilon0:
+            return 0.0
+        return instance.delta(eps)
 
     def epsilon_lower(self, delta: float) -> float:
         """Certified lower bound on the smallest valid ε(δ) (0.0 if the entry has no instance or n
-        is above ``lower_bound_max_users``)."""
+        is above ``lower_bound_max_users``); at most ``epsilon0`` (every report is ε0-DP, and so
+        is the shuffled protocol, a post-processing of them)."""
         target = check_delta(delta)
         instance = self.lower_bound
-        return 0.0 if instance is None else instance.epsilon(target)
+        return 0.0 if instance is None else min(instance.epsilon(target), self.randomizer.epsilon0)
 
     def delta_interval(self, epsilon: float) -> tuple[float, float]:
         """(certified lower, certified upper) bounds on δ(ε)."""

@@ -52,7 +52,8 @@ from numpy.typing import NDArray
 
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.problem import UNIT_ROUNDOFF
-from dpacct_shuffle.core.validation import check_epsilon, check_epsilon0, check_num_users, check_range
+from dpacct_shuffle.core.validation import (check_delta, check_epsilon, check_epsilon0,
+                                             check_num_users, check_range)
 from dpacct_shuffle.randomizers.base import LocalPairBound, PairBound
 from dpacct_shuffle.randomizers.binary_rr_exact import (_LEAF_CONFIGURATIONS, _SUBNORMAL,
                                                         BINARY_RR_RTOL, BinaryRRProfile, _Law,
@@ -240,6 +241,29 @@ class BinaryRRCurve:
         """:meth:`deltas` at one ε ≥ 0."""
         return float(self.deltas(np.array([check_epsilon(epsilon)]))[0])
 
+    def epsilon(self, delta: float) -> float:
+        """The smallest ε found (to 2⁻⁶⁰ of a grid interval) with :meth:`delta` ``(ε) ≤ delta``: the
+        curve's own inverse, so that ``delta(epsilon(δ)) ≤ δ`` holds exactly (0 if δ(0) ≤ δ;
+        ε0 at worst, where the curve is 0)."""
+        target = check_delta(delta)
+        values = self.deltas(self.epsilons)
+        below = np.flatnonzero(values <= target)
+        first = int(below[0]) if below.size else len(self.epsilons) - 1
+        if first == 0:
+            return 0.0
+        low, high = float(self.epsilons[first - 1]), float(self.epsilons[first])
+        if not self.delta(high) <= target:
+            return self.epsilon0  # δ(ε0) = 0 (ε0-LDP)
+        for _ in range(60):
+            middle = 0.5 * (low + high)
+            if middle <= low or middle >= high:
+                break
+            if self.delta(middle) <= target:
+                high = middle
+            else:
+                low = middle
+        return high
+
 
 @functools.lru_cache(maxsize=64)
 def binary_rr_curve(epsilon0: float, n: int) -> BinaryRRCurve:
@@ -304,16 +328,26 @@ class BinaryRRExactUpper(PairBound):
         if n < 2:
             return self._local.delta(epsilon, n)
         clone = self._clone.delta(epsilon, n)
+        if n <= CURVE_MAX_USERS:
+            return min(clone, binary_rr_curve(self.epsilon0, n).delta(epsilon))
         if clone <= self.NEGLIGIBLE_DELTA or n > self.EXACT_MAX_USERS:
             return clone
         return min(clone, self._profile(n, self.delta_rtol).delta_interval(epsilon)[1])
 
     def epsilon(self, delta: float, n: int) -> float:
+        """An ε with :meth:`delta` ``(ε, n) ≤ delta`` (the two queries agree): the curve's inverse
+        for n ≤ ``CURVE_MAX_USERS``; above, the profile's certified ε_hi, raised in steps of a
+        relative 4·``BINARY_RR_RTOL`` until the (coarser) δ query is within ``delta`` there too."""
         if n < 2:
             return self._local.epsilon(delta, n)
+        if n <= CURVE_MAX_USERS:
+            return binary_rr_curve(self.epsilon0, n).epsilon(delta)
         if n > self.EXACT_MAX_USERS:
             return math.inf  # trivial: the cover's clone bound is reported
-        return self._profile(n, BINARY_RR_RTOL).epsilon_interval(delta)[1]
+        eps = self._profile(n, BINARY_RR_RTOL).epsilon_interval(delta)[1]
+        while eps < self.epsilon0 and self.delta(eps, n) > delta:
+            eps = min(self.epsilon0, eps * (1.0 + 4.0 * BINARY_RR_RTOL))
+        return eps
 
     def __repr__(self) -> str:
         return f"BinaryRRExactUpper(epsilon0={self.epsilon0!r})"

@@ -379,8 +379,11 @@ class TrinomialInstance:
             others_error = unit
         else:
             others_error = unit / rest_others if rest_others > 0.0 else 0.0
-        if 0.0 < self.theta < 1.0:
-            cancel += float(self.c.max()) * unit / min(self.theta, 1.0 - self.theta)
+        if o[0] > 0.0 and o[1] > 0.0:
+            # min(θ, 1 − θ) of the exact masses (a quotient, no cancellation): θ rounded to 1 (or
+            # 0) while the others do reach both sets (π1/π below u) makes the law's relative error
+            # unbounded, and the margin then zeroes the rows (a lower bound of 0 is valid)
+            cancel += float(self.c.max()) * unit / (min(float(o[0]), float(o[1])) / pi_c)
         tail_error = max(self.TAIL_REL_ERROR, float(special_function_rtol(float(self.c.max()))))
         self._row_error = tail_error + cancel + others_error
         self._weight_error = 2.0 * _log_rel_error(self.others) + self.others * others_error

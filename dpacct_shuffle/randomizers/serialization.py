@@ -35,6 +35,7 @@ from typing import Any, Union
 import numpy as np
 
 from dpacct_shuffle.core.bound import VariationRatio
+from dpacct_shuffle.core.json_text import check_json_depth, loads_strict
 from dpacct_shuffle.randomizers import matrix as matrix_module
 from dpacct_shuffle.randomizers.approximate import approximate
 from dpacct_shuffle.randomizers.base import Randomizer
@@ -131,6 +132,7 @@ def randomizer_from_dict(data: Mapping[str, Any]) -> SerializableRandomizer:
     types and out-of-range values are ValueError/TypeError naming them)."""
     if not isinstance(data, Mapping):
         raise TypeError(f"a randomizer's JSON form is an object, got {type(data).__name__}")
+    check_json_depth("randomizer", dict(data))
     kind = data.get("kind")
     if kind == "variation_ratio":
         _check_keys(data, ("kind",) + _VARIATION_RATIO_FIELDS)
@@ -195,7 +197,7 @@ def randomizer_to_json(randomizer: SerializableRandomizer) -> str:
 
 def randomizer_from_json(text: str) -> SerializableRandomizer:
     """Inverse of :func:`randomizer_to_json` (invalid JSON is a ValueError)."""
-    return randomizer_from_dict(json.loads(text))
+    return randomizer_from_dict(loads_strict(text, "randomizer JSON"))
 
 
 __all__ = [

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from dpacct_shuffle.core.json_text import loads_strict
 from dpacct_shuffle.randomizers.approximate import approximate, approximate_ldp
 from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.randomizers.catalog import ALIASES, CATALOG
@@ -219,7 +220,7 @@ def read_matrix(path: str | Path) -> list[list[float]]:
                          f"{exc.start})") from None
     if file.suffix.lower() == ".json" or text.lstrip().startswith(("[", "{")):
         try:
-            data = json.loads(text)
+            data = loads_strict(text, f"matrix file {str(file)!r}")
         except json.JSONDecodeError as exc:
             raise ValueError(f"matrix file {str(file)!r} is not valid JSON: {exc}") from None
         if isinstance(data, dict):

@@ -47,14 +47,23 @@ def catalog_entry(constructor: Callable[_Args, Randomizer]) -> Callable[_Args, R
     return entry
 
 
-def integer_parameter(name: str, value: object, low: int, high: float = math.inf) -> int:
+#: sizes (domains, outputs, subsets) enter float arithmetic (e^ε0 + d − 1, …): above 2**53
+#: consecutive integers are no longer distinct floats, and no deployment is that large
+MAX_SIZE = 2**53
+
+
+def integer_parameter(name: str, value: object, low: int, high: float = MAX_SIZE) -> int:
+    """An integer (or integral float) in [low, min(high, ``MAX_SIZE``)]; the message names the
+    parameter and the range (huge integers are reported by their bit length, not printed)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         if not (isinstance(value, float) and value.is_integer()):
             raise TypeError(f"{name} must be an integer, got {value!r}")
     result = int(value)
-    if result < low or result > high:
-        upper = "inf" if high == math.inf else str(int(high))
-        raise ValueError(f"{name} must be an integer in [{low}, {upper}], got {result}")
+    top = min(high, MAX_SIZE)
+    if result < low or result > top:
+        upper = "2**53" if top == MAX_SIZE else str(int(top))
+        shown = str(result) if result.bit_length() <= 64 else f"an integer of {result.bit_length()} bits"
+        raise ValueError(f"{name} must be an integer in [{low}, {upper}], got {shown}")
     return result
 
 
@@ -80,11 +89,14 @@ def single_entry(
                       frequency_oracle=frequency_oracle)
 
 
-Projection = tuple[tuple[float, float], tuple[float, float], tuple[float, float]]
+#: masses (R(S0), R(S1)) of one input, optionally with the rest summed directly (see
+#: :func:`~dpacct_shuffle.randomizers.lower_bounds.trinomial_projection`)
+SetMasses = tuple[float, float] | tuple[float, float, float]
+Projection = tuple[SetMasses, SetMasses, SetMasses]
 
 
-def projection_lower(victim0: tuple[float, float], victim1: tuple[float, float],
-                      others: Sequence[tuple[float, float]], description: str, *,
+def projection_lower(victim0: SetMasses, victim1: SetMasses,
+                      others: Sequence[SetMasses], description: str, *,
                       extra: Sequence[Projection] = ()) -> LowerBoundFactory:
     """Factory n -> lower bound from the trinomial projection (exact.py), max over configurations.
 
@@ -137,7 +149,9 @@ def matrix_lower(matrix: np.ndarray | None) -> LowerBoundFactory | None:
 
 __all__ = [
     "MAX_MATRIX_CELLS",
+    "MAX_SIZE",
     "Projection",
+    "SetMasses",
     "binary_rr_lower",
     "boost_projection",
     "boost_sets_projection",

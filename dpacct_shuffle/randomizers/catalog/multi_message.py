@@ -4,6 +4,7 @@ al., arXiv:2304.05007 (upper bounds only: no lower-bound instance)."""
 from __future__ import annotations
 
 import math
+import sys
 
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.rounding import ratio_up
@@ -18,6 +19,9 @@ def balcer_binary_summation(coin_probability: float) -> Randomizer:
     """Balcer et al. binary summation with coin probability c: p = ∞, β = 1, q = max(1/c, 1/(1−c))."""
     c = check_range("coin_probability", coin_probability, 0.0, 1.0, low_open=True, high_open=True)
     q = max(1.0 / c, 1.0 / (1.0 - c))
+    if not math.isfinite(q):
+        raise ValueError(f"coin_probability must be in (1/{sys.float_info.max!r}, 1) so that "
+                         f"1/coin_probability is a finite float, got {c!r}")
     vr = VariationRatio(math.inf, 1.0, q)
     return single_entry("balcer_binary_summation", {"coin_probability": c}, vr,
                    published=(math.inf, 1.0, q, q), notes="multi-message; no lower-bound instance")
@@ -29,6 +33,9 @@ def cheu_binary_summation(flip_probability: float) -> Randomizer:
     p = (1 − f)²/f², β = 1 − 2f, q = (1 − f)/f."""
     f = check_range("flip_probability", flip_probability, 0.0, 0.5, low_open=True, high_open=True)
     p, beta, q = (1.0 - f) ** 2 / f**2, 1.0 - 2.0 * f, (1.0 - f) / f
+    if not math.isfinite(p):
+        raise ValueError(f"flip_probability must be at least 1e-154 so that ((1 - f)/f)**2 is a "
+                         f"finite float, got {f!r}")
     vr = VariationRatio(ratio_up(p), beta, ratio_up(q))
     return single_entry("cheu_binary_summation", {"flip_probability": f}, vr, published=(p, beta, q, q),
                    notes="multi-message; no lower-bound instance")

@@ -114,11 +114,19 @@ def piecewise(epsilon0: float) -> Randomizer:
     big_c = (h + 1.0) / (h - 1.0)
     p_hi = (e - h) / (2.0 * h + 2.0)
     vr = blanket_variation_ratio(ratio_up(e), 2.0 * big_c * p_hi / e)
-    hi_mass, lo_mass = p_hi * (big_c - 1.0), p_hi / e * (big_c - 1.0)
+    if h < 4.0:
+        hi_mass, lo_mass = p_hi * (big_c - 1.0), p_hi / e * (big_c - 1.0)
+    else:  # C − 1 loses a relative u·h to cancellation (a mass above 1 from ε0 ≈ 40): in closed
+        # form, p_hi·(C − 1) = (e − h)/(e − 1) = h/(h + 1) and p_hi·(C − 1)/e = 1/(h(h + 1))
+        hi_mass, lo_mass = h / (h + 1.0), 1.0 / (h * (h + 1.0))
     victim0, victim1 = (hi_mass, lo_mass), (lo_mass, hi_mass)
-    outside_middle = big_c - max(1.0, (big_c - 1.0) / 2.0)  # length of S0 = S1 for others at 0
+    if h < 4.0:
+        outside_middle = big_c - max(1.0, (big_c - 1.0) / 2.0)  # length of S0 = S1, others at 0
+        middle = boost_projection(p_hi, p_hi / e, outside_middle, outside_middle)
+    else:  # (C − 1)/2 = 1/(h − 1) < 1: S0 = [−C, −1], S1 = [1, C], the victims' high intervals
+        middle = boost_projection(hi_mass, lo_mass, 1.0, 1.0)
     lower = projection_lower(victim0, victim1, [victim0], "piecewise: high intervals of -1 and 1",
-                              extra=[boost_projection(p_hi, p_hi / e, outside_middle, outside_middle)])
+                              extra=[middle])
     return single_entry("piecewise", {"epsilon0": eps0}, vr, lower=lower, published=(e, beta, e, e))
 
 

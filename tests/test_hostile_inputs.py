@@ -1,0 +1,150 @@
+"""Hostile inputs found by fuzzing: each is a value or a ValueError/TypeError naming the
+parameter, within seconds (one regression test per case)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpacct_shuffle import lemmas, randomizers
+
+
+def test_local_hashing_huge_domain_is_built_without_enumerating_hashes() -> None:
+    # the matrix size check built hash_range**domain_size first
+    entry = randomizers.local_hashing(1.0, 4, domain_size=10**15 + 1)
+    assert entry.matrix is None
+    assert entry.parameters["domain_size"] == 10**15 + 1
+
+
+def test_hadamard_response_with_a_million_outputs_builds_no_dense_hadamard_matrix() -> None:
+    entry = randomizers.hadamard_response(2.0, 2**20)
+    assert entry.matrix is None
+    lower, upper = entry.shuffled(1000).epsilon_interval(1e-6)
+    assert 0.0 < lower <= upper
+
+
+def test_hadamard_sets_from_parities_match_the_dense_matrix() -> None:
+    # small K: the third-input projections (counted from the parity rule) are unchanged
+    lower = randomizers.hadamard_response(4.0, 64).shuffled(10_000).epsilon_lower(1e-8)
+    assert lower > 0.34  # 0.348; the pair's own projection alone gives 0.254
+
+
+@pytest.mark.parametrize("call", [lambda: randomizers.krr(2, 10**400),
+                                  lambda: randomizers.rappor(2, 2**60),
+                                  lambda: randomizers.subset_selection(1.0, 10**30, 2)])
+def test_huge_integer_sizes_are_refused_by_name(call) -> None:
+    with pytest.raises(ValueError, match=r"(domain_size|num_outputs) must be an integer in \[2, 2\*\*53\]"):
+        call()
+
+
+def test_basic_composition_beyond_the_float_range_is_infinite() -> None:
+    assert lemmas.basic_composition([(1e308, 0.5)] * 2) == (math.inf, 1.0)
+
+
+def test_kl_divergence_bound_overflow_is_infinite() -> None:
+    assert lemmas.kl_divergence_bound(710) == math.inf
+    assert lemmas.kl_divergence_bound(700) == pytest.approx(700 * math.expm1(700), rel=1e-12)
+
+
+def test_deletion_to_replacement_in_log_space() -> None:
+    eps, delta = lemmas.deletion_to_replacement(710, 5e-324)
+    assert eps == pytest.approx(1420.0)
+    # (e^710 + 1)·5e-324 = exp(710 + ln 5e-324)
+    assert delta >= math.exp(710.0 + math.log(5e-324)) and delta == pytest.approx(1.1037e-15, rel=1e-3)
+    assert lemmas.deletion_to_replacement(750, 1e-300) == (pytest.approx(1500.0), 1.0)
+    assert lemmas.deletion_to_replacement(5.0, 0.0)[1] == 0.0
+
+
+def test_randomizer_delta_never_exceeds_one() -> None:
+    rows = np.array([[1.0, 0.0, 0.0], [0.0, 0.5, 0.5]])
+    assert lemmas.randomizer_delta(rows, 0.0) == 1.0
+    assert lemmas.randomizer_delta(rows, 3.0) <= 1.0
+
+
+def test_subnormal_matrix_entries_give_a_finite_ordered_interval() -> None:
+    # μ0/μ1 overflowed: the local pair's ε search started from ln(5e-324) < 0 and returned −inf
+    shuffled = randomizers.from_matrix([[5e-324, 1], [1, 5e-324]]).shuffled(2)
+    lower, upper = shuffled.epsilon_interval(1e-8)
+    # the only finite ratio is 1/5e-324 = e^744.44: δ(ε) = 1 − e^ε·5e-324 > 0 below it
+    assert upper == pytest.approx(-math.log(5e-324), rel=1e-9)
+    assert 0.0 <= lower <= upper
+    assert shuffled.delta(743.0) > 0.7  # 1 − e^743·5e-324 = 0.76: not lost to e^ε overflow
+    assert shuffled.delta(upper) <= 1e-8
+
+
+@pytest.mark.parametrize("matrix", [
+    [[5e-324, 0.5, 0.5 - 5e-324], [0.5, 5e-324, 0.5], [0.3, 0.3, 0.4]],
+    [[1e-310, 1.0], [0.5, 0.5]],
+])
+def test_accepted_subnormal_matrices_answer_their_queries(matrix) -> None:
+    shuffled = randomizers.from_matrix(matrix).shuffled(50)
+    lower, upper = shuffled.epsilon_interval(1e-8)
+    assert 0.0 <= lower <= upper and not math.isnan(upper)
+    assert 0.0 <= shuffled.delta(1.0) <= 1.0
+
+
+def _nested(depth: int) -> dict:
+    data: dict = {}
+    current = data
+    for _ in range(depth):
+        current["x"] = {}
+        current = current["x"]
+    return data
+
+
+@pytest.mark.parametrize("decode", ["event", "randomizer"])
+def test_deeply_nested_json_is_a_value_error_not_a_recursion_error(decode: str) -> None:
+    from dpacct_shuffle.event_serialization import event_from_dict, event_from_json
+    from dpacct_shuffle.randomizers.serialization import randomizer_from_dict, randomizer_from_json
+
+    from_json, from_dict = {"event": (event_from_json, event_from_dict),
+                            "randomizer": (randomizer_from_json, randomizer_from_dict)}[decode]
+    for text in ("[" * 100_000, '{"a": ' * 5000 + "1" + "}" * 5000):
+        with pytest.raises(ValueError, match="more than 100 levels deep"):
+            from_json(text)
+    with pytest.raises(ValueError, match="more than 100 levels deep"):
+        from_dict(_nested(5000))
+
+
+def test_nan_and_infinity_are_not_json() -> None:
+    from dpacct_shuffle.event_serialization import event_from_json
+
+    for constant in ("NaN", "Infinity", "-Infinity"):
+        with pytest.raises(ValueError, match=f"must not contain {constant}"):
+            event_from_json('{"event": %s}' % constant)
+
+
+def test_deep_pipeline_files_and_matrix_files(tmp_path) -> None:
+    from dpacct_shuffle.pipeline import load_pipeline
+    from dpacct_shuffle.randomizers.spec import read_matrix
+
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"rounds": ' + "[" * 50_000 + "]" * 50_000 + "}", encoding="utf-8")
+    with pytest.raises(ValueError, match="more than 100 levels deep"):
+        load_pipeline(deep)
+    with pytest.raises(ValueError, match="more than 100 levels deep"):
+        load_pipeline(_nested(5000))
+    deep_toml = tmp_path / "deep.toml"
+    deep_toml.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="levels"):
+        load_pipeline(deep_toml)
+    matrix = tmp_path / "m.json"
+    matrix.write_text("[" * 50_000 + "]" * 50_000, encoding="utf-8")
+    with pytest.raises(ValueError, match="more than 100 levels deep"):
+        read_matrix(matrix)
+
+
+@pytest.mark.parametrize("epsilon0", [46.0, 500.0])
+def test_piecewise_lower_bound_masses_at_large_epsilon0(epsilon0: float) -> None:
+    # p_hi·(C − 1) computed as a difference exceeded 1 (1.0000000585 at ε0 = 46)
+    lower, upper = randomizers.piecewise(epsilon0).shuffled(2).delta_interval(0.0)
+    assert 0.99 < lower <= upper <= 1.0
+
+
+def test_multi_message_parameters_whose_ratios_overflow_are_refused() -> None:
+    with pytest.raises(ValueError, match="coin_probability"):
+        randomizers.balcer_binary_summation(5e-324)
+    with pytest.raises(ValueError, match="flip_probability"):
+        randomizers.cheu_binary_summation(1e-160)
