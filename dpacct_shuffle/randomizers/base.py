@@ -35,7 +35,8 @@ from numpy.typing import NDArray
 from dpacct_shuffle.core.bound import DELTA_RTOL, VariationRatio
 from dpacct_shuffle.core.search import bisect, expand_bracket
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users, check_range
-from dpacct_shuffle.randomizers.lower_bounds import InstanceLowerBound
+from dpacct_shuffle.randomizers.exact_small_n import ExactShuffle, MatrixExact
+from dpacct_shuffle.randomizers.lower_bounds import ExactLowerInstance, InstanceLowerBound
 from dpacct_shuffle.randomizers.frequency import FrequencyOracle, Report
 
 #: Default of ``shuffled(n, lower_bound_max_users=...)``: the lower-bound instances are evaluated
@@ -261,6 +262,45 @@ class LocalPairBound(PairBound):
         return bisect(lambda eps: not self._delta(eps) > target, hi, 0.0, steps=60)
 
 
+class ExactSmallNBound(PairBound):
+    """The exact worst-case shuffled δ(ε) of a finite randomizer (its ``matrix``) at every n whose
+    enumeration fits the work budget (:mod:`dpacct_shuffle.randomizers.exact_small_n`;
+    docs/theory.md, "Exact values at small n"):
+
+        δ(ε) = max over victim pairs (x, x′), both orders, and configurations c of the n − 1
+               others of Σ_h (P_x(h) − e^ε·P_x′(h))⁺,  P_x(h) = Σ_o R[x, o]·O_c(h − e_o),
+
+    certified from above (floats with their error bound added). Valid for every pair, so a
+    fallback; above the budget it is the trivial bound (δ ≤ 1, ε ≤ ∞), which changes nothing.
+    """
+
+    def __init__(self, matrix: NDArray[np.float64]) -> None:
+        self.exact = MatrixExact(matrix)
+
+    def shuffle(self, n: int) -> ExactShuffle | None:
+        """The enumeration at n users, None above the budget."""
+        return self.exact.shuffle(n)
+
+    def delta(self, epsilon: float, n: int) -> float:
+        return float(self.deltas_at_rtol(np.array([check_epsilon(epsilon)]), n, DELTA_RTOL)[0])
+
+    def deltas_at_rtol(self, epsilons: NDArray[np.float64], n: int,
+                       rtol: float) -> NDArray[np.float64]:
+        shuffle = self.shuffle(n)
+        eps = np.asarray(epsilons, dtype=np.float64)
+        return np.ones(eps.shape) if shuffle is None else shuffle.delta_bounds(eps)[1]
+
+    def delta_at_rtol(self, epsilon: float, n: int, rtol: float) -> float:
+        return self.delta(epsilon, n)
+
+    def epsilon(self, delta: float, n: int) -> float:
+        shuffle = self.shuffle(n)
+        return math.inf if shuffle is None else shuffle.epsilon_bounds(check_delta(delta))[1]
+
+    def __repr__(self) -> str:
+        return f"ExactSmallNBound(matrix of shape {self.exact.matrix.shape})"
+
+
 class Randomizer:
     """A local randomizer with its variation-ratio parameters and shuffle bounds.
 
@@ -318,11 +358,21 @@ class Randomizer:
         self.name = name
         self.parameters = types.MappingProxyType(dict(parameters))
         self.cover = tuple(cover)
-        self.fallbacks = tuple(fallbacks)
         self.variation_ratio = variation_ratio
+        # a finite randomizer always carries its exact small-n value (ExactSmallNBound) as one
+        # fallback, built here from its own matrix
         if matrix is not None:
             matrix = np.array(matrix, dtype=float)
             matrix.setflags(write=False)
+        kept: list[PairBound] = []
+        for bound in fallbacks:  # one of the same matrix is kept in place (with its cache)
+            if not isinstance(bound, ExactSmallNBound) or (
+                    matrix is not None and not any(isinstance(b, ExactSmallNBound) for b in kept)
+                    and np.array_equal(bound.exact.matrix, matrix)):
+                kept.append(bound)
+        if matrix is not None and not any(isinstance(b, ExactSmallNBound) for b in kept):
+            kept.append(ExactSmallNBound(matrix))
+        self.fallbacks = tuple(kept)
         self.matrix = matrix
         self._lower_bound = lower_bound
         self.published = published
@@ -410,11 +460,22 @@ class Randomizer:
         return tuple(seen)
 
     def lower_bound(self, n: int) -> InstanceLowerBound | None:
-        """Certified lower-bound instance for n users, or None if the entry has none."""
+        """Certified lower-bound instances for n users, or None if the entry has none: the entry's
+        explicit instances and, for a finite randomizer whose enumeration fits the budget, the
+        exact worst case itself (:class:`ExactSmallNBound`, certified from below)."""
         users = check_num_users(n)
-        if self._lower_bound is None or users < 2:
+        if users < 2:
             return None
-        return self._lower_bound(users)
+        instance = None if self._lower_bound is None else self._lower_bound(users)
+        exact = next((bound.shuffle(users) for bound in self.fallbacks
+                      if isinstance(bound, ExactSmallNBound)), None)
+        if exact is None:
+            return instance
+        worst = ExactLowerInstance(exact)
+        if instance is None:
+            return InstanceLowerBound([worst], "exact worst case over every configuration",
+                                      is_exact=True)
+        return InstanceLowerBound([*instance.pairs, worst], instance.description, is_exact=True)
 
     def _oracle(self) -> FrequencyOracle:
         if self.frequency_oracle is None:
@@ -545,6 +606,7 @@ __all__ = [
     "PairBound",
     "VariationRatioBound",
     "LocalPairBound",
+    "ExactSmallNBound",
     "Randomizer",
     "ShuffledRandomizer",
 ]

@@ -39,13 +39,16 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 import numpy as np
 from scipy.special import betainc, betaincc, gammaln, xlog1py, xlogy
 
 from dpacct_shuffle.core.problem import UNIT_ROUNDOFF, special_function_rtol
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users, check_range
+
+if TYPE_CHECKING:
+    from dpacct_shuffle.randomizers.exact_small_n import ExactShuffle
 
 WINDOW_SIGMAS = 12.0
 EXP_ARGUMENT_CAP = 700.0  # e^700 is still a finite double
@@ -197,9 +200,31 @@ class LowerBoundInstance(Protocol):
     def max_loss(self) -> float: ...
 
 
+class ExactLowerInstance:
+    """The exact worst case over every configuration (an enumeration of
+    :mod:`dpacct_shuffle.randomizers.exact_small_n`), certified from below: every configuration is
+    an explicit instance, and its δ is rounded down (docs/theory.md, "Exact values at small n")."""
+
+    def __init__(self, shuffle: "ExactShuffle") -> None:
+        self.shuffle = shuffle
+
+    def delta(self, epsilon: float) -> float:
+        """Lower bound on the protocol's δ(ε)."""
+        return float(self.shuffle.delta_bounds(np.array([check_epsilon(epsilon)]))[0][0])
+
+    def epsilon(self, delta: float) -> float:
+        """Lower bound on the protocol's ε(δ) (closed form per prefix set, no search)."""
+        return self.shuffle.epsilon_bounds(check_delta(delta))[0]
+
+    def max_loss(self) -> float:
+        """No cap known in advance: ∞."""
+        return math.inf
+
+
 class InstanceLowerBound:
     """Certified lower bound: the maximum over explicit instances (:class:`CountPair`,
-    :class:`TrinomialInstance` or any other :class:`LowerBoundInstance`)."""
+    :class:`TrinomialInstance`, :class:`ExactLowerInstance` or any other
+    :class:`LowerBoundInstance`)."""
 
     def __init__(self, pairs: Sequence[LowerBoundInstance], description: str, *,
                  is_exact: bool = False) -> None:
@@ -215,7 +240,12 @@ class InstanceLowerBound:
         return max(pair.delta(eps) for pair in self.pairs)
 
     def epsilon(self, delta: float) -> float:
-        """Lower bound on the protocol's ε(δ)."""
+        """Lower bound on the protocol's ε(δ): the exact worst case's own ε when it is among the
+        instances (up to its rounding, at least every other instance's), else a search on the
+        maximum of the instances' δ."""
+        exact = [pair for pair in self.pairs if isinstance(pair, ExactLowerInstance)]
+        if exact:
+            return max(pair.epsilon(delta) for pair in exact)
         cap = max(pair.max_loss() for pair in self.pairs)
         return epsilon_lower(self.delta, delta, cap)
 
@@ -477,6 +507,7 @@ def trinomial_projection(
 
 __all__ = [
     "CountPair",
+    "ExactLowerInstance",
     "InstanceLowerBound",
     "TrinomialInstance",
     "binomial_logpmf",

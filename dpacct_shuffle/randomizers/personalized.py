@@ -32,7 +32,8 @@ from dpacct_shuffle.core.rounding import ULP, ratio_up
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users
 from dpacct_shuffle.randomizers.base import LOWER_BOUND_MAX_USERS, Randomizer, ShuffledRandomizer
 from dpacct_shuffle.randomizers.catalog import krr
-from dpacct_shuffle.randomizers.lower_bounds import InstanceLowerBound
+from dpacct_shuffle.randomizers.exact_small_n import ExactShuffle, grouped_shuffle
+from dpacct_shuffle.randomizers.lower_bounds import ExactLowerInstance, InstanceLowerBound
 from dpacct_shuffle.randomizers.personalized_lower import personalized_lower_bound
 
 _RATE_ROUNDING = 1e-12
@@ -158,6 +159,20 @@ class PersonalizedShuffle:
             self._shapes.append(list(found))
         eps0 = [math.log(p) for shapes in self._shapes for p, *_ in shapes]
         self.epsilon0 = max(eps0) if eps0 else 0.0
+        self._exact_built = False
+        self._exact: ExactShuffle | None = None
+
+    def exact(self, n: int | None = None) -> ExactShuffle | None:
+        """The exact worst case over every configuration of every group (docs/theory.md, "Exact
+        values at small n"), for the round with all its users and several groups, when it fits
+        the work budget; else None."""
+        if self._honest(n) != self.num_users or len(self.groups) == 1:
+            return None
+        if not self._exact_built:
+            self._exact = grouped_shuffle([(np.asarray(randomizer.matrix, dtype=float), count)
+                                           for randomizer, count in self.groups])
+            self._exact_built = True
+        return self._exact
 
     def _honest(self, n: int | None) -> int:
         if n is None:
@@ -189,7 +204,11 @@ class PersonalizedShuffle:
         if len(self.groups) == 1:
             return self.groups[0][0].shuffled(users).delta(eps)
         pairs = [pair for group in self.victim_pairs(users) for pair in group]
-        return pairs_delta(pairs, eps, rtol) if pairs else 0.0
+        value = pairs_delta(pairs, eps, rtol) if pairs else 0.0
+        exact = self.exact(users)
+        if exact is not None:  # min of two valid upper bounds
+            value = min(value, float(exact.delta_bounds(np.array([eps]))[1][0]))
+        return value
 
     def curve_deltas(self, epsilons: NDArray[np.float64], n: int | None,
                      lowering: float) -> NDArray[np.float64] | None:
@@ -212,7 +231,11 @@ class PersonalizedShuffle:
         if len(self.groups) == 1:
             return self.groups[0][0].shuffled(users).epsilon(target)
         pairs = [pair for group in self.victim_pairs(users) for pair in group]
-        return pairs_epsilon(pairs, target, rtol) if pairs else 0.0
+        value = pairs_epsilon(pairs, target, rtol) if pairs else 0.0
+        exact = self.exact(users)
+        if exact is not None:  # min of two valid upper bounds
+            value = min(value, exact.epsilon_bounds(target)[1])
+        return value
 
     def shuffled(self, n: int | None = None, *,
                  lower_bound_max_users: int | None = LOWER_BOUND_MAX_USERS) -> ShuffledRandomizer:
@@ -232,8 +255,16 @@ class PersonalizedShuffle:
             return None
         if len(self.groups) == 1:
             return self.groups[0][0].lower_bound(users)
-        return personalized_lower_bound([(np.asarray(randomizer.matrix, dtype=float), count)
-                                         for randomizer, count in self.groups])
+        instances = personalized_lower_bound([(np.asarray(randomizer.matrix, dtype=float), count)
+                                              for randomizer, count in self.groups])
+        exact = self.exact(users)
+        if exact is None or not any(family.pairs for family in exact.families):
+            return instances  # (no pair of distinct rows: nothing to bound, as the instances say)
+        if instances is None:
+            return InstanceLowerBound([ExactLowerInstance(exact)],
+                                      "exact worst case over every configuration", is_exact=True)
+        return InstanceLowerBound([*instances.pairs, ExactLowerInstance(exact)],
+                                  instances.description, is_exact=True)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PersonalizedShuffle):
