@@ -22,7 +22,8 @@ from dpacct_shuffle.randomizers.catalog.entry import (MAX_MATRIX_CELLS, Projecti
                                                       boost_sets_projection, catalog_entry,
                                                       integer_parameter, matrix_lower,
                                                       projection_lower, single_entry)
-from dpacct_shuffle.randomizers.frequency import (DirectEncodingOracle, LocalHashingOracle,
+from dpacct_shuffle.randomizers.frequency import (DirectEncodingOracle, HadamardResponseOracle,
+                                                  LocalHashingOracle, SubsetSelectionOracle,
                                                   UnaryEncodingOracle)
 from dpacct_shuffle.randomizers.multilevel import MultiLevelBound, corner_levels
 
@@ -273,7 +274,8 @@ def subset_selection(epsilon0: float, domain_size: int, subset_size: int) -> Ran
         return Randomizer("subset_selection", {"epsilon0": eps0, "domain_size": d, "subset_size": 1},
                           base.cover, variation_ratio=base.variation_ratio, fallbacks=base.fallbacks,
                           matrix=base.matrix,
-                          lower_bound=base._lower_bound, published=base.published, notes=base.notes)
+                          lower_bound=base._lower_bound, published=base.published, notes=base.notes,
+                          frequency_oracle=base.frequency_oracle)
     if math.comb(d - 1, k - 1) > 1e300 or math.comb(d - 1, k) > 1e300:
         raise ValueError("domain_size and subset_size must keep C(domain_size - 1, subset_size - 1) "
                          f"and C(domain_size - 1, subset_size) below 1e300, got {d} and {k}")
@@ -302,7 +304,7 @@ def subset_selection(epsilon0: float, domain_size: int, subset_size: int) -> Ran
                            (d - k) * (d - k - 1) / (k * scale))
     return single_entry("subset_selection", {"epsilon0": eps0, "domain_size": d, "subset_size": k}, vr,
                    matrix=matrix, lower=lower, levels=MultiLevelBound((levels,)),
-                   published=(e, beta, e, e))
+                   published=(e, beta, e, e), frequency_oracle=SubsetSelectionOracle(d, k, e))
 
 
 # -- set-boost family: local hashing, Hadamard response, PCKV-GRR, collision ---------------------
@@ -501,7 +503,9 @@ def hadamard_response(epsilon0: float, num_outputs: int, blocks: int = 1,
                       {"epsilon0": eps0, "num_outputs": k_out, "blocks": n_blocks, "domain_size": d,
                        "set_size": s},
                       cover, variation_ratio=summary, fallbacks=fallbacks,
-                      matrix=matrix, lower_bound=lower, published=published)
+                      matrix=matrix, lower_bound=lower, published=published,
+                      frequency_oracle=HadamardResponseOracle(d, k_out, e)
+                      if n_blocks == 1 and k_out >= 4 else None)
 
 
 def _set_response(name: str, eps0: float, outputs: int, set_size: int, differences: set[int],
@@ -681,7 +685,8 @@ def sampling_rappor(epsilon0: float, domain_size: int, sample_size: int, *,
         lower = projection_lower(victim0, victim1, others, f"sampling RAPPOR s={s}, d={d}",
                                   extra=[_unary_third_bit_projection(own_one, b)] if d >= 3 else [])
         return single_entry("sampling_rappor", params, vr, alternatives=[two_types], matrix=matrix,
-                       lower=lower, published=published)
+                       lower=lower, published=published,
+                       frequency_oracle=UnaryEncodingOracle(d, own_one, b))
     hit = 1.0 - math.comb(d - 2, s) / math.comb(d, s)
     p = e if s >= 2 else h
     vr = VariationRatio(ratio_up(p), hit * base_beta, ratio_up(p))
