@@ -265,7 +265,10 @@ exit codes: 0 ok; 2 bad input (one line on stderr); 1 missing optional dependenc
   # largest eps0 such that 1e5 users get (0.5, 1e-8)-DP
   dpacct-shuffle calibrate --randomizer krr --domain 100 --users 1e5 --target-epsilon 0.5 --delta 1e-8
   # smallest number of users for (0.5, 1e-8)-DP at eps0 = 2
-  dpacct-shuffle calibrate --randomizer krr --domain 100 --epsilon0 2 --target-epsilon 0.5 --delta 1e-8""",
+  dpacct-shuffle calibrate --randomizer krr --domain 100 --epsilon0 2 --target-epsilon 0.5 --delta 1e-8
+  # a campaign: largest eps0 per report for 365 daily rounds of 1e6 users, 10 % sampled each day
+  dpacct-shuffle calibrate --randomizer krr --domain 100 --users 1e6 --rounds 365 \\
+      --sampling-probability 0.1 --target-epsilon 1 --delta 1e-8""",
     "params": """examples:
   dpacct-shuffle params --randomizer krr --epsilon0 2 --domain 100
   dpacct-shuffle params --matrix rr3.csv --json     # CSV rows = inputs, columns = outputs""",
@@ -393,7 +396,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-epsilon0", type=parse_real, default=20.0,
                    help="search eps0 in [target, this] (default 20)")
     p.add_argument("--max-users", type=parse_limit, help="search n up to this (default 1e10)")
-    p.add_argument("--rtol", type=parse_real, default=1e-3, help="relative tolerance of the eps0 search")
+    p.add_argument("--rtol", type=parse_real,
+                   help="relative tolerance of the eps0 search (default 1e-3; 5e-3 with --rounds)")
+    p.add_argument("--rounds", type=positive_integer("number of rounds"), metavar="R",
+                   help="calibrate a campaign of R identical rounds for the total (epsilon, delta) "
+                   "(PLD accountant)")
+    _add_sampling_option(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_common(p)
 
