@@ -37,7 +37,7 @@ def _recomposed_epsilon(randomizer, users, rounds, relation=NeighborRel.REPLACE_
                                              (0.2, NeighborRel.REPLACE_ONE),
                                              (0.2, NeighborRel.ADD_OR_REMOVE_ONE)])
 def test_largest_epsilon0_is_certified_and_near_largest(gamma, relation):
-    users, rounds = 10_000, 30
+    users, rounds = 2000, 10
     campaign = Campaign(krr10(1.0), users, rounds, sampling_probability=gamma,
                         neighboring_relation=relation)
     result = largest_campaign_epsilon0(krr10, TARGET, DELTA, campaign)
