@@ -75,7 +75,9 @@ def test_batched_curve_keeps_its_recorded_values(recorded: tuple) -> None:
     curve = batched_delta(RECORDED_PAIRS[name], n, lowering)
     values = curve.deltas(np.array(epsilons))
     assert np.all(np.abs(values / np.array(deltas) - 1.0) <= 1e-3), (values, deltas)
-    assert np.array_equal(values, [curve.delta(eps) for eps in epsilons])
+    # the array query and the point query run the same formula; numpy's SIMD loops and the scalar
+    # libm may round exp/log differently in the last place
+    np.testing.assert_allclose(values, [curve.delta(eps) for eps in epsilons], rtol=1e-12, atol=0)
 
 
 def test_batched_curve_bounds_exact_shuffled_krr_for_every_configuration() -> None:

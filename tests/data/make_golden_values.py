@@ -22,6 +22,22 @@ NAMESPACE = {"VariationRatio": VariationRatio, "lemmas": lemmas, "randomizers": 
              "closed_forms": closed_forms, "math": math}
 
 OUTPUT = Path(__file__).with_name("golden_values.json")
+PLATFORM_OUTPUT = Path(__file__).with_name("golden_values_platform.json")
+
+
+def platform_fingerprint() -> dict[str, object]:
+    """What decides the last bits besides the package's code: the C library's ``exp``/``log``, the
+    numpy and scipy builds and the SIMD loops numpy dispatches to on this processor."""
+    import platform
+
+    import numpy
+    import scipy
+    from numpy._core._multiarray_umath import __cpu_features__
+
+    return {"machine": platform.machine(), "libc": list(platform.libc_ver()),
+            "python": platform.python_version(), "numpy": numpy.__version__,
+            "scipy": scipy.__version__,
+            "simd": sorted(name for name, found in __cpu_features__.items() if found)}
 
 
 def calls() -> list[tuple[str, str]]:
@@ -107,6 +123,7 @@ def main() -> None:
     records = [[label, call, evaluate(call)] for label, call in calls()]
     lines = ",\n".join(json.dumps(record, ensure_ascii=False) for record in records)
     OUTPUT.write_text(f"[\n{lines}\n]\n", encoding="utf-8")
+    PLATFORM_OUTPUT.write_text(json.dumps(platform_fingerprint(), indent=1) + "\n", encoding="utf-8")
     print(f"wrote {len(records)} values to {OUTPUT.name}")
 
 
