@@ -221,12 +221,13 @@ def _largest_passing(search: _Search, start: float, floor: float, ceiling: float
 def largest_campaign_epsilon0(family: Callable[[float], RandomizerDescription],
                               target_epsilon: float, delta: float, campaign: Campaign, *,
                               rtol: float = CAMPAIGN_RTOL, max_epsilon0: float = 20.0,
+                              start_epsilon0: Optional[float] = None,
                               progress: ProgressOption = None) -> CampaignCalibration:
     """Largest ε0 such that ``campaign`` with ``family(ε0)`` as its randomizer is certified
     (target_epsilon, delta)-DP (module docstring).
 
     The search starts at ε0 = target_epsilon/R (basic composition: it passes for ε0-LDP families
-    without other events), halves until a pass, doubles until a failure (up to ``max_epsilon0``,
+    without other events) or at ``start_epsilon0``, halves until a pass, doubles until a failure (up to ``max_epsilon0``,
     returned if it still passes), then bisects to a bracket of relative width ``rtol``.
 
     Args:
@@ -248,7 +249,8 @@ def largest_campaign_epsilon0(family: Callable[[float], RandomizerDescription],
 
     with ProgressReporter(None, "calibrate campaign", progress, unit="campaign") as reporter:
         search = _Search(build, eps, target, reporter)
-        start = min(ceiling, max(MIN_EPSILON0, eps / campaign.rounds))
+        first = eps / campaign.rounds if start_epsilon0 is None else start_epsilon0
+        start = min(ceiling, max(MIN_EPSILON0, first))
         value = _largest_passing(search, start, MIN_EPSILON0, ceiling, tolerance)
     return search.result(value)
 

@@ -20,6 +20,14 @@ first with the shape tuned at every ε0 tried, then with the shape of that resul
 plan's ε0 is near-largest for the randomizer it returns; the first result passes with that shape,
 so the second search starts from a passing value).
 
+Accounting. By default each candidate is accounted through its cover — the variation-ratio pair
+bounds every catalog entry is built on (:class:`~dpacct_shuffle.randomizers.Randomizer`'s
+``cover``), a valid upper bound for it — without the entries' fallback bounds (multi-level bounds,
+exact binary-RR curves): those are tighter for some entries but a round's PLD evaluates them at
+about a hundred points, at up to seconds each. ``fallbacks=True`` accounts the catalog randomizer
+itself. Either way every reported ε is certified by ``ShufflePLDAccountant`` for the randomizer
+returned, and its ε0 is near-largest for the bound used.
+
 The ranking at a common ε0 (the smallest of the calibrated ε0, which every candidate affords) is
 reported beside it: the local-DP ranking and the shuffle-model ranking at a fixed total budget
 often differ (a randomizer whose shuffled bound amplifies more gets a larger ε0).
@@ -35,13 +43,16 @@ from typing import Optional
 
 from dpacct_shuffle import randomizers
 from dpacct_shuffle.accuracy import frequency_std, mean_std
-from dpacct_shuffle.campaign import CAMPAIGN_RTOL, Campaign, largest_campaign_epsilon0
+from dpacct_shuffle.campaign import Campaign, largest_campaign_epsilon0
 from dpacct_shuffle.core.validation import check_range
 from dpacct_shuffle.progress import ProgressOption, ProgressReporter
 from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.sampling import NeighborRel
 
 Shape = dict[str, int]
+
+#: Relative width of each ε0 search's final bracket: 1.02·ε0 lies beyond its failing end.
+PLAN_RTOL = 1e-2
 
 
 @dataclass(frozen=True)
@@ -133,34 +144,45 @@ class PlanResult:
         return tuple(sorted(self.plans, key=lambda plan: plan.common_std))
 
 
+def cover_only(randomizer: Randomizer) -> Randomizer:
+    """``randomizer``'s cover alone (its variation-ratio pair bounds, no fallbacks): a valid upper
+    bound of the same mechanism (module docstring, "Accounting")."""
+    return Randomizer(randomizer.name, randomizer.parameters, randomizer.cover,
+                      variation_ratio=randomizer.variation_ratio)
+
+
 def _calibrate(candidate: Candidate, target_epsilon: float, delta: float, campaign: Campaign,
-               rtol: float, progress: ProgressOption) -> tuple[Randomizer, float, float, int]:
-    """(randomizer, ε0, certified ε, evaluations) of one candidate (two stages if it has a shape)."""
-    first = largest_campaign_epsilon0(lambda e: candidate.build(e, candidate.tune(e)),
+               rtol: float, fallbacks: bool,
+               start: Optional[float]) -> tuple[Randomizer, float, float, int]:
+    """(randomizer, ε0, certified ε, evaluations) of one candidate (two stages if it has a shape),
+    the search starting at ``start`` (None: ε/R)."""
+    accounted: Callable[[Randomizer], Randomizer] = (
+        (lambda randomizer: randomizer) if fallbacks else cover_only)
+    first = largest_campaign_epsilon0(lambda e: accounted(candidate.build(e, candidate.tune(e))),
                                       target_epsilon, delta, campaign, rtol=rtol,
-                                      progress=progress)
+                                      start_epsilon0=start)
     shape = candidate.tune(first.value)
     if not shape:
-        randomizer = first.campaign.randomizer
-        assert isinstance(randomizer, Randomizer)
-        return randomizer, first.value, first.epsilon, first.evaluations
-    fixed = largest_campaign_epsilon0(lambda e: candidate.build(e, shape), target_epsilon, delta,
-                                      dataclasses.replace(campaign,
-                                                          randomizer=candidate.build(first.value,
-                                                                                     shape)),
-                                      rtol=rtol, progress=progress)
-    randomizer = fixed.campaign.randomizer
-    assert isinstance(randomizer, Randomizer)
-    return randomizer, fixed.value, fixed.epsilon, first.evaluations + fixed.evaluations
+        return (candidate.build(first.value, shape), first.value, first.epsilon,
+                first.evaluations)
+    fixed = largest_campaign_epsilon0(lambda e: accounted(candidate.build(e, shape)),
+                                      target_epsilon, delta, campaign, rtol=rtol,
+                                      start_epsilon0=first.value)
+    return (candidate.build(fixed.value, shape), fixed.value, fixed.epsilon,
+            first.evaluations + fixed.evaluations)
 
 
 def _plan(candidates: Sequence[Candidate], std: Callable[[Randomizer], float],
-          target_epsilon: float, delta: float, campaign: Campaign, rtol: float,
+          target_epsilon: float, delta: float, campaign: Campaign, rtol: float, fallbacks: bool,
           progress: ProgressOption) -> PlanResult:
-    calibrated = []
+    calibrated: list[tuple[Randomizer, float, float, int]] = []
     with ProgressReporter(len(candidates), "plan", progress, unit="randomizer") as reporter:
         for candidate in candidates:
-            calibrated.append(_calibrate(candidate, target_epsilon, delta, campaign, rtol, None))
+            # each search starts from the previous candidate's ε0 (they are alike): a few
+            # evaluations bracket it instead of doubling up from ε/R
+            start = calibrated[-1][1] if calibrated else None
+            calibrated.append(_calibrate(candidate, target_epsilon, delta, campaign, rtol,
+                                         fallbacks, start))
             reporter.tick()
     common = min(epsilon0 for _, epsilon0, _, _ in calibrated)
     plans = []
@@ -185,8 +207,8 @@ def plan_frequency(domain_size: int, num_users: int, rounds: int, target_epsilon
                    delta: float, *, sampling_probability: Optional[float] = None,
                    sample_size: Optional[int] = None,
                    neighboring_relation: NeighborRel = NeighborRel.REPLACE_ONE,
-                   candidates: Optional[Sequence[str]] = None, rtol: float = CAMPAIGN_RTOL,
-                   progress: ProgressOption = None) -> PlanResult:
+                   candidates: Optional[Sequence[str]] = None, rtol: float = PLAN_RTOL,
+                   fallbacks: bool = False, progress: ProgressOption = None) -> PlanResult:
     """Calibrate every frequency oracle of :func:`frequency_candidates` (or the ``candidates``
     named) for the campaign and rank them by the std of one round's estimate of an item of true
     frequency 0 (:func:`dpacct_shuffle.accuracy.frequency_std`, with the campaign's sampling).
@@ -197,6 +219,8 @@ def plan_frequency(domain_size: int, num_users: int, rounds: int, target_epsilon
         (:class:`~dpacct_shuffle.campaign.Campaign`).
       target_epsilon, delta: the total target.
       candidates: names among :func:`frequency_candidates` (default: all).
+      fallbacks: account the catalog randomizers with their fallback bounds (module docstring,
+        "Accounting"); default: their cover only.
       progress: a bar over the candidates (:mod:`dpacct_shuffle.progress`).
     """
     d = check_range("domain_size", domain_size, 2, math.inf, high_open=True)
@@ -211,15 +235,15 @@ def plan_frequency(domain_size: int, num_users: int, rounds: int, target_epsilon
                              sampling_probability=campaign.sampling_probability,
                              sample_size=campaign.sample_size)
 
-    return _plan(chosen, std, target_epsilon, delta, campaign, rtol, progress)
+    return _plan(chosen, std, target_epsilon, delta, campaign, rtol, fallbacks, progress)
 
 
 def plan_mean(value_range: tuple[float, float], num_users: int, rounds: int,
               target_epsilon: float, delta: float, *, sampling_probability: Optional[float] = None,
               sample_size: Optional[int] = None,
               neighboring_relation: NeighborRel = NeighborRel.REPLACE_ONE,
-              candidates: Optional[Sequence[str]] = None, rtol: float = CAMPAIGN_RTOL,
-              progress: ProgressOption = None) -> PlanResult:
+              candidates: Optional[Sequence[str]] = None, rtol: float = PLAN_RTOL,
+              fallbacks: bool = False, progress: ProgressOption = None) -> PlanResult:
     """Calibrate the numeric randomizers of :func:`mean_candidates` for the campaign and rank them
     by the std of one round's mean estimate of values in ``value_range`` = (a, b) at the worst
     input (:func:`dpacct_shuffle.accuracy.mean_std`); arguments as :func:`plan_frequency`."""
@@ -238,7 +262,7 @@ def plan_mean(value_range: tuple[float, float], num_users: int, rounds: int,
                         sampling_probability=campaign.sampling_probability,
                         sample_size=campaign.sample_size)
 
-    return _plan(chosen, std, target_epsilon, delta, campaign, rtol, progress)
+    return _plan(chosen, std, target_epsilon, delta, campaign, rtol, fallbacks, progress)
 
 
 def _choose(available: list[Candidate], names: Optional[Sequence[str]]) -> list[Candidate]:
@@ -251,5 +275,5 @@ def _choose(available: list[Candidate], names: Optional[Sequence[str]]) -> list[
     return [known[name] for name in names]
 
 
-__all__ = ["Candidate", "Plan", "PlanResult", "frequency_candidates", "mean_candidates",
+__all__ = ["PLAN_RTOL", "Candidate", "Plan", "PlanResult", "cover_only", "frequency_candidates", "mean_candidates",
            "plan_frequency", "plan_mean"]

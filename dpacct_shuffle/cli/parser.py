@@ -269,6 +269,10 @@ exit codes: 0 ok; 2 bad input (one line on stderr); 1 missing optional dependenc
   # a campaign: largest eps0 per report for 365 daily rounds of 1e6 users, 10 % sampled each day
   dpacct-shuffle calibrate --randomizer krr --domain 100 --users 1e6 --rounds 365 \\
       --sampling-probability 0.1 --target-epsilon 1 --delta 1e-8""",
+    "plan": """examples:
+  dpacct-shuffle plan --domain 100 --users 1e5 --rounds 100 --target-epsilon 1 --delta 1e-8
+  dpacct-shuffle plan --range 0 10 --users 1e6 --rounds 30 --sampling-probability 0.1 \\
+      --target-epsilon 1 --delta 1e-8 --json""",
     "params": """examples:
   dpacct-shuffle params --randomizer krr --epsilon0 2 --domain 100
   dpacct-shuffle params --matrix rr3.csv --json     # CSV rows = inputs, columns = outputs""",
@@ -402,6 +406,28 @@ def build_parser() -> argparse.ArgumentParser:
                    help="calibrate a campaign of R identical rounds for the total (epsilon, delta) "
                    "(PLD accountant)")
     _add_sampling_option(p)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_common(p)
+
+    p = sub.add_parser("plan", help="best randomizer and eps0 for a campaign's total (epsilon, delta)",
+                       description="Calibrate every applicable catalog randomizer (its largest "
+                       "eps0 per report, certified for the whole campaign by the PLD accountant) "
+                       "and rank them by the standard deviation of one round's estimate.",
+                       epilog=_EXAMPLES["plan"], formatter_class=formatter)
+    target = p.add_mutually_exclusive_group()
+    target.add_argument("--domain", "-d", type=parse_domain, metavar="D",
+                        help="frequency estimation over D values")
+    target.add_argument("--range", type=parse_real, nargs=2, metavar=("A", "B"),
+                        help="the mean of values in [A, B]")
+    p.add_argument("--users", "-n", type=parse_users, required=True, metavar="N",
+                   help="users per round (the population when sampled)")
+    p.add_argument("--rounds", type=positive_integer("number of rounds"), default=1, metavar="R",
+                   help="number of identical rounds (default 1)")
+    p.add_argument("--target-epsilon", type=parse_real, required=True)
+    p.add_argument("--delta", type=parse_real, required=True)
+    _add_sampling_option(p)
+    p.add_argument("--fallbacks", action="store_true",
+                   help="account the entries with their fallback bounds too (tighter for some, slower)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_common(p)
 
