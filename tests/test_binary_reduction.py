@@ -99,8 +99,10 @@ def test_two_input_matrix_round_against_exact(matrix: np.ndarray) -> None:
     decomposition bounds alone (the clone reduction's gap)."""
     n, delta = 12, 1e-3
     randomizer = randomizers.from_matrix(matrix)
-    without = randomizers.from_matrix(matrix)
-    without.fallbacks = tuple(b for b in without.fallbacks if not isinstance(b, BinaryReductionUpper))
+    without = randomizers.Randomizer(
+        randomizer.name, randomizer.parameters, randomizer.cover,
+        variation_ratio=randomizer.variation_ratio, matrix=randomizer.matrix,
+        fallbacks=[b for b in randomizer.fallbacks if not isinstance(b, BinaryReductionUpper)])
     shuffled = randomizer.shuffled(n)
     cap = math.log(float(np.max(np.maximum(matrix[0] / matrix[1], matrix[1] / matrix[0]))))
     for eps in np.linspace(0.0, 0.9 * cap, 6):

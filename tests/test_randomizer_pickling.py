@@ -197,3 +197,22 @@ def test_cli_accepts_the_oue_alias() -> None:
     assert main(["params", "--randomizer", "ouee", "--epsilon0", "4", "--domain", "10"],
                 stdout=out, stderr=err) != 0
     assert "unknown randomizer 'ouee'" in err.getvalue() and "aliases: oue" in err.getvalue()
+
+
+def test_randomizers_are_immutable_and_variants_are_new_objects() -> None:
+    """Value equality and the accountants' caches rely on a randomizer never changing."""
+    randomizer = rz.rappor(2.0, 8)
+    before = randomizer.shuffled(1000).epsilon(1e-6)
+    for name, value in [("fallbacks", ()), ("cover", ()), ("variation_ratio", None), ("name", "x"),
+                        ("parameters", {}), ("matrix", None)]:
+        with pytest.raises(AttributeError, match=name):
+            setattr(randomizer, name, value)
+    assert randomizer.shuffled(1000).epsilon(1e-6) == before
+    weaker = rz.krr(2.0, 8)
+    variant = randomizer.with_fallbacks(*weaker.cover)
+    assert variant is not randomizer and variant.fallbacks == (*randomizer.fallbacks, *weaker.cover)
+    assert randomizer.fallbacks != variant.fallbacks  # the original is untouched
+    # a further fallback can only lower the bound (min over fallbacks)
+    assert variant.shuffled(1000).epsilon(1e-6) <= before
+    with pytest.raises(AttributeError, match="origin"):
+        randomizer._record_origin(lambda: randomizer, ("again",))

@@ -211,7 +211,14 @@ class Randomizer:
     analyzed matrix and name), rebuilt on loading: the copy equals the original and gives the same
     bounds. A Randomizer built directly with this constructor compares by identity and cannot be
     pickled (TypeError).
+
+    Immutability. A Randomizer's public attributes are fixed at construction (assigning one raises
+    AttributeError), so value equality, hashing and the accountants' caches keyed by it stay valid;
+    :meth:`with_fallbacks` makes a variant with more fallbacks.
     """
+
+    _FROZEN_ATTRIBUTES = frozenset({"name", "parameters", "cover", "fallbacks", "variation_ratio",
+                                    "matrix", "published", "notes", "frequency_oracle"})
 
     def __init__(
         self,
@@ -244,11 +251,30 @@ class Randomizer:
         self.frequency_oracle = frequency_oracle
         self._rebuild: Rebuild | None = None
         self._identity: Hashable | None = None
+        self._frozen = True
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in self._FROZEN_ATTRIBUTES and getattr(self, "_frozen", False):
+            raise AttributeError(f"Randomizer.{name} is fixed at construction; use with_fallbacks() "
+                                 "or build a new Randomizer")
+        object.__setattr__(self, name, value)
+
+    def with_fallbacks(self, *bounds: PairBound) -> "Randomizer":
+        """A new Randomizer equal to this one with ``bounds`` appended to its fallbacks (each must
+        be a certified bound valid for every pair of inputs). Its origin is not recorded: a catalog
+        entry or ``from_matrix`` records it on the finished randomizer."""
+        return Randomizer(self.name, self.parameters, self.cover,
+                          variation_ratio=self.variation_ratio,
+                          fallbacks=(*self.fallbacks, *bounds), matrix=self.matrix,
+                          lower_bound=self._lower_bound, published=self.published,
+                          notes=self.notes, frequency_oracle=self.frequency_oracle)
 
     def _record_origin(self, rebuild: Rebuild, identity: Hashable) -> None:
-        """Set by the catalog and ``from_matrix``: ``rebuild()`` (a picklable callable, e.g. a
+        """Set once by the catalog and ``from_matrix``: ``rebuild()`` (a picklable callable, e.g. a
         ``functools.partial`` of a module-level function) returns a Randomizer whose ``identity``
         equals ``identity`` (its value key for ``==``/``hash``)."""
+        if self._identity is not None:
+            raise AttributeError("a Randomizer's origin is recorded once")
         self._rebuild = rebuild
         self._identity = identity
 

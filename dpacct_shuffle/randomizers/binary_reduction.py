@@ -126,14 +126,14 @@ def binary_reduction(matrix: np.ndarray) -> BinaryReductionUpper | None:
 
 
 def attach_binary_reduction(randomizer: Randomizer) -> Randomizer:
-    """Add :func:`binary_reduction` of ``randomizer.matrix`` to its fallbacks, unless it has none
-    or already holds an exact binary-RR bound."""
+    """``randomizer`` with :func:`binary_reduction` of its matrix added to its fallbacks (a new
+    Randomizer), unless it has no matrix or already holds an exact binary-RR bound."""
     if randomizer.matrix is None or any(isinstance(bound, (BinaryRRExactUpper, BinaryReductionUpper))
                                         for bound in randomizer.fallbacks):
         return randomizer
     bound = binary_reduction(randomizer.matrix)
     if bound is not None:
-        randomizer.fallbacks = (*randomizer.fallbacks, bound)
+        return randomizer.with_fallbacks(bound)
     return randomizer
 
 

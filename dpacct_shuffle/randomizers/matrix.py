@@ -443,8 +443,7 @@ def _analyze(mat: np.ndarray, name: str) -> Randomizer:
         lower_bound=functools.partial(matrix_lower_bound, mat) if beta_max > 0 else None,
         notes="analyzed matrix: per-pair exact decomposition, rates from column minima",
     )
-    attach_multilevel(randomizer)
-    attach_binary_reduction(randomizer)
+    randomizer = attach_binary_reduction(attach_multilevel(randomizer))
     analyzed = randomizer.matrix  # the read-only copy the Randomizer keeps
     identity = ("matrix", name, analyzed.shape, hashlib.sha256(analyzed.tobytes()).hexdigest())
     randomizer._record_origin(functools.partial(_reanalyze, analyzed, name), identity)

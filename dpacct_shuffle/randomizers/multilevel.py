@@ -260,9 +260,10 @@ def corner_levels(ratio: float, both: float, first: float, second: float, neithe
 
 
 def attach_multilevel(randomizer: Randomizer) -> Randomizer:
-    """Add the multi-level fallback of ``randomizer.matrix`` (if it has one) to its fallbacks."""
+    """``randomizer`` with the multi-level fallback of its matrix (if it has one) added to its
+    fallbacks (a new Randomizer)."""
     if randomizer.matrix is not None:
-        randomizer.fallbacks = (*randomizer.fallbacks, MatrixMultiLevelBound(randomizer.matrix))
+        return randomizer.with_fallbacks(MatrixMultiLevelBound(randomizer.matrix))
     return randomizer
 
 

@@ -38,8 +38,8 @@ def catalog_entry(constructor: Callable[_Args, Randomizer]) -> Callable[_Args, R
     def entry(*args: _Args.args, **kwargs: _Args.kwargs) -> Randomizer:
         randomizer = constructor(*args, **kwargs)
         if not any(isinstance(bound, MultiLevelBound) for bound in randomizer.fallbacks):
-            attach_multilevel(randomizer)
-        attach_binary_reduction(randomizer)
+            randomizer = attach_multilevel(randomizer)
+        randomizer = attach_binary_reduction(randomizer)
         identity = ("catalog", randomizer.name, tuple(sorted(randomizer.parameters.items())))
         randomizer._record_origin(functools.partial(entry, *args, **kwargs), identity)
         return randomizer

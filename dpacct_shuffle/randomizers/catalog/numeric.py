@@ -68,7 +68,7 @@ def _laplace(name: str, d01: float, dmax: float, params: dict[str, object]) -> R
                               extra=[_laplace_tails_projection(d01, w) for w in _LAPLACE_GAPS])
     randomizer = single_entry(name, params, vr, lower=lower, published=(p, beta, q, q))
     if d01 == dmax and d01 <= MAX_DISTANCE:
-        randomizer.fallbacks = (*randomizer.fallbacks, LaplaceBlanketBound(d01))
+        randomizer = randomizer.with_fallbacks(LaplaceBlanketBound(d01))
     return randomizer
 
 
