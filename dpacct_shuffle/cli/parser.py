@@ -454,8 +454,11 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog=_EXAMPLES["plot"], formatter_class=formatter)
     _add_randomizer_options(p, multiple=True)
     p.add_argument("--x", choices=("users", "epsilon0"), default="users", help="x axis (default users)")
-    p.add_argument("--users-list", type=parse_list(parse_users, log_spaced=True), default=[10**3, 10**4, 10**5],
-                   metavar="LIST", help="n values: 1e3,1e4 or start:stop:count (log-spaced)")
+    p.add_argument("--users-list", type=parse_list(parse_users, log_spaced=True),
+                   default=[10**3, 2 * 10**3, 5 * 10**3, 10**4, 2 * 10**4, 5 * 10**4, 10**5,
+                            2 * 10**5, 5 * 10**5, 10**6],
+                   metavar="LIST", help="n values: 1e3,1e4 or start:stop:count (log-spaced; "
+                   "default 10 values from 1e3 to 1e6)")
     p.add_argument("--users", "-n", type=parse_users, metavar="N", help="n for --x epsilon0")
     p.add_argument("--epsilon0-list", type=parse_list(parse_real), default=[0.5, 1.0, 2.0, 3.0, 4.0],
                    metavar="LIST", help="eps0 values: 0.5,1,2 or start:stop:count")
@@ -464,6 +467,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--title", help="figure title")
     p.add_argument("--no-lower", action="store_true", help="omit the lower bound")
     p.add_argument("--no-fmt", action="store_true", help="omit the FMT closed form")
+    p.add_argument("--compare", action="store_true",
+                   help="also draw the published variation-ratio pair, labelled NOT a guarantee")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_common(p)
     return parser

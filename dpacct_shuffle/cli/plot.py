@@ -46,11 +46,12 @@ def cmd_plot(args: argparse.Namespace, out: TextIO) -> int:
     start = time.perf_counter()
     if args.x == "users":
         curves = plots.epsilon_vs_users(entries, users_list, delta, lower=not args.no_lower,
-                                        fmt=not args.no_fmt, progress=progress)
+                                        fmt=not args.no_fmt, published=args.compare,
+                                        progress=progress)
     else:
         curves = plots.epsilon_vs_epsilon0(factories, epsilon0_list, args.users, delta,
                                            lower=not args.no_lower, fmt=not args.no_fmt,
-                                           progress=progress)
+                                           published=args.compare, progress=progress)
     if args.x == "epsilon0":
         setting = f", n = {args.users}"
     else:
