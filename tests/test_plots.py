@@ -133,3 +133,30 @@ def test_cli_plot_default_users_list_has_ten_points() -> None:
 
     args = build_parser().parse_args(["plot", "--randomizer", "krr", "--output", "x.png"])
     assert len(args.users_list) == 10 and args.users_list[0] == 10**3 and args.users_list[-1] == 10**6
+
+
+def test_cli_plot_epsilon_vs_rounds_with_and_without_sampling(tmp_path: Path) -> None:
+    """Each point is the campaign's ε from a fresh ShufflePLDAccountant; ε grows with R and the
+    sampled campaign costs less."""
+    import json
+
+    from dpacct_shuffle import randomizers
+    from dpacct_shuffle.accountants import ShufflePLDAccountant
+    from dpacct_shuffle.events import ShuffleEvent
+
+    out = io.StringIO()
+    target = tmp_path / "rounds.svg"
+    code = main(["plot", "--x", "rounds", "--randomizer", "krr", "--domain", "10", "--epsilon0",
+                 "2", "--users", "2000", "--rounds-list", "1,10", "--sampling-probability", "0.2",
+                 "--delta", "1e-6", "--output", str(target), "--quiet", "--json"],
+                stdout=out, stderr=io.StringIO())
+    assert code == 0
+    curves = json.loads(out.getvalue())["curves"]
+    full, sampled = curves
+    assert full["x_name"] == "rounds" and sampled["label"].endswith("sampled 0.2")
+    accountant = ShufflePLDAccountant()
+    accountant.compose(ShuffleEvent(randomizers.krr(2.0, 10), 2000), 10)
+    assert full["y"][1] == accountant.get_epsilon(1e-6)
+    assert full["y"][0] < full["y"][1]
+    assert all(s < f for s, f in zip(sampled["y"], full["y"]))
+    assert b"<svg" in target.read_bytes()[:2000]

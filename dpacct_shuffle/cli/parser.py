@@ -453,7 +453,14 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Upper bound, lower bound and FMT closed form on one figure.",
                        epilog=_EXAMPLES["plot"], formatter_class=formatter)
     _add_randomizer_options(p, multiple=True)
-    p.add_argument("--x", choices=("users", "epsilon0"), default="users", help="x axis (default users)")
+    p.add_argument("--x", choices=("users", "epsilon0", "rounds"), default="users",
+                   help="x axis (default users; rounds: a campaign's epsilon vs its rounds)")
+    p.add_argument("--rounds-list", type=parse_list(positive_integer("number of rounds"),
+                                                    log_spaced=True),
+                   default=[1, 3, 10, 30, 100, 300, 1000], metavar="LIST",
+                   help="R values for --x rounds (default 1,3,10,...,1000)")
+    p.add_argument("--sampling-probability", type=parse_real, metavar="GAMMA",
+                   help="--x rounds: also draw the campaign with each user sampled w.p. GAMMA")
     p.add_argument("--users-list", type=parse_list(parse_users, log_spaced=True),
                    default=[10**3, 2 * 10**3, 5 * 10**3, 10**4, 2 * 10**4, 5 * 10**4, 10**5,
                             2 * 10**5, 5 * 10**5, 10**6],
