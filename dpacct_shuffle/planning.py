@@ -215,9 +215,14 @@ def plan_frequency(domain_size: int, num_users: int, rounds: int, target_epsilon
 
     Args:
       domain_size: d ≥ 2.
-      num_users, rounds, sampling_probability, sample_size, neighboring_relation: the campaign
-        (:class:`~dpacct_shuffle.campaign.Campaign`).
-      target_epsilon, delta: the total target.
+      num_users: users per round (the population when sampled), as in
+        :class:`~dpacct_shuffle.campaign.Campaign`.
+      rounds: R, identical rounds.
+      target_epsilon: the total ε.
+      delta: the total δ.
+      sampling_probability: γ, Poisson sampling (see :class:`~dpacct_shuffle.campaign.Campaign`).
+      sample_size: m, a fixed-size cohort.
+      neighboring_relation: as in :class:`~dpacct_shuffle.campaign.Campaign`.
       candidates: names among :func:`frequency_candidates` (default: all).
       fallbacks: account the catalog randomizers with their fallback bounds (module docstring,
         "Accounting"); default: their cover only.
