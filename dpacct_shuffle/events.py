@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Optional, Tuple, Union, cast
 
@@ -31,16 +32,12 @@ from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 from dpacct_shuffle.profiles import (
+    PARALLEL_STRUCTURE_MAX_USERS,
     PrivacyProfile,
     RandomizerDescription,
     ShuffleBound,
     as_shuffle_bound,
-    chained_ldp_profile,
     check_probabilities,
-    max_profile,
-    parallel_composite,
-    parallel_composite_bound,
-    shuffle_profile,
     variation_ratios_of,
 )
 
@@ -84,8 +81,9 @@ def _honest_fraction(value: object) -> float:
 def _randomizer(value: object) -> RandomizerDescription:
     if isinstance(value, list):  # keep events hashable: sequences become tuples
         value = tuple(value)
-    as_shuffle_bound(value)  # raises TypeError for anything that certifies no bound
-    return cast(RandomizerDescription, value)  # as_shuffle_bound accepted it
+    randomizer = cast(RandomizerDescription, value)
+    as_shuffle_bound(randomizer)  # raises TypeError for anything that certifies no bound
+    return randomizer
 
 
 def _tuple_of_randomizers(value: object) -> tuple[RandomizerDescription, ...]:
@@ -126,7 +124,7 @@ def _optional_deltas(value: object) -> Optional[tuple[float, ...]]:
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
-class ShuffleEvent(dp_event.DpEvent):
+class ShuffleEvent(dp_event.DpEvent):  # type: ignore[misc]  # dp-accounting has no type hints
     """One shuffle round in which the focal user sends one report.
 
     ``num_users`` users each apply ``randomizer`` to their input and a trusted shuffler releases
@@ -159,12 +157,12 @@ class ShuffleEvent(dp_event.DpEvent):
                              f"PersonalizedShuffle's groups, got {self.num_users}")
 
     def profile(self) -> PrivacyProfile:
-        """The privacy profile δ(ε) of this round."""
-        return shuffle_profile(self.randomizer, self.num_users, self.honest_fraction)
+        """Deprecated: :func:`dpacct_shuffle.event_profiles.event_profile` (``event_profile(event)``)."""
+        return _deprecated_profile(self)
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
-class ParallelCompositionEvent(dp_event.DpEvent):
+class ParallelCompositionEvent(dp_event.DpEvent):  # type: ignore[misc]  # (no type hints)
     """k queries answered in one shuffle round, each user answering exactly one of them.
 
     ``mode=RANDOM`` (default): each user independently picks branch j with probability π_j
@@ -174,7 +172,8 @@ class ParallelCompositionEvent(dp_event.DpEvent):
     p = max_j p_j, β = Σ_j π_j β_j, q = max_j q_j, generic neutral share w/q (valid, proof there),
     tightened by the bounds that keep each branch's own structure — the composite matrix of finite
     branches on the product of their domains and the multi-level bound with each branch's levels
-    (:meth:`composite_bound`, :mod:`dpacct_shuffle.randomizers.composite`). One branch is exactly
+    (:func:`dpacct_shuffle.event_profiles.parallel_round_bound`,
+    :mod:`dpacct_shuffle.randomizers.composite`). One branch is exactly
     a :class:`ShuffleEvent` of it.
     Compared with k separate rounds (each user answering every query), the victim sends a single
     report, so its privacy cost is one round at an averaged β instead of k rounds.
@@ -210,32 +209,28 @@ class ParallelCompositionEvent(dp_event.DpEvent):
                 raise ValueError("probabilities must be None when mode='disjoint'")
 
     def composite_randomizer(self) -> VariationRatio:
-        """The composite VariationRatio of a ``RANDOM`` round (Wang et al., arXiv:2304.05007, §6)."""
-        if self.mode is not ParallelMode.RANDOM:
-            raise ValueError("composite_randomizer is only defined for mode='random'")
-        return parallel_composite(self.branches,
-                                  check_probabilities(self.probabilities, len(self.branches)))
+        """Deprecated: :func:`dpacct_shuffle.event_profiles.parallel_composite_randomizer`."""
+        _warn("ParallelCompositionEvent.composite_randomizer()",
+              "dpacct_shuffle.event_profiles.parallel_composite_randomizer(event)")
+        from dpacct_shuffle import event_profiles
+        return event_profiles.parallel_composite_randomizer(self)
 
     def composite_bound(self) -> ShuffleBound:
-        """The certified bound of a ``RANDOM`` round: the minimum of the composite VariationRatio,
-        the composite matrix (finite branches) and the multi-level bound with each branch's own
-        levels; a single branch is the branch itself
-        (:func:`dpacct_shuffle.profiles.parallel_composite_bound`)."""
-        if self.mode is not ParallelMode.RANDOM:
-            raise ValueError("composite_bound is only defined for mode='random'")
-        return parallel_composite_bound(self.branches,
-                                        check_probabilities(self.probabilities, len(self.branches)))
+        """Deprecated: :func:`dpacct_shuffle.event_profiles.parallel_round_bound` with
+        ``structure_max_users=profiles.PARALLEL_STRUCTURE_MAX_USERS``."""
+        _warn("ParallelCompositionEvent.composite_bound()",
+              "dpacct_shuffle.event_profiles.parallel_round_bound(event)")
+        from dpacct_shuffle import event_profiles
+        return event_profiles.parallel_round_bound(
+            self, structure_max_users=PARALLEL_STRUCTURE_MAX_USERS)
 
     def profile(self) -> PrivacyProfile:
-        """The privacy profile δ(ε) of this round."""
-        if self.mode is ParallelMode.RANDOM:
-            return shuffle_profile(self.composite_bound(), self.num_users, self.honest_fraction)
-        return max_profile([shuffle_profile(branch, size, self.honest_fraction)
-                            for branch, size in zip(self.branches, self.num_users)])
+        """Deprecated: :func:`dpacct_shuffle.event_profiles.event_profile` (``event_profile(event)``)."""
+        return _deprecated_profile(self)
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
-class LDPCompositionEvent(dp_event.DpEvent):
+class LDPCompositionEvent(dp_event.DpEvent):  # type: ignore[misc]  # (no type hints)
     """A user's own local reports, released without a shuffler.
 
     ``epsilons[i]`` (and ``deltas[i]``, default 0) is the local guarantee of report/stage i.
@@ -266,14 +261,35 @@ class LDPCompositionEvent(dp_event.DpEvent):
 
     @property
     def delta_values(self) -> tuple[float, ...]:
-        """``deltas`` with the default (all zero) filled in."""
+        """Deprecated: :func:`dpacct_shuffle.ldp_events.ldp_deltas`."""
+        _warn("LDPCompositionEvent.delta_values", "dpacct_shuffle.ldp_events.ldp_deltas(event)")
         return self.deltas if self.deltas is not None else (0.0,) * len(self.epsilons)
 
     def chained_profile(self) -> PrivacyProfile:
-        """Profile of a ``CHAINED`` event."""
+        """Deprecated: :func:`dpacct_shuffle.event_profiles.event_profile`."""
+        _warn("LDPCompositionEvent.chained_profile()",
+              "dpacct_shuffle.event_profiles.event_profile(event)")
         if self.mode is not LDPCompositionMode.CHAINED:
             raise ValueError("chained_profile is only defined for mode='chained'")
-        return chained_ldp_profile(self.epsilons, self.delta_values)
+        from dpacct_shuffle import event_profiles
+        return event_profiles.event_profile(self)
+
+
+# ---------------------------------------------------------------------------------------------
+# deprecated computing methods: thin delegations to dpacct_shuffle.event_profiles (the one place
+# that turns an event into numbers), kept because earlier documentation showed them
+# ---------------------------------------------------------------------------------------------
+
+
+def _warn(old: str, new: str) -> None:
+    warnings.warn(f"{old} is deprecated: events are data; use {new}", DeprecationWarning,
+                  stacklevel=3)
+
+
+def _deprecated_profile(event: dp_event.DpEvent) -> PrivacyProfile:
+    _warn(f"{type(event).__name__}.profile()", "dpacct_shuffle.event_profiles.event_profile(event)")
+    from dpacct_shuffle import event_profiles
+    return event_profiles.event_profile(event)
 
 
 __all__ = [

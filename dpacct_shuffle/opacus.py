@@ -16,13 +16,23 @@ composition of dominating pairs is adaptive, so the order of events does not mat
 
 Neighbouring relation (a constructor option, stated with every number):
 
-* ``"replace_one"`` (default): one record replaced by another. The shuffle bounds hold only for
-  this relation (docs/theory.md, "Setting"). A Gaussian step then has sensitivity 2 (a replaced
-  record moves the clipped sum by up to 2C), exactly as dp-accounting's ``PLDAccountant`` treats it.
-* ``"add_or_remove_one"``: one record added or removed, the relation Opacus's own accountants use
-  (sensitivity 1). Poisson-sampled shuffle rounds (``step_shuffle(..., sampling_probability=γ)``)
-  have a guarantee under it (:mod:`dpacct_shuffle.sampling`); unsampled shuffle rounds (their
-  message count reveals presence) and local reports do not, so adding one raises ValueError.
+* ``"add_or_remove_one"`` (default): one record added or removed — the relation of Opacus and of
+  every Opacus accountant (a Gaussian step has sensitivity 1), so a DP-SGD-only ledger gives
+  exactly dp-accounting's ``PLDAccountant(ADD_OR_REMOVE_ONE)`` value. Poisson-sampled shuffle
+  rounds (``step_shuffle(..., sampling_probability=γ)``) have a guarantee under it
+  (:mod:`dpacct_shuffle.sampling`); an unsampled shuffle round (its number of reports reveals
+  whether the victim is present) or local reports raise ValueError naming the two ways out.
+* ``"replace_one"``: one record replaced by another; the relation the shuffle bounds hold for
+  (docs/theory.md, "Setting"). A Gaussian step then has sensitivity 2 (a replaced record moves the
+  clipped sum by up to 2C), exactly as dp-accounting's ``PLDAccountant`` treats it.
+
+What "shuffle" means here: the accountant accounts *shuffle-model* reports (users randomize
+locally, a shuffler releases the multiset of reports). It does **not** account DP-SGD trained on
+*shuffled minibatches* (a data loader that shuffles and cuts fixed-size batches, instead of
+Opacus's Poisson-sampling ``DPDataLoader``): the Poisson analysis of DP-SGD does not hold for that
+(Opacus issue #80; Chua, Ghazi, Kamath, Kumar, Manurangsi, Sinha & Zhang, "How Private are DP-SGD
+Implementations?", ICML 2024). Keep Opacus's Poisson sampling (``make_private`` with
+``poisson_sampling=True``, its default) for the ε reported here to hold.
 
 :func:`noise_multiplier_for_epsilon` calibrates σ for a target ε counting the planned shuffle
 rounds (Opacus's ``make_private_with_epsilon`` cannot: it calibrates a fresh accountant holding only
@@ -39,7 +49,7 @@ import numbers
 import warnings
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 try:
     from opacus.accountants import IAccountant, create_accountant, register_accountant
@@ -53,15 +63,17 @@ except ImportError as error:  # pragma: no cover - exercised only without opacus
 from dp_accounting import dp_event
 from dp_accounting import mechanism_calibration
 from dp_accounting import privacy_accountant
+from dp_accounting.privacy_accountant import NeighboringRelation as NeighborRel
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
-from dpacct_shuffle.accountants import ShufflePLDAccountant, relation_message
+from dpacct_shuffle.accountants import ShufflePLDAccountant
+from dpacct_shuffle.progress import ProgressOption
+from dpacct_shuffle.relations import relation_message
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_range
 from dpacct_shuffle.event_serialization import event_from_dict, event_to_dict
-from dpacct_shuffle.events import ShuffleEvent
+from dpacct_shuffle.events import ParallelCompositionEvent, ShuffleEvent
 from dpacct_shuffle.profiles import RandomizerDescription
 
-NeighborRel = privacy_accountant.NeighboringRelation
 
 MECHANISM = "shuffle"
 
@@ -129,36 +141,41 @@ def _dp_sgd_step_pld(noise_multiplier: float, sample_rate: float, relation: Neig
 class _StepCachingPLDAccountant(ShufflePLDAccountant):
     """:class:`ShufflePLDAccountant` that reuses the one-step PLD of DP-SGD steps.
 
-    Composes ``_dp_sgd_step_pld(...).self_compose(count)`` into ``_pld`` exactly as the parent
-    ``PLDAccountant._maybe_compose`` does with a freshly built PLD (at whatever interval the
-    accountant uses when the step is composed or replayed), so the results are identical
+    Its DP-SGD step PLD is ``_dp_sgd_step_pld(...).self_compose(count)``, exactly what
+    :mod:`dpacct_shuffle.dp_accounting_plds` (and dp-accounting's ``PLDAccountant``) build for
+    ``PoissonSampledDpEvent(q, GaussianDpEvent(σ))`` with a fresh PLD, so the results are identical
     (tests compare with ``dp_accounting.pld.PLDAccountant``). Edge cases (σ = 0, q = 0) go to the
     parent.
     """
 
-    def _compose_leaf(self, event: dp_event.DpEvent, count: int) -> None:
+    def _leaf_pld(self, event: dp_event.DpEvent, count: int) -> Any:
         if (isinstance(event, dp_event.PoissonSampledDpEvent)
                 and isinstance(event.event, dp_event.GaussianDpEvent)
                 and event.sampling_probability > 0 and event.event.noise_multiplier > 0):
             step = _dp_sgd_step_pld(float(event.event.noise_multiplier),
                                     float(event.sampling_probability), self.neighboring_relation,
-                                    self._value_discretization_interval)
-            self._pld = self._pld.compose(step.self_compose(count))
-            return
-        super()._compose_leaf(event, count)
+                                    self._interval)
+            return step.self_compose(count)
+        return super()._leaf_pld(event, count)
 
 
-class ShuffleAccountant(IAccountant):
+class ShuffleAccountant(IAccountant):  # type: ignore[misc]  # Opacus is not type-checked here
     """Opacus accountant composing DP-SGD steps, shuffle rounds and local reports as PLDs.
 
+    Accounts DP-SGD steps (Poisson-sampled, as Opacus's DPDataLoader draws them) and
+    shuffle-model reports; not DP-SGD on shuffled fixed-size minibatches (module docstring).
+
     Args:
-      neighboring_relation: ``"replace_one"`` (default; the relation of the shuffle bounds, under
-        which a Gaussian step has sensitivity 2) or ``"add_or_remove_one"`` (Opacus's relation,
-        sensitivity 1; only Poisson-sampled shuffle rounds among this package's events are then
-        accepted, the others are refused with ValueError).
+      neighboring_relation: ``"add_or_remove_one"`` (default; Opacus's relation, sensitivity 1;
+        among this package's events only Poisson-sampled shuffle rounds are then accepted) or
+        ``"replace_one"`` (the relation of the shuffle bounds, under which a Gaussian step has
+        sensitivity 2; every event of this package is accepted).
       value_discretization_interval: PLD grid of every composed event; ``None`` (default): chosen
         from the scale of the composed events, as :class:`ShufflePLDAccountant` does (dp-accounting's
         1e-4 when only DP-SGD steps are composed).
+      progress: progress bar of long compositions (:class:`ShufflePLDAccountant`'s ``progress``:
+        ``"auto"``, the default, shows one after a second when stderr is a terminal; ``True``
+        always after a second; ``False`` never).
 
     Attributes:
       history: Opacus's list of ``(noise_multiplier, sample_rate, num_steps)``; consecutive equal
@@ -169,11 +186,13 @@ class ShuffleAccountant(IAccountant):
         holds them by reference.
     """
 
-    def __init__(self, neighboring_relation: RelationLike = NeighborRel.REPLACE_ONE,
-                 value_discretization_interval: Optional[float] = None) -> None:
+    def __init__(self, neighboring_relation: RelationLike = NeighborRel.ADD_OR_REMOVE_ONE,
+                 value_discretization_interval: Optional[float] = None,
+                 progress: Union[ProgressOption, Literal["auto"]] = "auto") -> None:
         super().__init__()
-        self._neighboring_relation = _relation(neighboring_relation)
-        self._value_discretization_interval = (None if value_discretization_interval is None else
+        self._progress = progress
+        self._relation = _relation(neighboring_relation)
+        self._fixed_interval = (None if value_discretization_interval is None else
                                                check_range("value_discretization_interval",
                                                            value_discretization_interval, 0.0, 1.0,
                                                            low_open=True))
@@ -190,20 +209,20 @@ class ShuffleAccountant(IAccountant):
         under the new relation: once a shuffle or local-report event is in, the relation stays
         replace-one (ValueError).
         """
-        return self._neighboring_relation
+        return self._relation
 
     @neighboring_relation.setter
     def neighboring_relation(self, value: RelationLike) -> None:
         relation = _relation(value)
         for event, _ in self.events:
             self._check_supported(event, relation)
-        self._neighboring_relation = relation
+        self._relation = relation
         self._cache = None
 
     @property
     def value_discretization_interval(self) -> Optional[float]:
         """The fixed PLD grid, or None for the automatic choice."""
-        return self._value_discretization_interval
+        return self._fixed_interval
 
     @classmethod
     def mechanism(cls) -> str:
@@ -228,7 +247,8 @@ class ShuffleAccountant(IAccountant):
         ``ShuffleEvent(randomizer, num_users, honest_fraction)`` (see
         :class:`dpacct_shuffle.events.ShuffleEvent`): ``randomizer`` is a catalog Randomizer, a
         VariationRatio or a ``delta(ε, n)`` profile, ``num_users`` the number of reports shuffled
-        together. Replace-one only: ValueError under add/remove.
+        together. Replace-one only: ValueError under add/remove (the default) — sample the
+        round or construct the accountant with ``neighboring_relation="replace_one"``.
 
         With ``sampling_probability`` γ each round is
         ``PoissonSampledDpEvent(γ, ShuffleEvent(randomizer, num_users, honest_fraction))``: every
@@ -262,23 +282,33 @@ class ShuffleAccountant(IAccountant):
     def _check_supported(self, event: dp_event.DpEvent,
                          relation: Optional[NeighborRel] = None) -> None:
         """ValueError unless ``event`` is supported under ``relation`` (default: the current one)."""
-        relation = self._neighboring_relation if relation is None else relation
-        if _StepCachingPLDAccountant(relation, self._value_discretization_interval).supports(event):
+        relation = self._relation if relation is None else relation
+        if _StepCachingPLDAccountant(relation, self._fixed_interval).supports(event):
             return
         if (relation is not NeighborRel.REPLACE_ONE
                 and ShufflePLDAccountant(NeighborRel.REPLACE_ONE).supports(event)):
+            replace = ("construct the accountant with ShuffleAccountant(neighboring_relation="
+                       "'replace_one') (assign it to engine.accountant before make_private; DP-SGD "
+                       "steps then have sensitivity 2)")
+            if isinstance(event, (ShuffleEvent, ParallelCompositionEvent)):
+                raise ValueError(
+                    f"an unsampled {type(event).__name__} has a guarantee for replace-one "
+                    f"neighbours only, none under neighboring_relation={relation.name.lower()!r} "
+                    "(Opacus's relation, this accountant's default): the number of shuffled "
+                    "reports reveals whether a user is present. Two ways out: sample the round — step_shuffle(..., "
+                    "sampling_probability=γ), i.e. PoissonSampledDpEvent(γ, round), accepted "
+                    f"under add/remove-one — or {replace}.")
             raise ValueError(
                 f"{type(event).__name__} cannot be accounted under neighboring_relation="
-                f"{relation.name}: {relation_message(event, relation)} With this accountant: "
-                "ShuffleAccountant(neighboring_relation='replace_one'), or "
-                "step_shuffle(..., sampling_probability=...) for client-sampled rounds.")
+                f"{relation.name.lower()!r} (Opacus's relation, this accountant's default): "
+                f"{relation_message(event, relation)} Way out: {replace}.")
         raise ValueError(f"event {event!r} is not supported by ShufflePLDAccountant under "
                          f"neighboring_relation={relation.name}")
 
     # -- results ---------------------------------------------------------------------------------
     def _fresh_pld_accountant(self) -> ShufflePLDAccountant:
-        return _StepCachingPLDAccountant(self._neighboring_relation,
-                                         self._value_discretization_interval)
+        return _StepCachingPLDAccountant(self._relation, self._fixed_interval,
+                                         progress=self._progress)
 
     def ledger_events(self) -> list[tuple[dp_event.DpEvent, int]]:
         """Everything accounted, as ``(DpEvent, count)``: the DP-SGD steps first, then the rest."""
@@ -318,9 +348,18 @@ class ShuffleAccountant(IAccountant):
         return float(self.pld_accountant().get_delta(check_epsilon(epsilon)))
 
     def __len__(self) -> int:
-        """Steps taken: optimizer steps plus the counts of all composed events."""
-        return (sum(int(steps) for _, _, steps in self.history)
-                + sum(count for _, count in self.events))
+        """Entries of the ledger, like Opacus's accountants (``len(history)``): the entries of
+        ``history`` (consecutive equal DP-SGD steps are one entry) plus those of ``events``."""
+        return len(self.history) + len(self.events)
+
+    def __repr__(self) -> str:
+        steps = sum(int(entry[2]) for entry in self.history)
+        events = ", ".join(f"{count} × {type(event).__name__}" for event, count in self.events)
+        interval = "auto" if self._fixed_interval is None else repr(self._fixed_interval)
+        return (f"ShuffleAccountant(neighboring_relation={self._relation.name.lower()!r}, "
+                f"value_discretization_interval={interval}; holds {steps} DP-SGD step(s) in "
+                f"{len(self.history)} history entr{'y' if len(self.history) == 1 else 'ies'}"
+                f"{', ' + events if events else ''})")
 
     # -- checkpoints -----------------------------------------------------------------------------
     def state_dict(self, destination: Optional[dict[str, Any]] = None) -> dict[str, Any]:
@@ -332,13 +371,14 @@ class ShuffleAccountant(IAccountant):
         loads with ``torch.load(path, weights_only=True)``, even where this package is not
         installed, and :meth:`load_state_dict` reproduces ε exactly. TypeError if an event has no
         JSON form (a randomizer built directly with the Randomizer constructor)."""
-        result = super().state_dict(OrderedDict() if destination is None else destination)
+        result: dict[str, Any] = super().state_dict(
+            OrderedDict() if destination is None else destination)
         # Opacus's (σ, q, steps) tuples, as Python numbers (numpy scalars are not plain data)
         result["history"] = [(float(sigma), float(rate), int(steps))
                              for sigma, rate, steps in result["history"]]
         result["events"] = [[event_to_dict(event), count] for event, count in self.events]
-        result["neighboring_relation"] = self._neighboring_relation.name
-        result["value_discretization_interval"] = self._value_discretization_interval
+        result["neighboring_relation"] = self._relation.name
+        result["value_discretization_interval"] = self._fixed_interval
         return result
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
@@ -368,8 +408,8 @@ class ShuffleAccountant(IAccountant):
             restored.compose(event, item[1])
         self.history = history
         self.events = restored.events
-        self._neighboring_relation = restored._neighboring_relation
-        self._value_discretization_interval = restored._value_discretization_interval
+        self._relation = restored._relation
+        self._fixed_interval = restored._fixed_interval
         self._cache = None
 
 
@@ -381,7 +421,7 @@ def noise_multiplier_for_epsilon(
     steps: int,
     planned_events: Iterable[tuple[dp_event.DpEvent, int]] = (),
     accountant: Optional[ShuffleAccountant] = None,
-    neighboring_relation: RelationLike = NeighborRel.REPLACE_ONE,
+    neighboring_relation: RelationLike = NeighborRel.ADD_OR_REMOVE_ONE,
     tolerance: float = 1e-3,
 ) -> float:
     """Smallest σ (within ``tolerance``) for which everything planned meets (ε, δ).
@@ -389,7 +429,8 @@ def noise_multiplier_for_epsilon(
     Counts, besides ``steps`` DP-SGD steps ``PoissonSampledDpEvent(sample_rate, GaussianDpEvent(σ))``,
     the ``planned_events`` (``(DpEvent, count)`` pairs, e.g. ``(ShuffleEvent(R, n), rounds)``) and,
     if ``accountant`` is given, everything it has already accounted (its relation and grid are used
-    then). Opacus's ``make_private_with_epsilon`` counts only the DP-SGD steps.
+    then; otherwise ``neighboring_relation``, default add/remove-one like Opacus). Opacus's
+    ``make_private_with_epsilon`` counts only the DP-SGD steps.
 
     The search is dp-accounting's ``mechanism_calibration.calibrate_dp_mechanism`` on a
     :class:`ShufflePLDAccountant` composing exactly what :meth:`ShuffleAccountant.get_epsilon` would,

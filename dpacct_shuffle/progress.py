@@ -29,12 +29,13 @@ def is_terminal(stream: Optional[TextIO] = None) -> bool:
 class ProgressReporter:
     """Counts finished work items and reports them as ``progress`` asks (module docstring).
 
-    ``total=None`` (unknown amount of work, e.g. a bisection) shows a running count. Use as a
-    context manager so the bar is closed on errors too.
+    ``total=None`` (unknown amount of work, e.g. a bisection) shows a running count. ``delay``:
+    seconds before the bar appears (a call finished earlier shows nothing). Use as a context
+    manager so the bar is closed on errors too.
     """
 
     def __init__(self, total: Optional[int], description: str, progress: ProgressOption,
-                 *, unit: str = "it") -> None:
+                 *, unit: str = "it", delay: float = 0.0) -> None:
         self.total, self.done = total, 0
         self._callback = progress if callable(progress) else None
         self._bar = None
@@ -42,7 +43,7 @@ class ProgressReporter:
             from tqdm.auto import tqdm
 
             self._bar = tqdm(total=total, desc=description, unit=unit, leave=False,
-                             file=sys.stderr, dynamic_ncols=True)
+                             file=sys.stderr, dynamic_ncols=True, delay=delay)
 
     def tick(self, count: int = 1) -> None:
         """Record ``count`` finished items."""

@@ -149,7 +149,8 @@ def _round_bounds(randomizer: RoundRandomizer, users: int, quantity: Quantity, l
     elif lower_max_users is not None and users > lower_max_users:
         status = LowerBoundStatus.ABOVE_MAX_USERS
     else:
-        if sampling_probability is not None:  # users with different randomizers: the void round
+        if sampling_probability is not None and isinstance(randomizer, PersonalizedShuffle):
+            # users with different randomizers (the branch above took the others): the void round
             shuffled = void_personalized_round(randomizer, sampling_probability, round_up=False
                                                ).shuffled(users, lower_bound_max_users=None)
         lower_of = shuffled.epsilon_lower if quantity == "epsilon" else shuffled.delta_lower
@@ -218,7 +219,7 @@ def fmt_closed_form(randomizer: Randomizer, users: int, delta: float) -> ClosedF
     (:func:`~dpacct_shuffle.lemmas.fmt_shuffle_bound`) at the entry's ``epsilon0`` parameter;
     no value for an entry without ``epsilon0`` or outside the closed form's validity condition."""
     epsilon0 = randomizer.parameters.get("epsilon0")
-    if epsilon0 is None:
+    if not isinstance(epsilon0, (int, float)):
         return ClosedFormReference(None, "entry has no epsilon0")
     try:
         return ClosedFormReference(fmt_shuffle_bound(float(epsilon0), users, delta), "")

@@ -14,14 +14,25 @@ cover: the smallest uncovered count needs an anchor in (n/r, n], and n itself co
 beyond it). Counts added later never change the anchor of a count seen earlier: a new anchor c
 is a count not covered by the anchors below it, so every count already covered by an anchor
 a < c lies below a·r ≤ c and keeps its anchor (the largest one ≤ it).
+
+:func:`event_with_user_counts` rewrites the user counts of an event (the rule it is given, e.g.
+:meth:`UserCountAnchors.anchor` or :func:`event_on_users_grid`'s geometric grid), and
+:func:`user_counts` lists the counts it would rewrite.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Union
+
+from dp_accounting import dp_event
 
 from dpacct_shuffle.core.validation import check_num_users, check_range
+from dpacct_shuffle.event_profiles import is_whole_cohort
+from dpacct_shuffle.events import ParallelCompositionEvent, ShuffleEvent
+from dpacct_shuffle.profiles import COHORT_LOWERING, batched_randomizer, honest_users, users_grid_floor
+from dpacct_shuffle.relations import SHUFFLE_EVENTS
 
 
 class UserCountAnchors:
@@ -67,4 +78,87 @@ class UserCountAnchors:
         return self._below(users)
 
 
-__all__ = ["UserCountAnchors"]
+
+def event_on_users_grid(event: dp_event.DpEvent, ratio: float) -> dp_event.DpEvent:
+    """A shuffle event with every user count rounded down to the geometric grid of ``ratio``
+    (:func:`dpacct_shuffle.profiles.users_grid_floor`), as :func:`event_with_user_counts` does
+    with any rule; ``ShufflePLDAccountant(users_grid_ratio=r)`` anchors the counts on the rounds'
+    own counts instead (:class:`UserCountAnchors`). Other events are returned unchanged."""
+    return event_with_user_counts(event, lambda users: users_grid_floor(users, ratio))
+
+
+def event_with_user_counts(event: dp_event.DpEvent,
+                           accounted: Callable[[int], int]) -> dp_event.DpEvent:
+    """A shuffle event with every count of honest users n replaced by ``accounted(n)`` ≤ n.
+
+    Honest users ⌊γ·n⌋ become the count (honest fraction 1) and are passed to ``accounted``;
+    under ``PoissonSampledDpEvent`` the population is replaced, under
+    ``SampledWithoutReplacementDpEvent`` the round on the sample — except a round of exactly the
+    m sampled users, returned unchanged (its cohort bound needs the m reports; a cohort bound is
+    not monotone in m). Sound for any ``accounted(n)`` ≤ n: every bound is non-increasing in the
+    number of honest users (:func:`dpacct_shuffle.profiles.users_grid_floor`), so the returned
+    event's PLD dominates the original's. Other events are returned unchanged.
+    """
+    if isinstance(event, dp_event.PoissonSampledDpEvent) and isinstance(event.event, SHUFFLE_EVENTS):
+        inner = event_with_user_counts(event.event, accounted)
+        return (event if inner is event.event
+                else dp_event.PoissonSampledDpEvent(event.sampling_probability, inner))
+    if (isinstance(event, dp_event.SampledWithoutReplacementDpEvent)
+            and isinstance(event.event, SHUFFLE_EVENTS) and not is_whole_cohort(event)):
+        inner = event_with_user_counts(event.event, accounted)
+        return (event if inner is event.event else dp_event.SampledWithoutReplacementDpEvent(
+            event.source_dataset_size, event.sample_size, inner))
+    if isinstance(event, ShuffleEvent):
+        users = _accounted_users(honest_users(event.num_users, event.honest_fraction), accounted)
+        if users == event.num_users and event.honest_fraction == 1.0:
+            return event
+        return ShuffleEvent(event.randomizer, users)
+    if isinstance(event, ParallelCompositionEvent):
+        fraction = event.honest_fraction
+        sizes: Union[int, tuple[int, ...]]
+        if isinstance(event.num_users, tuple):
+            sizes = tuple(_accounted_users(honest_users(size, fraction), accounted)
+                          for size in event.num_users)
+        else:
+            sizes = _accounted_users(honest_users(event.num_users, fraction), accounted)
+        if sizes == event.num_users and fraction == 1.0:
+            return event
+        return ParallelCompositionEvent(event.branches, sizes, event.probabilities, event.mode)
+    return event
+
+
+def _accounted_users(users: int, accounted: Callable[[int], int]) -> int:
+    """``accounted(users)``, checked to be a count in [1, users] (the soundness condition)."""
+    value = accounted(users)
+    if not 1 <= value <= users:
+        raise ValueError(f"a shuffle round with {users} honest users may be accounted at a count "
+                         f"in [1, {users}] only, got {value!r}")
+    return value
+
+
+def user_counts(event: dp_event.DpEvent) -> tuple[int, ...]:
+    """The counts of honest users that :func:`event_with_user_counts` replaces in ``event``."""
+    counts: list[int] = []
+
+    def record(users: int) -> int:
+        counts.append(users)
+        return users
+
+    event_with_user_counts(event, record)
+    return tuple(counts)
+
+
+def anchored_event(event: dp_event.DpEvent, anchors: UserCountAnchors) -> dp_event.DpEvent:
+    """The event a changing-cohort round is accounted as: its user counts at their anchors
+    (extend ``anchors`` with :func:`user_counts` first) and a ``ShuffleEvent``'s randomizer on the
+    batched pair curve at ``profiles.COHORT_LOWERING``
+    (:func:`dpacct_shuffle.profiles.batched_randomizer`) where it applies."""
+    if isinstance(event, ShuffleEvent):
+        randomizer = batched_randomizer(event.randomizer, COHORT_LOWERING)
+        if randomizer is not event.randomizer:
+            event = ShuffleEvent(randomizer, event.num_users, event.honest_fraction)
+    return event_with_user_counts(event, anchors.anchor)
+
+
+__all__ = ["UserCountAnchors", "anchored_event", "event_on_users_grid", "event_with_user_counts",
+           "user_counts"]

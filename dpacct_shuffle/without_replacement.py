@@ -20,17 +20,23 @@ Both return :class:`~dpacct_shuffle.profiles.PrivacyProfile` objects, which
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 
+import numpy as np
+from numpy.typing import NDArray
 
 from dpacct_shuffle.core.binomial import binomial_sf
 from dpacct_shuffle.core.gaussian import gaussian_delta_and_margin
 from dpacct_shuffle.core.problem import special_function_rtol
 from dpacct_shuffle.core.rounding import round_loss_down, round_loss_up
 from dpacct_shuffle.core.validation import check_num_users, check_range
-from dpacct_shuffle.profiles import PrivacyProfile, shuffle_profile
+from dpacct_shuffle.profiles import PrivacyProfile, batched_randomizer, shuffle_profile
 from dpacct_shuffle.randomizers.binary_rr_sampled import binary_rr_cohort_profile, is_tractable
 from dpacct_shuffle.sampling import binary_rr_epsilon0, void_view_profile
+
+FloatArray = NDArray[np.float64]
 
 # Poisson rates tried by shuffled_cohort_profile: γ = η + z·√(η(1 − η)/N) for these z (capped at
 # 1), and γ = 1; γ = η was the best of z ∈ [0, 3] on the brute-force cases (tail factor ≈ 1/2)
@@ -117,8 +123,20 @@ def without_replacement_profile(base: PrivacyProfile, sample_size: int,
         inner = round_loss_down(math.log1p(math.expm1(epsilon) / eta))
         return min(1.0, round_loss_up(eta * base.delta(inner)))
 
+    deltas_upper = None
+    if base.deltas_upper is not None:
+        def deltas_upper(epsilons: FloatArray) -> FloatArray:
+            inner = _each(round_loss_down, np.log1p(np.expm1(epsilons) / eta))
+            return np.minimum(1.0, _each(round_loss_up, eta * base.deltas(inner)))
+
     return PrivacyProfile(delta_upper, new_cap,
-                          f"without_replacement({size}/{population}, {base.description})")
+                          f"without_replacement({size}/{population}, {base.description})",
+                          deltas_upper)
+
+
+def _each(rounding: Callable[[float], float], values: FloatArray) -> FloatArray:
+    """A scalar rounding helper of :mod:`dpacct_shuffle.core.rounding` applied to every value."""
+    return np.array([rounding(float(value)) for value in values], dtype=np.float64)
 
 
 def _reaches_sample_size(population: int, sample_size: int, rate: float) -> float:
@@ -127,8 +145,8 @@ def _reaches_sample_size(population: int, sample_size: int, rate: float) -> floa
     return max(0.0, round_loss_down(tail * (1.0 - float(special_function_rtol(population)))))
 
 
-def shuffled_cohort_profile(randomizer: object, sample_size: int,
-                            population_size: int) -> PrivacyProfile:
+def shuffled_cohort_profile(randomizer: object, sample_size: int, population_size: int,
+                            lowering: float | None = None) -> PrivacyProfile:
     """Profile of a shuffle round on m of N users sampled uniformly without replacement.
 
     Replace-one neighbours (the victim's input replaced; the cohort drawn by the shuffler or the
@@ -165,16 +183,28 @@ def shuffled_cohort_profile(randomizer: object, sample_size: int,
     Rounding: the tail P[C ≥ m] is rounded down (special-function tolerance), the quotient up.
     The cap is ε0 = ln p (the victim's local guarantee), the Poisson profiles' cap.
 
+    With ``lowering`` η (what ``ShufflePLDAccountant`` uses: ``profiles.ROUND_LOWERING``) the
+    m-user round of the theorem is evaluated by its batched pair curve
+    (:func:`~dpacct_shuffle.profiles.batched_randomizer`; an upper bound on the core's, docs/theory.md,
+    "Batched evaluation from the dominating pair"), and the profile
+    gets an array form (``deltas_upper``) whenever the theorem's base has one: every ε of a PLD
+    from one curve per rate, no point search. Without it the m-user round is the core's bound
+    point by point. The void views are read at ``DEFAULT_LOWERING`` either way.
+
     Args:
       randomizer: anything :func:`~dpacct_shuffle.profiles.as_shuffle_bound` accepts.
       sample_size: m, 1 ≤ m ≤ N (the number of reports shuffled).
       population_size: N.
+      lowering: None, or η ∈ (0, 0.01] (see above).
     """
     population = check_num_users(population_size, "population_size")
     size = check_num_users(sample_size, "sample_size")
     if size > population:
         raise ValueError(f"sample_size must be <= population_size ({population}), got {size}")
-    theorem = without_replacement_profile(shuffle_profile(randomizer, size), size, population)
+    if lowering is not None:
+        lowering = check_range("lowering", lowering, 0.0, 0.01, low_open=True)
+    base_randomizer = randomizer if lowering is None else batched_randomizer(randomizer, lowering)
+    theorem = without_replacement_profile(shuffle_profile(base_randomizer, size), size, population)
     if size == population:
         return theorem
     eta = size / population
@@ -199,9 +229,23 @@ def shuffled_cohort_profile(randomizer: object, sample_size: int,
             value = min(value, exact.delta(epsilon))
         return min(1.0, value)
 
+    deltas_upper = None
+    if theorem.deltas_upper is not None and all(profile.deltas_upper is not None
+                                                for profile, _ in routes):
+        def deltas_upper(epsilons: FloatArray) -> FloatArray:
+            value = theorem.deltas(epsilons)
+            for profile, reach in routes:
+                quotient = _each(functools.partial(round_loss_up, zero_is_exact=True),
+                                 profile.deltas(epsilons) / reach)
+                value = np.minimum(value, quotient)
+            if exact is not None:
+                value = np.minimum(value, [exact.delta(float(e)) for e in epsilons])
+            return np.minimum(1.0, value)
+
     cap = min([theorem.epsilon_cap] + [profile.epsilon_cap for profile, _ in routes])
     return PrivacyProfile(delta_upper, cap,
-                          f"shuffled_cohort({size}/{population}, {theorem.description})")
+                          f"shuffled_cohort({size}/{population}, {theorem.description})",
+                          deltas_upper)
 
 
 __all__ = ["gaussian_profile", "shuffled_cohort_profile", "without_replacement_profile"]

@@ -180,14 +180,19 @@ class Client:
     def train_round(self, global_state: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], int]:
         """Local DP-SGD from the global weights; returns (weights, optimizer steps taken)."""
         self.model.load_state_dict(global_state)
-        before = len(self.engine.accountant)
+        before = self.steps_taken
         for _ in range(self.local_epochs):
             for features, labels in self.loader:
                 self.optimizer.zero_grad()
                 nn.functional.cross_entropy(self.module(features), labels).backward()
                 self.optimizer.step()
         state = {key: value.detach().clone() for key, value in self.model.state_dict().items()}
-        return state, len(self.engine.accountant) - before
+        return state, self.steps_taken - before
+
+    @property
+    def steps_taken(self) -> int:
+        """Optimizer steps so far (the counts of Opacus's history; ``len()`` counts its entries)."""
+        return sum(int(steps) for _, _, steps in self.engine.accountant.history)
 
 
 def randomized_reports(randomizer: Randomizer, labels: np.ndarray,
@@ -228,10 +233,10 @@ def run(config: Config, out: TextIO | None = None) -> FederatedResult:
                for i, (features, labels) in enumerate(client_data)]
     randomizer = randomizers.krr(config.epsilon0, config.classes)
     global_model = make_model(config.classes)
-    accountant = ShuffleAccountant()            # DP-SGD steps and shuffle rounds, replace-one
-    dp_sgd_only = ShuffleAccountant()           # the same steps alone, for comparison
-    reports_only = ShuffleAccountant()          # the sampled, shuffled label reports alone
-    reports_unsampled = ShuffleAccountant()     # every record reporting every round, for comparison
+    accountant = ShuffleAccountant("replace_one")  # DP-SGD steps and shuffle rounds
+    dp_sgd_only = ShuffleAccountant("replace_one")  # the same steps alone, for comparison
+    reports_only = ShuffleAccountant("replace_one")  # the sampled label reports alone
+    reports_unsampled = ShuffleAccountant("replace_one")  # every record, every round
     population = config.clients * config.records
     result = FederatedResult(config, accountant=accountant, randomizer=randomizer)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -28,3 +29,11 @@ def test_example_runs_with_the_documented_command():
     assert "training: epsilon=" in log
     assert log.count("reports shuffled, round epsilon=") >= 1
     assert "estimated frequencies" in log
+    # every estimate comes with its standard error, and the log says why they are large
+    rounds = re.findall(r"round \d+: (\d+) reports, estimated frequencies \[([^\]]*)\]", log)
+    assert rounds
+    for reports, estimates in rounds:
+        pairs = [item.split(" +- ") for item in estimates.split(", ")]
+        assert len(pairs) == 4 and all(len(pair) == 2 for pair in pairs)
+        assert all(float(error) > 0.0 for _, error in pairs)
+    assert "so the estimates are noisy: the standard error is" in log

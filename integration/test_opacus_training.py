@@ -31,6 +31,7 @@ SIGMA, CLIP = 1.0, 1.0
 # one randomizer object and one n: the shuffle PLD is built once per process
 KRR = randomizers.krr(2.0, CLASSES)
 REPORTS = 1000
+GAMMA = 0.5  # client sampling of the report rounds under add/remove-one
 
 torch.set_num_threads(1)
 pytestmark = [pytest.mark.filterwarnings("ignore:Secure RNG turned off"),
@@ -90,21 +91,32 @@ def _pld_reference(relation: NeighboringRelation, steps: int, sample_rate: float
 
 
 def test_privacy_engine_with_shuffle_accountant_trains_and_matches_dp_accounting() -> None:
+    """The one-line switch: Opacus's relation (add/remove-one) by default, dp-accounting's value,
+    at most Opacus's own PRV accountant on the same history, and Opacus's len()."""
+    from opacus.accountants import PRVAccountant
+
     engine = PrivacyEngine(accountant="shuffle")
     steps, accuracy = _train(engine, epochs=2)
     accountant = engine.accountant
     assert isinstance(accountant, ShuffleAccountant)
     sample_rate = BATCH / RECORDS
-    assert steps == 2 * RECORDS // BATCH and len(accountant) == steps
     assert accountant.history == [(SIGMA, sample_rate, steps)]
+    assert steps == 2 * RECORDS // BATCH and len(accountant) == 1  # history entries, as Opacus
     assert accuracy > 0.6  # 3 well-separated classes: DP-SGD learned something
     epsilon = engine.get_epsilon(DELTA)
-    assert epsilon == _pld_reference(NeighboringRelation.REPLACE_ONE, steps, sample_rate)
+    assert epsilon == _pld_reference(NeighboringRelation.ADD_OR_REMOVE_ONE, steps, sample_rate)
+    prv = PRVAccountant()
+    prv.history = list(accountant.history)
+    assert len(prv) == len(accountant)
+    assert 0.0 < epsilon <= prv.get_epsilon(DELTA)
 
-    # one shuffle round of the records' labels (k-RR), accounted by the same accountant
-    accountant.step_shuffle(KRR, REPORTS)
+    # one Poisson-sampled shuffle round of the records' labels (k-RR), same accountant
+    accountant.step_shuffle(KRR, REPORTS, sampling_probability=0.1)
     assert engine.get_epsilon(DELTA) > epsilon
-    assert len(accountant) == steps + 1
+    assert len(accountant) == 2
+    # an unsampled round: replace-one only, refused naming both ways out
+    with pytest.raises(ValueError, match="sampling_probability.*replace_one"):
+        accountant.step_shuffle(KRR, REPORTS)
 
 
 def test_add_remove_equals_pld_and_is_at_most_opacus_rdp() -> None:
@@ -122,7 +134,7 @@ def test_add_remove_equals_pld_and_is_at_most_opacus_rdp() -> None:
 
 
 def test_calibration_counts_shuffle_rounds_in_training() -> None:
-    target, epochs, rounds = 4.0, 2, 3
+    target, epochs, rounds = 4.0, 2, 10
     sample_rate = BATCH / RECORDS
     steps = epochs * RECORDS // BATCH
     # Opacus's own calibration through the registry: meets the target for DP-SGD alone ...
@@ -134,16 +146,17 @@ def test_calibration_counts_shuffle_rounds_in_training() -> None:
         target_delta=DELTA, epochs=epochs, max_grad_norm=CLIP, epsilon_tolerance=0.1)
     assert _run(module, optimizer, loader, epochs)[0] == steps
     assert engine.get_epsilon(DELTA) <= target
-    # ... but not once the planned shuffle rounds are added
-    engine.accountant.step_shuffle(KRR, REPORTS, count=rounds)
+    # ... but not once the planned (client-sampled) shuffle rounds are added
+    engine.accountant.step_shuffle(KRR, REPORTS, count=rounds, sampling_probability=GAMMA)
     assert engine.get_epsilon(DELTA) > target
 
+    planned = dp_event.PoissonSampledDpEvent(GAMMA, ShuffleEvent(KRR, REPORTS))
     sigma = noise_multiplier_for_epsilon(target_epsilon=target, target_delta=DELTA,
                                          sample_rate=sample_rate, steps=steps,
-                                         planned_events=[(ShuffleEvent(KRR, REPORTS), rounds)])
+                                         planned_events=[(planned, rounds)])
     counted = PrivacyEngine(accountant="shuffle")
     assert _train(counted, epochs=epochs, sigma=sigma)[0] == steps
-    counted.accountant.step_shuffle(KRR, REPORTS, count=rounds)
+    counted.accountant.step_shuffle(KRR, REPORTS, count=rounds, sampling_probability=GAMMA)
     assert counted.get_epsilon(DELTA) <= target
 
 
@@ -152,7 +165,7 @@ def test_checkpoint_restores_all_events(tmp_path) -> None:  # type: ignore[no-un
     module, optimizer, loader = _private(engine)
     _run(module, optimizer, loader, 1)
     # the catalog Randomizer itself goes into the checkpoint (stored as its call krr(...))
-    engine.accountant.step_shuffle(KRR, REPORTS, count=2)
+    engine.accountant.step_shuffle(KRR, REPORTS, count=2, sampling_probability=GAMMA)
     path = tmp_path / "checkpoint.pt"
     engine.save_checkpoint(path=path, module=module, optimizer=optimizer)
 

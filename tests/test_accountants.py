@@ -10,8 +10,10 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
 import math
+from pathlib import Path
 
 import dp_accounting
 import numpy as np
@@ -45,18 +47,27 @@ OTHER_RELATION = next(r for r in NR if r not in (NR.REPLACE_ONE, NR.ADD_OR_REMOV
 # ---------------------------------------------------------------------------------------------
 
 
+# dp-accounting's conformance tests (PrivacyAccountantTest) run once per accountant class, in the
+# two classes below, on every relation and both interval modes; the parents' full suites (which
+# inherit the conformance tests) skip them.
+CONFORMANCE_TESTS = tuple(name for name in dir(privacy_accountant_test.PrivacyAccountantTest)
+                          if name.startswith("test"))
+
+
 class ShufflePLDConformanceTest(privacy_accountant_test.PrivacyAccountantTest,
                                 parameterized.TestCase):
 
     def _make_test_accountants(self):
-        return [ShufflePLDAccountant(relation) for relation in ALL_RELATIONS]
+        return ([ShufflePLDAccountant(relation) for relation in ALL_RELATIONS]
+                + [ShufflePLDAccountant(relation, 1e-4) for relation in ALL_RELATIONS])
 
 
 class ShuffleRdpConformanceTest(privacy_accountant_test.PrivacyAccountantTest,
                                 parameterized.TestCase):
 
     def _make_test_accountants(self):
-        return [ShuffleRdpAccountant(neighboring_relation=relation) for relation in ALL_RELATIONS]
+        return ([ShuffleRdpAccountant(neighboring_relation=relation) for relation in ALL_RELATIONS]
+                + [ShuffleRdpAccountant([2.0], relation) for relation in ALL_RELATIONS])
 
 
 class _PLDWithParentDefaults(ShufflePLDAccountant):
@@ -82,6 +93,8 @@ class ParentPLDSuiteOnSubclass(pld_privacy_accountant_test.PldPrivacyAccountantT
     rebinding that name for the duration of each test runs every test on ShufflePLDAccountant.
     """
 
+    locals().update(dict.fromkeys(CONFORMANCE_TESTS))  # run by ShufflePLDConformanceTest
+
     def setUp(self) -> None:
         super().setUp()
         original = pld_privacy_accountant.PLDAccountant
@@ -101,11 +114,24 @@ class ParentPLDSuiteOnSubclass(pld_privacy_accountant_test.PldPrivacyAccountantT
 class ParentRdpSuiteOnSubclass(rdp_privacy_accountant_test.RdpPrivacyAccountantTest):
     """dp-accounting's RdpAccountant test suite on ShuffleRdpAccountant (as above)."""
 
+    locals().update(dict.fromkeys(CONFORMANCE_TESTS))  # run by ShuffleRdpConformanceTest
+
     def setUp(self) -> None:
         super().setUp()
         original = rdp_privacy_accountant.RdpAccountant
         rdp_privacy_accountant.RdpAccountant = _RdpWithParentDefaults
         self.addCleanup(setattr, rdp_privacy_accountant, "RdpAccountant", original)
+
+
+def test_conformance_tests_run_once_per_accountant_class() -> None:
+    import unittest
+
+    loader = unittest.TestLoader()
+    for suite, conformance in ((ParentPLDSuiteOnSubclass, ShufflePLDConformanceTest),
+                               (ParentRdpSuiteOnSubclass, ShuffleRdpConformanceTest)):
+        assert not set(loader.getTestCaseNames(suite)) & set(CONFORMANCE_TESTS)
+        assert set(loader.getTestCaseNames(conformance)) == set(CONFORMANCE_TESTS)
+        assert len(loader.getTestCaseNames(suite)) > 10  # the parent's own tests still run
 
 
 def test_parent_suites_really_construct_the_subclass() -> None:
@@ -119,33 +145,71 @@ def test_parent_suites_really_construct_the_subclass() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# guard: the parents' private state we rely on
+# guard: no private state of dp-accounting is read or written (except the RDP parent's vector)
 # ---------------------------------------------------------------------------------------------
 
+PACKAGE = Path(__file__).resolve().parents[1] / "dpacct_shuffle"
+# (module, attribute): where a private dp-accounting name is still used, and why
+ALLOWED_PRIVATE = {
+    # ShuffleRdpAccountant adds its RDP vectors to RdpAccountant's own state: dp-accounting has
+    # no public way to add an RDP curve (its RDP test suite reads _rdp too)
+    ("accountants.py", "_rdp"), ("accountants.py", "_orders"),
+    # the Flower adapter's own attribute, which happens to share PLDAccountant's private name
+    ("flower/accountant.py", "_value_discretization_interval"),
+}
+# PMF-level composition helpers (dense FFT powers, tail truncation) on dp-accounting's
+# PrivacyLossDistribution internals: the one module left to move to public API
+ALLOWED_MODULES = {"pld_composition.py"}
 
-def test_parent_private_attributes_still_exist() -> None:
-    """Fails loudly on a dp-accounting upgrade that changes what the subclasses rely on."""
+
+def _dp_accounting_private_names() -> set[str]:
+    """Private attribute names of dp-accounting's objects and modules used here."""
+    from dp_accounting import mechanism_calibration
+    from dp_accounting.pld import common as pld_common
+    from dp_accounting.pld import pld_pmf
+
+    pld = pld_lib.from_gaussian_mechanism(1.0)
+    instances = [pld_privacy_accountant.PLDAccountant(), rdp_privacy_accountant.RdpAccountant(),
+                 pld, pld._pmf_remove, pld_lib.identity()._pmf_remove]
+    names = {name for obj in instances for name in vars(obj) if name.startswith("_")}
+    names |= {name for obj in instances for cls in type(obj).__mro__
+              for name in getattr(cls, "__slots__", ()) if name.startswith("_")}
+    modules = [dp_event, privacy_accountant, pld_privacy_accountant, pld_lib, pld_pmf, pld_common,
+               rdp_privacy_accountant, mechanism_calibration]
+    names |= {name for module in modules for name in vars(module)
+              if name.startswith("_") and not name.startswith("__")}
+    return names
+
+
+def test_no_module_touches_private_state_of_dp_accounting() -> None:
+    """AST scan of the package: ``x._name`` with ``_name`` a private attribute of a dp-accounting
+    object or module is refused (outside the listed exceptions)."""
+    private = _dp_accounting_private_names()
+    assert {"_pld", "_contains_non_dp_event", "_value_discretization_interval", "_rdp",
+            "_pmf_remove", "_infinity_mass"} <= private
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = path.relative_to(PACKAGE).as_posix()
+        if module in ALLOWED_MODULES:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Attribute) and node.attr in private
+                    and (module, node.attr) not in ALLOWED_PRIVATE):
+                found.append(f"{module}:{node.lineno}: .{node.attr}")
+    assert not found, "private dp-accounting state used:\n" + "\n".join(found)
+
+
+def test_rdp_parent_state_still_exists() -> None:
+    """Fails loudly on a dp-accounting upgrade that changes what ShuffleRdpAccountant relies on."""
     assert importlib.metadata.version("dp-accounting") == "0.6.0", (
-        "dp-accounting changed version: re-verify PLDAccountant._pld/_contains_non_dp_event/"
-        "_value_discretization_interval and RdpAccountant._rdp/_orders, and the two parent "
+        "dp-accounting changed version: re-verify RdpAccountant._rdp/_orders and the two parent "
         "defects fixed in dpacct_shuffle.accountants")
-    pld = ShufflePLDAccountant(value_discretization_interval=1e-3)
-    assert isinstance(pld._pld, pld_lib.PrivacyLossDistribution)
-    assert pld._contains_non_dp_event is False
-    assert pld._value_discretization_interval == 1e-3
-    before = pld._pld
-    pld.compose(dp_event.GaussianDpEvent(1.0))
-    assert pld._pld is not before
-    pld.compose(dp_event.NonPrivateDpEvent())
-    assert pld._contains_non_dp_event is True
-
     rdp = ShuffleRdpAccountant(orders=[2.0, 4.0])
     assert isinstance(rdp._orders, np.ndarray) and list(rdp._orders) == [2.0, 4.0]
     assert isinstance(rdp._rdp, np.ndarray) and np.all(rdp._rdp == 0)
     rdp.compose(dp_event.GaussianDpEvent(2.0))
     np.testing.assert_allclose(rdp.rdp, rdp._rdp)
     # the parents still dispatch composition through the overridable _maybe_compose
-    assert "_maybe_compose" in pld_privacy_accountant.PLDAccountant.__dict__
     assert "_maybe_compose" in rdp_privacy_accountant.RdpAccountant.__dict__
 
 
@@ -421,3 +485,38 @@ def test_ldp_sequential_rdp_equals_parent_randomized_response() -> None:
     for eps in (1.0, 0.3):
         parent.compose(dp_event.RandomizedResponseDpEvent(2 / (1 + math.exp(eps)), 2))
     np.testing.assert_allclose(ours.rdp, parent.rdp, rtol=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------
+# what an accountant shows: repr and progress
+# ---------------------------------------------------------------------------------------------
+
+
+def test_readable_repr_names_relation_and_holdings() -> None:
+    pld = ShufflePLDAccountant().compose(SHUFFLE, 2).compose(dp_event.GaussianDpEvent(3.0))
+    text = repr(pld)
+    assert text == ("ShufflePLDAccountant(neighboring_relation=REPLACE_ONE, "
+                    "value_discretization_interval=auto; holds 2 × ShuffleEvent, "
+                    "1 × GaussianDpEvent)")
+    fixed = ShufflePLDAccountant(NR.ADD_OR_REMOVE_ONE, 1e-3, users_grid_ratio=1.05)
+    assert repr(fixed) == ("ShufflePLDAccountant(neighboring_relation=ADD_OR_REMOVE_ONE, "
+                           "value_discretization_interval=0.001, users_grid_ratio=1.05; holds "
+                           "nothing)")
+    rdp = ShuffleRdpAccountant([2.0, 8.0]).compose(
+        dp_event.ComposedDpEvent([SHUFFLE, dp_event.SelfComposedDpEvent(SHUFFLE, 3)]))
+    assert repr(rdp) == ("ShuffleRdpAccountant(neighboring_relation=REPLACE_ONE, orders: 2 from 2 "
+                         "to 8; holds 4 × ShuffleEvent)")
+
+
+def test_progress_reports_the_composition_and_can_be_off(capsys: pytest.CaptureFixture[str]) -> None:
+    calls: list[tuple[int, int]] = []
+    events = [ShuffleEvent(VR, 300), ShuffleEvent(VR, 301), ShuffleEvent(VR, 302)]
+    accountant = ShufflePLDAccountant(progress=lambda done, total: calls.append((done, total)))
+    for event in events:
+        accountant.compose(event)
+    silent = ShufflePLDAccountant(progress=False)
+    for event in events:
+        silent.compose(event)
+    assert accountant.get_epsilon(1e-6) == silent.get_epsilon(1e-6)
+    assert calls == [(1, 3), (2, 3), (3, 3)]
+    assert capsys.readouterr().err == ""

@@ -12,9 +12,10 @@ import pytest
 
 from dpacct_shuffle import randomizers as rz
 from dpacct_shuffle.events import ShuffleEvent
-from dpacct_shuffle.randomizers.approximate import (CloneTVBound, approximate, approximate_ldp,
-                                                    fmt_clone_pair, fmt_condition_delta,
-                                                    fmt_theorem_3_8)
+from dpacct_shuffle.core.bound import VariationRatio
+from dpacct_shuffle.randomizers.approximate import (CloneTVBound, DecomposedLDPBound, approximate,
+                                                    approximate_ldp, fmt_clone_pair,
+                                                    fmt_condition_delta, fmt_theorem_3_8)
 from tests.oracle import exact_shuffled_delta, pair_delta_max
 
 
@@ -88,11 +89,71 @@ def test_theorem_3_8_condition_is_enforced():
     assert eps0 <= math.log(n / (16.0 * math.log(2.0 / floor))) + 1e-12
     with pytest.raises(ValueError, match="Theorem 3.8 needs epsilon0"):
         fmt_theorem_3_8(eps0, 1e-9, n, 0.5 * floor)
-    # below the floor the class bound falls back to the victim's own report: leaky binary RR,
+    # below the floor Theorem 3.8 falls back to the victim's own report: leaky binary RR,
     # δ0 + (1 − δ0)(e^ε0 − e^ε)/(e^ε0 + 1) = δ at ε = ln(e^ε0 − (e^ε0 + 1)(δ − δ0)/(1 − δ0))
     local = math.log(math.exp(eps0) - (math.exp(eps0) + 1.0) * (1e-6 - 1e-12) / (1.0 - 1e-12))
-    epsilon = approximate_ldp(eps0, 1e-12).shuffled(n).epsilon(1e-6)
+    epsilon = CloneTVBound(eps0, 1e-12).epsilon(1e-6, n)
     assert local <= epsilon <= local * (1.0 + 1e-12)
+    # the decomposition bound has no condition: the class amplifies like the pure worst case
+    pure = VariationRatio.worst_case(eps0).epsilon(1e-6, n)
+    assert pure <= approximate_ldp(eps0, 1e-12).shuffled(n).epsilon(1e-6) <= 1.01 * pure
+
+
+def test_issue_target_approximate_ldp_amplifies_at_n_1000():
+    """approximate_ldp(3.5, 7e-12), n = 10³, δ = 1e-6: 1.189 (the pure ε0 = 3.5 worst case 1.188;
+    Theorem 3.8 needs n ≥ 16·e^{3.5}·ln(2/δ) ≈ 7000 and gives 3.5 = ε0)."""
+    shuffled = approximate_ldp(3.5, 7e-12).shuffled(1000)
+    lower, upper = shuffled.epsilon_interval(1e-6)
+    pure = VariationRatio.worst_case(3.5).epsilon(1e-6, 1000)
+    assert pure <= upper <= 1.002 * pure
+    assert lower <= upper
+    assert shuffled.delta(upper) <= 1e-6
+
+
+def random_approximate_ldp_matrix(rng: np.random.Generator, inputs: int, outputs: int,
+                                  epsilon0: float) -> tuple[np.ndarray, float]:
+    """A random randomizer and its exact δ0 at ε0: max over ordered pairs of rows of the
+    hockey-stick divergence at e^ε0 (raised by a relative 1e-9 for the float sums). Rows have
+    tiny and zero entries, so the excess is spread over outputs, not a separate leak symbol."""
+    matrix = rng.random((inputs, outputs)) ** 3
+    matrix[rng.random(matrix.shape) < 0.15] = 0.0
+    matrix[:, 0] += 1e-3
+    matrix /= matrix.sum(axis=1, keepdims=True)
+    big = math.exp(epsilon0)
+    delta0 = max(float(np.maximum(matrix[i] - big * matrix[j], 0.0).sum())
+                 for i in range(inputs) for j in range(inputs) if i != j)
+    return matrix, delta0 * (1.0 + 1e-9)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_decomposition_bound_covers_random_approximate_randomizers(seed):
+    rng = np.random.default_rng(2500 + seed)
+    eps0 = [0.5, 1.0, 1.5, 2.0][seed]
+    matrix, delta0 = random_approximate_ldp_matrix(rng, 3, 4, eps0)
+    assert 0.0 < delta0 < 1.0
+    bound = DecomposedLDPBound(eps0, delta0)
+    whole_class = approximate_ldp(eps0, delta0)
+    for n in (2, 4):
+        for eps in (0.0, 0.1, 0.4, eps0):
+            exact = worst_exact_delta_all_pairs(matrix, n, eps)
+            assert exact <= bound.delta(eps, n)
+            assert exact <= whole_class.delta(eps, n)
+
+
+def worst_exact_delta_all_pairs(matrix: np.ndarray, n: int, eps: float) -> float:
+    inputs = range(matrix.shape[0])
+    return max(exact_shuffled_delta(matrix, i, j, list(others), eps)
+               for i, j in itertools.permutations(inputs, 2)
+               for others in itertools.combinations_with_replacement(inputs, n - 1))
+
+
+def test_decomposition_bound_covers_leaky_rr_at_larger_n():
+    """Leaky k-RR (d = 3, ε0 = 1, δ0 = 0.01) at n = 6: the class bound against every configuration."""
+    inner = rz.krr(1.0, 3)
+    matrix = leaky_matrix(inner.matrix, 0.01)
+    bound = DecomposedLDPBound(1.0, 0.01)
+    for eps in (0.05, 0.3, 0.8):
+        assert worst_exact_delta(matrix, 6, eps) <= bound.delta(eps, 6)
 
 
 def test_zero_delta0_gives_the_pure_bounds():

@@ -176,7 +176,9 @@ def test_accountants_use_the_exact_round(relation, name) -> None:
     """The profile the accountants compose for a PoissonSampledDpEvent of a binary-RR
     ShuffleEvent (:func:`dpacct_shuffle.accountants.event_profile`) is the exact round's: within
     its certified interval, and below the bound of the worst-case ε0-LDP parameters (binary RR
-    is their extremal member; measured 0.57-0.74 of it here)."""
+    is their extremal member; measured 0.57-0.74 of it here under replace-one, 0.83-0.84 under
+    add/remove-one, whose generic bound is the merged presence pair of docs/theory.md, "Presence
+    pairs at every ε")."""
     event = dp_event.PoissonSampledDpEvent(0.1, ShuffleEvent(randomizers.binary_rr(1.0), 1000))
     profile = event_profile(event, relation)
     exact = SampledBinaryRRProfile(1.0, 1000, 0.1, name)
@@ -185,7 +187,7 @@ def test_accountants_use_the_exact_round(relation, name) -> None:
     for eps in (0.005, 0.0125):
         lower, upper = exact.delta_interval(eps)
         assert lower <= profile.delta(eps) <= upper
-        assert profile.delta(eps) < 0.8 * generic.delta(eps)
+        assert profile.delta(eps) < (0.8 if name == "replace_one" else 0.9) * generic.delta(eps)
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -386,6 +386,83 @@ def test_cli_draws_no_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
     assert code == 0 and err == "" and "epsilon:" in out
 
 
+class _Terminal(io.StringIO):
+    """A stderr that says it is a terminal, so that the command line would draw progress bars."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def _pipeline_file(tmp_path: Path) -> Path:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"delta": 1e-6, "steps": [
+        {"type": "gaussian", "noise_multiplier": 2.0}, {"type": "ldp", "epsilons": [0.5]}]}))
+    return path
+
+
+def _every_command(tmp_path: Path) -> dict[str, tuple[str, ...]]:
+    """One small, valid invocation of every command."""
+    return {
+        "epsilon": ("epsilon", *KRR, "--users", "1e3", "--delta", "1e-6", "--no-lower"),
+        "delta": ("delta", *KRR, "--users", "1e3", "--epsilon", "1", "--no-lower"),
+        "calibrate": ("calibrate", *KRR, "--target-epsilon", "0.5", "--delta", "1e-6"),
+        "params": ("params", *KRR),
+        "account": ("account", str(_pipeline_file(tmp_path))),
+        "plot": ("plot", "--randomizer", "binary_rr", "--epsilon0", "1", "--users-list", "100,200",
+                 "--delta", "1e-6", "--no-lower", "--no-fmt", "--output", str(tmp_path / "e.svg")),
+    }
+
+
+def test_every_command_takes_quiet_and_json(tmp_path: Path) -> None:
+    from dpacct_shuffle.cli.app import COMMANDS
+
+    invocations = _every_command(tmp_path)
+    assert set(invocations) == set(COMMANDS)  # a new command gets a line here
+    for name, argv in invocations.items():
+        out, err = io.StringIO(), _Terminal()
+        code = main([*argv, "--quiet", "--json"], stdout=out, stderr=err)
+        assert code == 0 and err.getvalue() == "", (name, err.getvalue())
+        assert json.loads(out.getvalue())["command"] == name
+        out_q, err_q = io.StringIO(), _Terminal()
+        assert main([*argv, "-q"], stdout=out_q, stderr=err_q) == 0 and err_q.getvalue() == ""
+        text = out_q.getvalue()
+        assert text and not text.lstrip().startswith("{")  # --quiet alone: the usual text
+        for option in ("--quiet", "--json"):
+            assert option in run(argv[0], "--help")[1], (name, option)
+
+
+def test_quiet_removes_the_progress_bar_a_terminal_would_show(tmp_path: Path) -> None:
+    argv = ("account", str(_pipeline_file(tmp_path)))
+    loud = _Terminal()
+    assert main(list(argv), stdout=io.StringIO(), stderr=loud) == 0
+    assert "account" in loud.getvalue()  # tqdm drew the pipeline's bar on the terminal
+    quiet = _Terminal()
+    assert main([*argv, "--quiet"], stdout=io.StringIO(), stderr=quiet) == 0
+    assert quiet.getvalue() == ""
+
+
+def test_quiet_hides_warnings_and_keeps_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    import warnings
+
+    from dpacct_shuffle.cli import app
+
+    def warn_then_answer(args: object, out: io.StringIO) -> int:
+        warnings.warn("a warning of the library", UserWarning)
+        out.write("answer\n")
+        return 0
+
+    monkeypatch.setitem(app.COMMANDS, "params", warn_then_answer)
+    with pytest.warns(UserWarning, match="a warning of the library"):
+        code, out, _ = run("params", *KRR)
+    assert code == 0 and out == "answer\n"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code, out, err = run("params", *KRR, "--quiet")
+    assert code == 0 and out == "answer\n" and err == "" and caught == []
+    code, out, err = run("epsilon", *KRR, "--users", "0", "--delta", "1e-6", "--quiet")
+    assert code == 2 and out == "" and err.startswith("dpacct-shuffle: error: ")
+
+
 # -- benchmarks/compare.py (smoke test at small n: the structure of its claims) ------------------
 def test_compare_benchmark_rows_are_consistent() -> None:
     import importlib.util

@@ -34,7 +34,7 @@ GROUPS = ["1:3", "2:2", "krr:epsilon0=1,domain_size=3:3", "binary_rr:epsilon0=2:
 
 COMMON_FLAGS = {
     "--randomizer": RANDOMIZERS, "--epsilon0": NUMBERS, "--domain": NUMBERS,
-    "--param": PARAMS, "--json": None,
+    "--param": PARAMS, "--json": None, "--quiet": None,
 }
 FLAGS = {
     "epsilon": {**COMMON_FLAGS, "--users": USERS, "--delta": NUMBERS, "--no-lower": None,
@@ -44,7 +44,7 @@ FLAGS = {
               "--lower-max-users": LIMITS, "--matrix": ["MATRIX", "MISSING"], "--group": GROUPS},
     "calibrate": {**COMMON_FLAGS, "--users": USERS, "--target-epsilon": NUMBERS,
                   "--delta": NUMBERS, "--max-epsilon0": NUMBERS, "--max-users": LIMITS,
-                  "--rtol": NUMBERS, "--quiet": None},
+                  "--rtol": NUMBERS},
     "params": {**COMMON_FLAGS, "--list": None,
                "--matrix": ["MATRIX", "BAD_MATRIX", "BINARY", "MISSING"]},
     "account": {"PIPELINE": ["GOOD", "TYPO", "NAN", "GARBAGE", "BINARY", "MISSING"],

@@ -289,6 +289,23 @@ def test_every_documentation_page_is_in_the_site_navigation() -> None:
     assert listed <= pages, f"nav entries without a page: {sorted(listed - pages)}"
 
 
+def _nav_labels(entries: object) -> Iterator[str]:
+    if isinstance(entries, list):
+        for entry in entries:
+            yield from _nav_labels(entry)
+    elif isinstance(entries, dict):
+        for label, value in entries.items():
+            yield label
+            yield from _nav_labels(value)
+
+
+def test_every_navigation_label_appears_once() -> None:
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_IgnoreTags)
+    labels = [label.casefold() for label in _nav_labels(config["nav"])]
+    repeated = sorted({label for label in labels if labels.count(label) > 1})
+    assert not repeated, f"navigation labels used more than once: {repeated}"
+
+
 def test_readme_links_into_the_repository_resolve() -> None:
     text = README.read_text(encoding="utf-8")
     targets = re.findall(r"\]\((?!https?://|#)([^)#\s]+)(?:#[^)]*)?\)", text)

@@ -9,6 +9,13 @@ import pytest
 
 from dpacct_shuffle import VariationRatio, randomizers
 from dpacct_shuffle import profiles
+from dpacct_shuffle.event_plds import PLD_PRECISION
+from dpacct_shuffle.event_profiles import (
+    Precision,
+    event_profile,
+    parallel_composite_randomizer,
+    parallel_round_bound,
+)
 from dpacct_shuffle.events import (
     LDPCompositionEvent,
     LDPCompositionMode,
@@ -92,10 +99,10 @@ def test_catalog_randomizers_are_accepted() -> None:
     krr = randomizers.krr(epsilon0=2.0, domain_size=10)
     event = ShuffleEvent(krr, 500)
     assert dp_accounting.DpEvent.from_named_tuple(event.to_named_tuple()) == event
-    assert event.profile().epsilon_cap == pytest.approx(2.0)
-    assert event.profile().delta(0.3) == pytest.approx(krr.shuffled(500).delta(0.3), rel=1e-2)
+    assert event_profile(event).epsilon_cap == pytest.approx(2.0)
+    assert event_profile(event).delta(0.3) == pytest.approx(krr.shuffled(500).delta(0.3), rel=1e-2)
     parallel = ParallelCompositionEvent([krr, randomizers.binary_rr(epsilon0=1.0)], 500)
-    assert parallel.composite_randomizer().beta == pytest.approx(
+    assert parallel_composite_randomizer(parallel).beta == pytest.approx(
         0.5 * krr.variation_ratio.beta + 0.5 * randomizers.binary_rr(epsilon0=1.0).variation_ratio.beta)
 
 
@@ -113,21 +120,24 @@ def test_parallel_branch_without_variation_ratio_is_rejected_early() -> None:
 
 
 def test_shuffle_event_profile_uses_floor_of_honest_users() -> None:
-    robust = ShuffleEvent(VR1, 1001, honest_fraction=0.5).profile()
-    assert robust.delta(0.2) == profiles.shuffle_profile(VR1, 500).delta(0.2)
+    robust = event_profile(ShuffleEvent(VR1, 1001, honest_fraction=0.5))
+    assert robust.delta(0.2) == event_profile(ShuffleEvent(VR1, 500)).delta(0.2)
+    assert robust.delta(0.2) <= profiles.shuffle_profile(VR1, 500).delta(0.2)
     assert robust.epsilon_cap == pytest.approx(1.0)
 
 
 def test_parallel_random_profile_is_the_composite_round() -> None:
     event = ParallelCompositionEvent([VR1, VR2], 200, probabilities=[0.25, 0.75])
-    composite = event.composite_randomizer()
+    composite = parallel_composite_randomizer(event)
     assert composite.beta == pytest.approx(0.25 * VR1.beta + 0.75 * VR2.beta)
     assert composite.p == pytest.approx(VR2.p)
     # the round's bound is the minimum of the composite VariationRatio and the bounds that keep
     # each branch's own levels (tests/test_parallel_composite_bound.py)
-    assert event.profile().delta(0.5) == profiles.shuffle_profile(event.composite_bound(),
-                                                                  200).delta(0.5)
-    assert event.profile().delta(0.5) <= profiles.shuffle_profile(composite, 200).delta(0.5)
+    # (up to PARALLEL_STRUCTURE_MAX_USERS users at the default precision)
+    structured = profiles.shuffle_profile(parallel_round_bound(
+        event, structure_max_users=profiles.PARALLEL_STRUCTURE_MAX_USERS), 200).delta(0.5)
+    assert event_profile(event).delta(0.5) <= structured
+    assert event_profile(event).delta(0.5) <= profiles.shuffle_profile(composite, 200).delta(0.5)
 
 
 def test_parallel_disjoint_profile_is_the_pointwise_max() -> None:
@@ -135,13 +145,83 @@ def test_parallel_disjoint_profile_is_the_pointwise_max() -> None:
     for eps in (0.1, 0.5, 0.9, 1.5):
         expected = max(profiles.shuffle_profile(VR1, 300).delta(eps),
                        profiles.shuffle_profile(VR2, 50).delta(eps))
-        assert event.profile().delta(eps) == expected
+        assert event_profile(event).delta(eps) <= expected
+        curves = max(event_profile(ShuffleEvent(VR1, 300), precision=PLD_PRECISION).delta(eps),
+                     event_profile(ShuffleEvent(VR2, 50), precision=PLD_PRECISION).delta(eps))
+        assert event_profile(event, precision=PLD_PRECISION).delta(eps) == curves
     with pytest.raises(ValueError, match="random"):
-        event.composite_randomizer()
+        parallel_composite_randomizer(event)
 
 
 def test_ldp_chained_profile() -> None:
     event = LDPCompositionEvent([1.0, 2.0, 0.5], mode="chained")
-    assert event.chained_profile().epsilon_cap == chained_ldp(chained_ldp(1.0, 2.0), 0.5)
+    assert event_profile(event).epsilon_cap == chained_ldp(chained_ldp(1.0, 2.0), 0.5)
     with pytest.raises(ValueError, match="chained"):
-        LDPCompositionEvent([1.0]).chained_profile()
+        event_profile(LDPCompositionEvent([1.0]))
+
+
+# -- events are data ------------------------------------------------------------------------------
+
+
+def test_events_hold_data_only_and_old_methods_are_deprecated_delegations() -> None:
+    """No computing method beyond the deprecated ones, each warning and returning exactly what
+    the new function returns."""
+    allowed = {"profile", "composite_bound", "composite_randomizer", "chained_profile",
+               "delta_values"}
+    for cls in (ShuffleEvent, ParallelCompositionEvent, LDPCompositionEvent):
+        own = {name for name, value in vars(cls).items() if not name.startswith("_")
+               and (callable(value) or isinstance(value, property))}
+        fields = {field.name for field in cls.__attrs_attrs__}
+        assert own - fields - {"to_named_tuple", "from_named_tuple"} <= allowed, cls
+    event = ShuffleEvent(randomizers.krr(2.0, 10), 2000)
+    with pytest.warns(DeprecationWarning, match="event_profile"):
+        assert event.profile().delta(0.6) == event_profile(event).delta(0.6)
+    parallel = ParallelCompositionEvent([VR1, VR2], 40)
+    with pytest.warns(DeprecationWarning, match="parallel_round_bound"):
+        bound = parallel.composite_bound()
+    assert bound.delta_upper(0.5, 40) == parallel_round_bound(parallel).delta_upper(0.5, 40)
+    with pytest.warns(DeprecationWarning, match="parallel_composite_randomizer"):
+        assert parallel.composite_randomizer() == parallel_composite_randomizer(parallel)
+    chained = LDPCompositionEvent([1.0, 2.0], mode="chained", deltas=[0.0, 1e-3])
+    with pytest.warns(DeprecationWarning, match="ldp_deltas"):
+        assert chained.delta_values == (0.0, 1e-3)
+    with pytest.warns(DeprecationWarning, match="event_profile"):
+        assert chained.chained_profile().delta(0.5) == event_profile(chained).delta(0.5)
+
+
+def test_round_profile_is_the_tighter_of_curve_and_core_and_above_exact() -> None:
+    """The one profile of a round: ≤ the batched curve and ≤ the core's point bound at every ε,
+    ≥ the exact shuffled δ (binary RR, exact sums)."""
+    from dpacct_shuffle.randomizers.binary_rr_exact import binary_rr_exact_delta
+
+    event = ShuffleEvent(randomizers.binary_rr(1.0), 60)
+    for eps in (0.1, 0.3, 0.5, 0.7, 0.9):
+        value = event_profile(event).delta(eps)
+        curve = event_profile(event, precision=PLD_PRECISION).delta(eps)
+        point = profiles.shuffle_profile(event.randomizer, 60).delta(eps)
+        exact = binary_rr_exact_delta(1.0, 60, eps)
+        assert exact <= value <= min(curve, point)
+        assert value <= exact * (1 + 1e-6)
+    # the deep tail (issue example): the curve is flat at its truncated mass, the core is not
+    krr = ShuffleEvent(randomizers.krr(2.0, 10), 2000)
+    curve = event_profile(krr, precision=PLD_PRECISION).delta(0.6)
+    value = event_profile(krr).delta(0.6)
+    assert curve > 1e-21 and value < 1e-35
+    assert value == profiles.shuffle_profile(krr.randomizer, 2000).delta(0.6)
+    # only below pointwise_below is the core consulted
+    tail_only = event_profile(krr, precision=Precision(pointwise_below=1e-16))
+    assert tail_only.delta(0.6) == value
+    assert tail_only.delta(0.2) == curve_at(krr, 0.2)
+
+
+def curve_at(event: ShuffleEvent, epsilon: float) -> float:
+    return event_profile(event, precision=PLD_PRECISION).delta(epsilon)
+
+
+def test_precision_is_validated() -> None:
+    with pytest.raises(ValueError, match="pointwise_below"):
+        Precision(pointwise_below=2.0)
+    with pytest.raises(ValueError, match="structure_max_users"):
+        Precision(structure_max_users=0)
+    with pytest.raises(TypeError, match="precision"):
+        event_profile(ShuffleEvent(VR1, 10), precision=0.5)  # type: ignore[arg-type]

@@ -166,6 +166,81 @@ def test_without_replacement_uses_sensitivity_two_and_matches_flowers_rdp_at_hal
     assert flower.get_epsilon(DELTA) < ours.get_epsilon(DELTA)
 
 
+# Flower's three admitted (sampling method, relation) pairs, on a grid from a tiny sampled
+# fraction to every client, few to many rounds, large and small delta (N = 1000).
+_REVIEW_POPULATION = 1000
+_REVIEW_CASES = [  # (noise multiplier, sample size, rounds, delta)
+    (0.6, 50, 20, 1e-8), (2.0, 1, 200, 1e-3), (1.0, 50, 1, 1e-8), (4.0, 50, 200, 1e-8),
+    (4.0, 1000, 20, 1e-3), (30.0, 50, 1, 1e-3), (30.0, 1000, 200, 1e-8),
+]
+
+
+def _both(method: SamplingMethod, relation: NeighboringRelation, sigma: float, sample: int,
+          rounds: int, delta: float) -> tuple[float, float]:
+    """ε at δ of ``rounds`` releases GaussianPrivacyEvent(σ, m, N): this package's, Flower's."""
+    config = PrivacyConfig(delta, _REVIEW_POPULATION, relation, method)
+    event = GaussianPrivacyEvent(sigma, sample, _REVIEW_POPULATION)
+    ours, flower = ShufflePrivacyAccountant(config), RdpAccountant(config)
+    ours.compose(event, rounds)
+    flower.compose(event, rounds)
+    return ours.get_epsilon(delta), flower.get_epsilon(delta)
+
+
+@pytest.mark.parametrize("method", [SamplingMethod.POISSON, SamplingMethod.NO_AMPLIFICATION])
+@pytest.mark.parametrize("sigma, sample, rounds, delta", _REVIEW_CASES)
+def test_add_or_remove_gaussian_rounds_never_exceed_flowers_own_accountant(
+        method: SamplingMethod, sigma: float, sample: int, rounds: int, delta: float) -> None:
+    ours, flower = _both(method, NeighboringRelation.ADD_OR_REMOVE_ONE, sigma, sample, rounds,
+                         delta)
+    assert 0.0 <= ours <= flower
+
+
+@pytest.mark.parametrize("sigma, sample, rounds, delta",
+                         [case for case in _REVIEW_CASES if case[1] > 1])  # m = 1: ~20 s each
+def test_replace_one_gaussian_rounds_stay_below_flowers_valid_number(
+        sigma: float, sample: int, rounds: int, delta: float) -> None:
+    """Flower's replace-one value uses sensitivity 1 where replacing a client moves the clipped
+    sum by 2C; its value at σ/2 is its RDP bound at sensitivity 2, the valid one."""
+    method, relation = SamplingMethod.WITHOUT_REPLACEMENT, NeighboringRelation.REPLACE_ONE
+    ours, _ = _both(method, relation, sigma, sample, rounds, delta)
+    _, flower_at_half_sigma = _both(method, relation, sigma / 2, sample, rounds, delta)
+    assert 0.0 <= ours <= flower_at_half_sigma
+
+
+def test_flowers_replace_one_number_is_below_the_exact_epsilon_ours_is_above_it():
+    """Every client in every round (m = N, no amplification): the exact ε of k Gaussian releases
+    at sensitivity 2 is the exact ε of one at σ/√k; Flower's number is below it, so not a bound."""
+    sigma, rounds, delta = 4.0, 20, 1e-3
+    ours, flower = _both(SamplingMethod.WITHOUT_REPLACEMENT, NeighboringRelation.REPLACE_ONE,
+                         sigma, _REVIEW_POPULATION, rounds, delta)
+    exact = _gaussian_exact_epsilon(sigma / math.sqrt(rounds), 2.0, delta)
+    assert flower < 0.5 * exact  # 4.05 against 8.76
+    assert exact <= ours <= exact * 1.01
+
+
+def test_repr_names_the_setting_and_the_ledger():
+    accountant = ShufflePrivacyAccountant(NO_AMPLIFICATION)
+    assert repr(accountant) == (
+        "ShufflePrivacyAccountant(no-amplification, add-or-remove-one, population_size=100, "
+        "target_delta=1e-05, max_epsilon=8; no releases yet)")
+    gaussian = GaussianPrivacyEvent(1.5, 10, POPULATION)
+    accountant.compose(gaussian, 5)
+    assert repr(accountant) == (
+        "ShufflePrivacyAccountant(no-amplification, add-or-remove-one, population_size=100, "
+        "target_delta=1e-05, max_epsilon=8; 5 releases: 5 x GaussianPrivacyEvent("
+        "noise_multiplier=1.5, sample_size=10, population_size=100))")
+    for _ in range(ShufflePrivacyAccountant.REPR_ENTRIES + 1):
+        accountant.compose(gaussian)
+    text = repr(accountant)
+    assert "10 releases" in text and text.endswith(", ... 2 more entries)")
+    assert text.count("GaussianPrivacyEvent") == ShufflePrivacyAccountant.REPR_ENTRIES
+    budget = ShufflePrivacyAccountant(WITHOUT_REPLACEMENT)
+    budget.compose(ShuffleEvent(KRR, 80))
+    assert repr(budget) == (
+        "ShufflePrivacyAccountant(without-replacement, replace-one, population_size=100, "
+        f"target_delta=1e-05; 1 release: 1 x {ShuffleEvent(KRR, 80)!r})")
+
+
 def test_without_replacement_profile_bounds_an_explicit_instance():
     """One release, victim's clipped update +1 vs -1, everyone else 0: the exact mixture pair
     (1-η)N(0, σ²) + ηN(±1, σ²) (numerical integration) is a lower bound of the true profile."""
@@ -460,3 +535,29 @@ def test_analytics_round_events_and_refusals():
         ShuffledFrequencyEstimation(KRR, RdpAccountant(WITHOUT_REPLACEMENT))
     with pytest.raises(ValueError, match="add-or-remove-one"):
         ShuffledFrequencyEstimation(KRR, ShufflePrivacyAccountant(NO_AMPLIFICATION))
+
+
+def test_standard_errors_are_the_estimators_standard_deviation():
+    """Closed form for k-RR (clients' values fixed: f·p(1−p) + (1−f)·q(1−q) over n(p−q)²) at the
+    clipped estimates, and the spread of the estimates over repeated rounds."""
+    from dpacct_shuffle.flower.analytics import frequency_standard_errors
+
+    randomizer, n = randomizers.krr(3.0, 4), 10
+    p = math.exp(3.0) / (math.exp(3.0) + 3)
+    q = 1 / (math.exp(3.0) + 3)
+    estimates = np.array([0.5, -0.1, 0.25, 1.2])
+    clipped = np.array([0.5, 0.0, 0.25, 1.0])
+    expected = np.sqrt(clipped * p * (1 - p) + (1 - clipped) * q * (1 - q)) / (math.sqrt(n) * (p - q))
+    np.testing.assert_allclose(frequency_standard_errors(randomizer, estimates, n), expected,
+                               rtol=1e-12)
+    values = [0, 0, 0, 0, 0, 1, 1, 2, 2, 3]  # true frequencies 0.5, 0.2, 0.2, 0.1
+    rng = np.random.default_rng(0)
+    repeats = np.array([randomizer.estimate_frequencies([randomizer.sample(v, rng) for v in values])
+                        for _ in range(4000)])
+    truth = frequency_standard_errors(randomizer, np.array([0.5, 0.2, 0.2, 0.1]), n)
+    # sample standard deviation of 4000 draws: relative error ~ 1/sqrt(2 * 4000) ~ 1.1 %
+    np.testing.assert_allclose(repeats.std(axis=0, ddof=1), truth, rtol=0.05)
+    with pytest.raises(ValueError, match="num_reports"):
+        frequency_standard_errors(randomizer, estimates, 0)
+    with pytest.raises(TypeError, match="no frequency estimator"):
+        frequency_standard_errors(randomizers.worst_case_ldp(1.0), estimates, n)

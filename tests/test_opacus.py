@@ -48,7 +48,7 @@ def test_registered_under_shuffle_and_used_by_privacy_engine() -> None:
     assert type(create_accountant("shuffle")) is ShuffleAccountant
     engine = PrivacyEngine(accountant="shuffle")
     assert isinstance(engine.accountant, ShuffleAccountant)
-    assert engine.accountant.neighboring_relation is REPLACE
+    assert engine.accountant.neighboring_relation is ADD_REMOVE  # Opacus's relation
     assert engine.accountant.mechanism() == "shuffle"
 
 
@@ -72,13 +72,13 @@ def test_clear_import_error_without_opacus(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_history_has_opacus_format() -> None:
-    ours, opacus_rdp = ShuffleAccountant(), RDPAccountant()
+    ours, opacus_rdp = ShuffleAccountant("replace_one"), RDPAccountant()
     for sigma, rate in [(1.0, 0.1), (1.0, 0.1), (2.0, 0.1), (1.0, 0.1), (1.0, 0.2)]:
         ours.step(noise_multiplier=sigma, sample_rate=rate)
         opacus_rdp.step(noise_multiplier=sigma, sample_rate=rate)
     assert ours.history == opacus_rdp.history == [(1.0, 0.1, 2), (2.0, 0.1, 1), (1.0, 0.1, 1),
                                                   (1.0, 0.2, 1)]
-    assert len(ours) == 5  # steps, not history entries
+    assert len(ours) == len(opacus_rdp) == 4  # history entries, as in Opacus
 
 
 @pytest.mark.parametrize("relation", [REPLACE, ADD_REMOVE])
@@ -94,7 +94,7 @@ def test_dp_sgd_epsilon_equals_dp_accounting_pld(relation: NeighboringRelation) 
 
 
 def test_replace_one_costs_more_than_add_remove_which_beats_opacus_rdp() -> None:
-    replace, add_remove, opacus_rdp = ShuffleAccountant(), ShuffleAccountant("add_or_remove_one"), \
+    replace, add_remove, opacus_rdp = ShuffleAccountant("replace_one"), ShuffleAccountant("add_or_remove_one"), \
         RDPAccountant()
     for accountant in (replace, add_remove, opacus_rdp):
         _dp_sgd(accountant)
@@ -105,7 +105,7 @@ def test_replace_one_costs_more_than_add_remove_which_beats_opacus_rdp() -> None
 
 
 def test_empty_and_non_private() -> None:
-    accountant = ShuffleAccountant()
+    accountant = ShuffleAccountant("replace_one")
     assert accountant.get_epsilon(DELTA) == 0.0 and len(accountant) == 0
     accountant.step(noise_multiplier=0.0, sample_rate=0.1)
     assert accountant.get_epsilon(DELTA) == math.inf
@@ -115,7 +115,7 @@ def test_empty_and_non_private() -> None:
 
 
 def test_shuffle_rounds_equal_shuffle_pld_accountant_and_core() -> None:
-    ours = ShuffleAccountant()
+    ours = ShuffleAccountant("replace_one")
     ours.step_shuffle(KRR, USERS)
     single = ours.get_epsilon(1e-6)
     core = KRR.shuffled(USERS).epsilon(1e-6)
@@ -127,36 +127,45 @@ def test_shuffle_rounds_equal_shuffle_pld_accountant_and_core() -> None:
     reference.compose(dp_event.PoissonSampledDpEvent(RATE, dp_event.GaussianDpEvent(SIGMA)), STEPS)
     reference.compose(ShuffleEvent(KRR, USERS), 3)
     assert ours.events == [(ShuffleEvent(KRR, USERS), 3)]
-    assert len(ours) == STEPS + 3
+    assert len(ours) == 2  # one history entry, one events entry
     assert ours.get_epsilon(DELTA) == reference.get_epsilon(DELTA)
-    dp_sgd_only = ShuffleAccountant()
+    dp_sgd_only = ShuffleAccountant("replace_one")
     _dp_sgd(dp_sgd_only)
     assert ours.get_epsilon(DELTA) > dp_sgd_only.get_epsilon(DELTA)
 
 
 def test_compose_any_supported_event() -> None:
-    ours = ShuffleAccountant()
+    ours = ShuffleAccountant("replace_one")
     ours.compose(LDPCompositionEvent((0.5, 0.25)), count=2)
     ours.compose(dp_event.GaussianDpEvent(3.0))
     reference = ShufflePLDAccountant()
     reference.compose(LDPCompositionEvent((0.5, 0.25)), 2)
     reference.compose(dp_event.GaussianDpEvent(3.0))
     assert ours.get_epsilon(DELTA) == reference.get_epsilon(DELTA)
-    assert len(ours) == 3
+    assert len(ours) == 2
 
 
-def test_add_remove_refuses_replace_one_only_events() -> None:
-    accountant = ShuffleAccountant("add_or_remove_one")
+def test_add_remove_refuses_replace_one_only_events_naming_both_ways_out() -> None:
+    accountant = ShuffleAccountant()  # add/remove-one, Opacus's relation
     _dp_sgd(accountant, 3)
-    with pytest.raises(ValueError, match="replace-one"):
+    with pytest.raises(ValueError, match="unsampled ShuffleEvent") as error:
         accountant.step_shuffle(KRR, USERS)
-    with pytest.raises(ValueError, match="replace-one"):
+    assert "sampling_probability" in str(error.value)
+    assert "neighboring_relation='replace_one'" in str(error.value)
+    with pytest.raises(ValueError, match="replace-one") as error:
         accountant.compose(LDPCompositionEvent((1.0,)))
-    assert accountant.events == [] and len(accountant) == 3
+    assert "neighboring_relation='replace_one'" in str(error.value)
+    assert accountant.events == [] and len(accountant) == 1
+    # the first way out: a sampled round is accepted under add/remove-one
+    accountant.step_shuffle(KRR, USERS, sampling_probability=0.1)
+    reference = ShufflePLDAccountant(ADD_REMOVE)
+    reference.compose(dp_event.PoissonSampledDpEvent(RATE, dp_event.GaussianDpEvent(SIGMA)), 3)
+    reference.compose(dp_event.PoissonSampledDpEvent(0.1, ShuffleEvent(KRR, USERS)))
+    assert accountant.get_epsilon(DELTA) == reference.get_epsilon(DELTA)
 
 
 def test_relation_switch_only_while_no_replace_one_only_event() -> None:
-    accountant = ShuffleAccountant()  # as created by PrivacyEngine(accountant="shuffle")
+    accountant = ShuffleAccountant("replace_one")  # as created by PrivacyEngine(accountant="shuffle")
     _dp_sgd(accountant, 5)
     accountant.neighboring_relation = "add_or_remove_one"
     reference = PLDAccountant(ADD_REMOVE)
@@ -189,7 +198,7 @@ def test_relation_switch_only_while_no_replace_one_only_event() -> None:
 ])
 def test_bad_input(call, error) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(error):
-        call(ShuffleAccountant())
+        call(ShuffleAccountant("replace_one"))
 
 
 # dp-accounting's third relation (replacement by a special value): not one Opacus users have
@@ -212,14 +221,14 @@ def torch_round_trip(accountant: ShuffleAccountant) -> ShuffleAccountant:
     buffer = io.BytesIO()
     torch.save(accountant.state_dict(), buffer)
     buffer.seek(0)
-    restored = ShuffleAccountant()
+    restored = ShuffleAccountant("replace_one")
     restored.load_state_dict(torch.load(buffer, weights_only=True))
     return restored
 
 
 def test_state_dict_round_trip_in_memory_and_through_torch_save() -> None:
     vr = VariationRatio.worst_case(1.0)  # picklable, for torch.save below
-    original = ShuffleAccountant()
+    original = ShuffleAccountant("replace_one")
     _dp_sgd(original, 5)
     original.step_shuffle(KRR, USERS)
     original.step_shuffle(vr, 300, count=2)
@@ -230,10 +239,10 @@ def test_state_dict_round_trip_in_memory_and_through_torch_save() -> None:
     restored.load_state_dict(state)
     assert restored.neighboring_relation is REPLACE
     assert restored.history == original.history and restored.events == original.events
-    assert len(restored) == len(original) == 9
+    assert len(restored) == len(original) == 4
     assert restored.get_epsilon(DELTA) == original.get_epsilon(DELTA)
 
-    picklable = ShuffleAccountant()
+    picklable = ShuffleAccountant("replace_one")
     _dp_sgd(picklable, 5)
     picklable.step_shuffle(vr, 300, count=2)
     from_disk = torch_round_trip(picklable)
@@ -242,12 +251,12 @@ def test_state_dict_round_trip_in_memory_and_through_torch_save() -> None:
 
 
 def test_load_state_dict_validates() -> None:
-    accountant = ShuffleAccountant()
+    accountant = ShuffleAccountant("replace_one")
     rdp = RDPAccountant()
     rdp.step(noise_multiplier=1.0, sample_rate=0.1)
     with pytest.raises(ValueError, match="mechanism"):
         accountant.load_state_dict(rdp.state_dict())
-    good = ShuffleAccountant().state_dict()
+    good = ShuffleAccountant("replace_one").state_dict()
     for key in ("events", "neighboring_relation"):
         broken = dict(good)
         del broken[key]
@@ -286,7 +295,7 @@ def test_noise_multiplier_counts_shuffle_rounds() -> None:
     planned = [(ShuffleEvent(KRR, USERS), rounds)]
     sigma = noise_multiplier_for_epsilon(target_epsilon=target, target_delta=DELTA,
                                          sample_rate=RATE, steps=steps, planned_events=planned,
-                                         accountant=ShuffleAccountant(value_discretization_interval=COARSE))
+                                         accountant=ShuffleAccountant("replace_one", COARSE))
     # reference: dp-accounting's calibration of a freshly built event with the same content
     reference = mechanism_calibration.calibrate_dp_mechanism(
         lambda: ShufflePLDAccountant(REPLACE, COARSE),
@@ -297,7 +306,7 @@ def test_noise_multiplier_counts_shuffle_rounds() -> None:
     assert sigma == pytest.approx(reference, abs=2e-3)
 
     def epsilon_at(noise: float) -> float:
-        accountant = ShuffleAccountant(value_discretization_interval=COARSE)
+        accountant = ShuffleAccountant("replace_one", COARSE)
         _dp_sgd(accountant, steps, sigma=noise)
         accountant.step_shuffle(KRR, USERS, count=rounds)
         return accountant.get_epsilon(DELTA)
@@ -306,7 +315,7 @@ def test_noise_multiplier_counts_shuffle_rounds() -> None:
     # (that Opacus's own calibration ignores the rounds is shown with real training in
     # integration/test_opacus_training.py)
     # already-spent budget is counted too
-    spent = ShuffleAccountant(value_discretization_interval=COARSE)
+    spent = ShuffleAccountant("replace_one", COARSE)
     spent.step_shuffle(KRR, USERS)
     more = noise_multiplier_for_epsilon(target_epsilon=target, target_delta=DELTA,
                                         sample_rate=RATE, steps=steps, planned_events=planned,
@@ -318,7 +327,8 @@ def test_noise_multiplier_errors() -> None:
     planned = [(ShuffleEvent(KRR, USERS), 50)]
     with pytest.raises(ValueError, match="used up"):
         noise_multiplier_for_epsilon(target_epsilon=0.5, target_delta=DELTA, sample_rate=RATE,
-                                     steps=10, planned_events=planned)
+                                     steps=10, planned_events=planned,
+                                     neighboring_relation="replace_one")
     with pytest.raises(ValueError, match="replace-one"):
         noise_multiplier_for_epsilon(target_epsilon=5.0, target_delta=DELTA, sample_rate=RATE,
                                      steps=10, planned_events=planned,
@@ -332,3 +342,56 @@ def test_noise_multiplier_errors() -> None:
     with pytest.raises(TypeError, match="steps"):
         noise_multiplier_for_epsilon(target_epsilon=1.0, target_delta=DELTA, sample_rate=RATE,
                                      steps=2.5)
+
+
+# -- Opacus parity -------------------------------------------------------------------------------
+
+
+def test_one_line_switch_gives_dp_accountings_add_remove_value_at_most_opacus_prv() -> None:
+    """PrivacyEngine(accountant="shuffle") on a DP-SGD-only run: exactly dp-accounting's PLD under
+    add/remove-one, and at most Opacus's own PRV accountant (both run here)."""
+    from opacus.accountants import PRVAccountant
+
+    sigma, rate, steps, delta = 1.1, 0.01, 300, 1e-6
+    engine = PrivacyEngine(accountant="shuffle")
+    prv = PRVAccountant()
+    for _ in range(steps):
+        engine.accountant.step(noise_multiplier=sigma, sample_rate=rate)
+        prv.step(noise_multiplier=sigma, sample_rate=rate)
+    reference = PLDAccountant(ADD_REMOVE)
+    reference.compose(dp_event.PoissonSampledDpEvent(rate, dp_event.GaussianDpEvent(sigma)), steps)
+    epsilon = engine.get_epsilon(delta)
+    assert epsilon == reference.get_epsilon(delta)
+    assert 0.0 < epsilon <= prv.get_epsilon(delta)
+    assert len(engine.accountant) == len(prv) == 1  # one history entry, like Opacus's accountants
+    assert engine.accountant.history == prv.history == [(sigma, rate, steps)]
+
+
+def test_replace_one_checkpoint_of_the_previous_format_still_loads() -> None:
+    """tests/data/opacus_replace_one_state_dict_v1.json: a state_dict written by the previous
+    release's ShuffleAccountant (replace-one default), with the ε it reported."""
+    import json
+    from pathlib import Path
+
+    stored = json.loads((Path(__file__).parent / "data" / "opacus_replace_one_state_dict_v1.json")
+                        .read_text(encoding="utf-8"))
+    accountant = ShuffleAccountant()  # add/remove-one now; the checkpoint's relation wins
+    accountant.load_state_dict(stored["state_dict"])
+    assert accountant.neighboring_relation is REPLACE
+    assert accountant.history == [(1.1, 0.01, 3)]
+    assert [count for _, count in accountant.events] == [2, 1]
+    assert accountant.get_epsilon(1e-6) == stored["epsilon_at_1e-6"]
+    # and it round-trips through the current format
+    again = ShuffleAccountant()
+    again.load_state_dict(accountant.state_dict())
+    assert again.get_epsilon(1e-6) == stored["epsilon_at_1e-6"]
+
+
+def test_readable_repr() -> None:
+    accountant = ShuffleAccountant()
+    _dp_sgd(accountant, 3)
+    accountant.step_shuffle(KRR, USERS, sampling_probability=0.5, count=2)
+    text = repr(accountant)
+    assert text.startswith("ShuffleAccountant(neighboring_relation='add_or_remove_one'")
+    assert "3 DP-SGD step(s) in 1 history entry" in text and "2 × PoissonSampledDpEvent" in text
+    assert "object at 0x" not in text

@@ -50,7 +50,8 @@ def test_round_bound_covers_every_pair_and_configuration(branches, pis) -> None:
 
 def test_round_bound_keeps_the_structure_up_to_its_limit() -> None:
     """At the limit the round bound is the structured one (within the batched curve's 0.2 %);
-    above it only the composite VariationRatio is evaluated."""
+    above it, the smaller of the composite VariationRatio at n and the structured bound at the
+    limit (here the latter: 0.9491 at 64 and 65 users, where the composite alone gives 1.1975)."""
     delta, n = 1e-6, PARALLEL_STRUCTURE_PROFILE_MAX_USERS
     pis = [0.5, 0.5]
     structured = parallel_composite_bound(SURVEY, pis)
@@ -61,7 +62,8 @@ def test_round_bound_keeps_the_structure_up_to_its_limit() -> None:
     assert abs(inside / reference - 1.0) <= ROUND_GAP
     assert inside < 0.9 * composite.epsilon(delta, n)  # the structure matters here
     above = epsilon_of(round_bound.delta_upper, delta, n + 1, 1.5)
-    assert abs(above / composite.epsilon(delta, n + 1) - 1.0) <= ROUND_GAP
+    assert above <= inside
+    assert abs(above / min(inside, composite.epsilon(delta, n + 1)) - 1.0) <= ROUND_GAP
 
 
 @pytest.mark.parametrize("n", [20, 1000])
@@ -83,3 +85,27 @@ def test_one_parallel_round_pld_is_its_bound(n: int) -> None:
 def test_bad_options_are_refused(keyword: str, value: object, error: type) -> None:
     with pytest.raises(error, match=keyword):
         parallel_composite_bound(SURVEY, [0.5, 0.5], **{keyword: value})
+
+
+def test_no_jump_above_the_structure_limit() -> None:
+    """Above ``PARALLEL_STRUCTURE_PROFILE_MAX_USERS`` the structured bounds are read at the limit
+    (the bound is non-increasing in n): a round with one more user never reports more (before,
+    65 users reported the composite VariationRatio's ε alone, above the 64-user round's), and
+    the bound at n users is the minimum of the composite bound at n and the structured bounds
+    at the limit, at every ε of a grid."""
+    limit = PARALLEL_STRUCTURE_PROFILE_MAX_USERS
+    bound = _round_bound(SURVEY, [0.5, 0.5])
+    composite = parallel_composite_bound(SURVEY, [0.5, 0.5], lowering=ROUND_LOWERING,
+                                         structure_max_users=1)
+    epsilons = np.linspace(0.0, 1.5, 16)
+    at_limit = bound.deltas_upper(epsilons, limit)
+    for n in (limit + 1, 3 * limit):
+        above = bound.deltas_upper(epsilons, n)
+        assert np.all(above <= at_limit)
+        expected = np.minimum(at_limit, composite.deltas_upper(epsilons, n))
+        np.testing.assert_allclose(above, expected, rtol=0.0, atol=0.0)
+        assert bound.delta_upper(float(epsilons[3]), n) == above[3]  # scalar form: the same
+    one = ShufflePLDAccountant().compose(ParallelCompositionEvent(SURVEY, limit)).get_epsilon(1e-6)
+    more = ShufflePLDAccountant().compose(
+        ParallelCompositionEvent(SURVEY, limit + 1)).get_epsilon(1e-6)
+    assert more <= one

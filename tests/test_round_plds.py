@@ -161,10 +161,10 @@ def test_interval_changes_rebuild_the_same_composition_as_a_fresh_accountant() -
     gaussian = dp_event.GaussianDpEvent(20.0)
     grown = ShufflePLDAccountant().compose(coarse).compose(gaussian)
     first = grown.get_epsilon(1e-6)
-    d_first = grown._value_discretization_interval
+    d_first = grown.value_discretization_interval
     grown.compose(fine, 50)
     assert grown.get_epsilon(1e-6) > first
-    assert grown._value_discretization_interval != d_first  # the scale moved: rebuilt
+    assert grown.value_discretization_interval != d_first  # the scale moved: rebuilt
     fresh = ShufflePLDAccountant().compose(fine, 50).compose(gaussian).compose(coarse)
     assert grown.get_epsilon(1e-6) == pytest.approx(fresh.get_epsilon(1e-6), rel=1e-9)
 

@@ -202,6 +202,7 @@ def test_opacus_checkpoint_loads_with_weights_only_and_without_the_package(tmp_p
 
     engine = PrivacyEngine(accountant="shuffle")
     accountant = engine.accountant
+    accountant.neighboring_relation = "replace_one"  # unsampled shuffle rounds below
     for _ in range(3):
         accountant.step(noise_multiplier=1.1, sample_rate=0.01)
     accountant.step_shuffle(randomizers.krr(2.0, 100), 10_000, count=3)

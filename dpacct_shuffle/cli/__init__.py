@@ -13,7 +13,9 @@ Sub-commands (``dpacct-shuffle COMMAND --help`` shows examples):
 * ``plot``      — ε vs n or ε vs ε0 (upper bound, lower bound, FMT closed form) as PNG/SVG
   (needs matplotlib, the ``plot`` extra).
 
-Every sub-command accepts ``--json`` (one JSON object on stdout). Exit codes: 0 success;
+Every sub-command accepts ``--json`` (one JSON object on stdout, its ``"command"`` key naming
+the command) and ``--quiet``/``-q`` (stderr carries errors only: no progress bar, no warnings;
+stdout unchanged); a new command gets both from ``parser._add_common``. Exit codes: 0 success;
 2 bad input (argument errors, every ``ValueError``/``TypeError`` raised by the library and
 numbers beyond floating-point range (``ArithmeticError``), reported
 as one line ``dpacct-shuffle: error: ...`` on stderr); 1 a missing optional dependency (matplotlib)

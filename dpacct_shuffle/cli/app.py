@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
@@ -27,7 +28,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
     """Run ``dpacct-shuffle`` with ``argv`` (default ``sys.argv[1:]``) and return the exit code.
 
     ``ValueError``/``TypeError`` from the library and the CLI become one line
-    ``dpacct-shuffle: error: ...`` on stderr and exit code 2.
+    ``dpacct-shuffle: error: ...`` on stderr and exit code 2. With ``--quiet`` (every command)
+    warnings are not shown, so stderr carries errors only.
     """
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
@@ -40,7 +42,10 @@ def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None,
         except SystemExit as exc:
             return int(exc.code) if isinstance(exc.code, int) else EXIT_BAD_INPUT
         try:
-            return int(COMMANDS[args.command](args, out))
+            with warnings.catch_warnings():
+                if args.quiet:
+                    warnings.simplefilter("ignore")
+                return int(COMMANDS[args.command](args, out))
         except (ValueError, TypeError) as exc:
             err.write(f"{PROG}: error: {_one_line(exc)}\n")
             return EXIT_BAD_INPUT

@@ -233,7 +233,7 @@ def show_progress(args: argparse.Namespace) -> bool:
     """Progress bars (tqdm, on stderr) unless ``--quiet`` or stderr is not a terminal."""
     from dpacct_shuffle.progress import is_terminal
 
-    return not getattr(args, "quiet", False) and is_terminal()
+    return not args.quiet and is_terminal()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -345,7 +345,15 @@ def _add_lower_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="print one JSON object (unrounded floats)")
+    """The options of every command (a new command calls this too): ``--json`` (stdout is one JSON
+    object, unrounded floats) and ``--quiet`` (stderr carries errors only: no progress bar, no
+    warnings; stdout is unchanged)."""
+    output = parser.add_argument_group("output (every command)")
+    output.add_argument("--json", action="store_true",
+                        help="print one JSON object on stdout (unrounded floats)")
+    output.add_argument("--quiet", "-q", action="store_true",
+                        help="errors only on stderr: no progress bar, no warnings (the result "
+                        "on stdout is unchanged)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -406,7 +414,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="calibrate a campaign of R identical rounds for the total (epsilon, delta) "
                    "(PLD accountant)")
     _add_sampling_option(p)
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_common(p)
 
     p = sub.add_parser("plan", help="best randomizer and eps0 for a campaign's total (epsilon, delta)",
@@ -428,7 +435,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sampling_option(p)
     p.add_argument("--fallbacks", action="store_true",
                    help="account the entries with their fallback bounds too (tighter for some, slower)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_common(p)
 
     p = sub.add_parser("params", help="variation-ratio parameters of an entry or matrix",
@@ -446,7 +452,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("pipeline", help="pipeline file (.json or .toml)")
     p.add_argument("--delta", type=parse_real, help="override the file's delta")
     p.add_argument("--epsilon", type=parse_real, help="also/instead report delta at this epsilon")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_common(p)
 
     p = sub.add_parser("plot", help="epsilon vs n or vs eps0 (needs matplotlib)",
@@ -476,7 +481,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-fmt", action="store_true", help="omit the FMT closed form")
     p.add_argument("--compare", action="store_true",
                    help="also draw the published variation-ratio pair, labelled NOT a guarantee")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_common(p)
     return parser
 

@@ -127,6 +127,13 @@ class _Tables:
     """E1, the reversed E2 and C of one group of rows (module docstring)."""
 
     __slots__ = ("e1_rows", "e2_rows", "k_lo", "j_top", "m_lo", "row_constant", "rtol")
+    e1_rows: np.ndarray
+    e2_rows: np.ndarray
+    k_lo: int
+    j_top: int
+    m_lo: int
+    row_constant: np.ndarray
+    rtol: float
 
     @staticmethod
     def build(trials: np.ndarray, first: np.ndarray, width: int, rate: float) -> _Tables | None:

@@ -323,7 +323,7 @@ def _directional_problems(vr: VariationRatio, eps: float, n: int, direction: int
     e = math.exp(eps)
     weight = _credited_weight(vr)
     problems = []
-    orders = ((vr.r0, vr.r1), (vr.r1, vr.r0))
+    orders: tuple[tuple[float, float], ...] = ((vr.r0, vr.r1), (vr.r1, vr.r0))
     if direction is not None and vr.r0 != vr.r1:
         orders = (orders[direction],)
     for r_a, r_b in orders:

@@ -50,7 +50,7 @@ def anchor_chains(c: np.ndarray, t: np.ndarray, pi: float) -> ChainState:
     tail = upper_tail(t, c, pi)
     with np.errstate(all="ignore"):
         pmf = np.where((t >= 0.0) & (t <= c), binomial_pmf(t, c, pi), 0.0)
-    rtol = special_function_rtol(c)
+    rtol = np.asarray(special_function_rtol(c), dtype=float)
     return ChainState(t.copy(), tail, pmf, rtol * tail, rtol)
 
 

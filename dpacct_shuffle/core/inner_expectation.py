@@ -60,7 +60,8 @@ def inner_expectation(
         # −y/x rounds (badly when e^ε is huge): fix t with the level c_A·t + c_B·(c − t) + c_K·k,
         # which has no cancellation at t = c
         def level_at(t_value: np.ndarray) -> np.ndarray:
-            return c_a * t_value + c_b * (c - t_value) + c_k * k
+            level: np.ndarray = c_a * t_value + c_b * (c - t_value) + c_k * k
+            return level
 
         t = np.where(level_at(t - 1.0) > 0.0, t - 1.0, t)
         t = np.where(level_at(t) <= 0.0, t + 1.0, t)
@@ -110,8 +111,9 @@ def inner_expectation_by_sums(c: int, k: np.ndarray, c_a: float, c_b: float, c_k
     # when the level at t − 1 or t is within rounding of 0 the threshold may be off by one: that
     # term is a rounding-size multiple r = 8u·(|c_A·t| + |c_B|·(c − t) + |c_K·k|) of its probability
     def rounding_at(t_value: np.ndarray) -> np.ndarray:
-        return 8.0 * UNIT_ROUNDOFF * (abs(c_a) * np.abs(t_value) + abs(c_b) * np.abs(c - t_value)
-                                      + abs(c_k) * k)
+        size: np.ndarray = 8.0 * UNIT_ROUNDOFF * (
+            abs(c_a) * np.abs(t_value) + abs(c_b) * np.abs(c - t_value) + abs(c_k) * k)
+        return size
 
     rounding_below, rounding_level = rounding_at(t - 1.0), rounding_at(t)
     pmf_padded = np.concatenate([pmf, [0.0, 0.0]])

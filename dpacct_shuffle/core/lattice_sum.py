@@ -27,9 +27,19 @@ non-negative measure of mass ≤ d on values ≤ the largest reachable sum:
   depends on L; L is chosen where a Chernoff bound puts the rest's chance to make up the
   difference below ``CLAMP_TAIL``, so tightness hardly suffers);
 * dropping the top entries of total mass ≤ ``DROP_TAIL`` and entries below ``TINY_ENTRY`` (no
-  product of two kept entries underflows): their mass goes to d.
+  product of two kept entries underflows): their mass goes to d;
+* coarsening (only with ``max_length``): a partial law longer than ``max_length`` entries is moved
+  to the lattice 2^k·h'·ℤ (h' its current step) by the hat split of every entry — the same
+  convex-order increase as :func:`lattice_measure`, applied to a partial sum, which only raises
+  E[(S + rest)⁺] for every independent rest. Each coarse entry sums at most 2^{k+1} non-negative
+  products by dyadic weights: R grows by (2^{k+1} + 6)u; E is moved by the same positive map (same
+  mass, its support bound rounded up to the coarse step). Two partials on different steps are
+  convolved after coarsening the finer one. A coarsening adds at most (step)²/4 to the variance of
+  that partial sum, so with steps ∝ the spread of the partial sums the relative loss does not grow
+  with n: this keeps every convolution at most ``max_length``² operations.
 
-The result is (R·Σ_{k > 0} k·h·P(k)·(1 + (K + 2)u) + d·n·h·k_max⁺)/n, rounded up.
+The result is (R·Σ_{k > 0} k·h_final·P(k)·(1 + (K + 2)u) + d·c)/n, rounded up, c the largest value
+the partial laws can carry (n·h·k_max⁺ without coarsening).
 """
 
 from __future__ import annotations
@@ -48,6 +58,8 @@ _U = 2.0**-53
 CLAMP_TAIL = 1e-15
 # the top entries of a partial law are dropped while their total mass stays below this
 DROP_TAIL = 1e-30
+# with coarsening, a partial law is clamped only below the point under which it has this mass
+CLAMP_MASS = 1e-25
 # entries below this are dropped (their mass is accounted): products of kept entries stay normal
 TINY_ENTRY = 1e-150
 _TILTS = np.geomspace(1e-4, 20.0, 90)
@@ -116,32 +128,81 @@ def lattice_measure(values: np.ndarray, masses: np.ndarray, spacing: float
 
 
 class _Partial:
-    """A computed measure on the lattice with its certificate: exact ≤ R·values + E entrywise,
-    mass(E) ≤ dropped; ``mass_bound`` ≥ the mass of R·values + E (module docstring)."""
+    """A computed measure on the lattice (step·h)·ℤ with its certificate: exact ≤ R·values + E
+    entrywise, mass(E) ≤ dropped, every value of either ≤ ceiling·h; ``mass_bound`` ≥ the mass of
+    R·values + E (module docstring)."""
 
-    __slots__ = ("values", "offset", "users", "factor", "dropped", "mass_bound")
+    __slots__ = ("values", "offset", "users", "factor", "dropped", "mass_bound", "step",
+                 "ceiling")
 
     def __init__(self, values: np.ndarray, offset: int, users: int, factor: float,
-                 dropped: float) -> None:
+                 dropped: float, step: int, ceiling: int) -> None:
         self.values, self.offset, self.users = values, offset, users
         self.factor, self.dropped = factor, dropped
+        self.step, self.ceiling = step, ceiling
         computed = float(np.sum(values)) * (1.0 + (values.size + 2) * _U)
         self.mass_bound = (factor * computed + dropped) * (1.0 + 4.0 * _U)
 
 
+def _coarsen(part: _Partial, ratio: int) -> _Partial:
+    """The hat split of ``part`` onto the lattice ``ratio`` times coarser (``ratio`` a power of
+    two): entry j at (offset + j)·step goes to ⌊(offset + j)/ratio⌋ and one above with weights
+    1 − θ and θ, θ the dyadic remainder (module docstring)."""
+    if ratio == 1:
+        return part
+    position = np.arange(part.values.size, dtype=np.int64) + part.offset
+    low = position // ratio
+    theta = (position - low * ratio) / ratio  # exact: a dyadic fraction
+    offset = int(low[0])
+    index = low - offset
+    size = int(index[-1]) + 2
+    values = (np.bincount(index, weights=part.values * (1.0 - theta), minlength=size)
+              + np.bincount(index + 1, weights=part.values * theta, minlength=size))
+    factor = part.factor * (1.0 + (2 * ratio + 6) * _U)
+    ceiling = -(-part.ceiling // ratio)
+    return _Partial(values, offset, part.users, factor, part.dropped, part.step * ratio, ceiling)
+
+
+def _fit(part: _Partial, max_length: int | None) -> _Partial:
+    """``part`` coarsened by the smallest power of two that brings it to ``max_length`` entries."""
+    if max_length is None or part.values.size <= max_length:
+        return part
+    ratio = 1
+    while -(-part.values.size // ratio) + 1 > max_length:
+        ratio *= 2
+    return _coarsen(part, ratio)
+
+
 def _convolve(x: _Partial, y: _Partial) -> _Partial:
     """exact_x * exact_y ≤ R_xR_y·(P_x * P_y) + R_xP_x * E_y + E_x * (R_yP_y + E_y): the last two
-    have mass ≤ M_x·d_y + d_x·M_y."""
+    have mass ≤ M_x·d_y + d_x·M_y. The finer of two steps is coarsened to the other first."""
+    if x.step < y.step:
+        x = _coarsen(x, y.step // x.step)
+    elif y.step < x.step:
+        y = _coarsen(y, x.step // y.step)
     values, terms = nonnegative_convolve(x.values, y.values)
     factor = x.factor * y.factor * (1.0 + 2.0 * (terms + 1) * _U)
     dropped = (x.mass_bound * y.dropped + x.dropped * y.mass_bound) * (1.0 + 4.0 * _U)
-    return _Partial(values, x.offset + y.offset, x.users + y.users, factor, dropped)
+    return _Partial(values, x.offset + y.offset, x.users + y.users, factor, dropped, x.step,
+                    x.ceiling + y.ceiling)
 
 
-def _clamp_and_drop(part: _Partial, level: int) -> _Partial:
-    """Mass below index ``level`` moved up to it (if ``level`` is above the offset), then the top
-    entries of total mass ≤ ``DROP_TAIL`` and entries below ``TINY_ENTRY`` dropped."""
+def _own_tail_level(part: _Partial) -> int:
+    """The lowest index (in h) above which ``part`` keeps all but ``CLAMP_MASS`` of its mass."""
+    below = np.cumsum(part.values)
+    first = int(np.searchsorted(below, CLAMP_MASS, side="right"))
+    return (part.offset + first) * part.step
+
+
+def _clamp_and_drop(part: _Partial, base_level: int, own_tail: bool = False) -> _Partial:
+    """Mass below ``base_level``·h (with ``own_tail``: below the lower of it and
+    :func:`_own_tail_level`) moved up to the lattice point at or below it (if that is above
+    the offset), then the top entries of total mass ≤ ``DROP_TAIL`` and entries below
+    ``TINY_ENTRY`` dropped."""
     values, offset = part.values, part.offset
+    if own_tail:
+        base_level = min(base_level, _own_tail_level(part))
+    level = base_level // part.step
     if level > offset:
         cut = level - offset
         if cut >= values.size:
@@ -163,17 +224,22 @@ def _clamp_and_drop(part: _Partial, level: int) -> _Partial:
         new_values = np.where(keep[first:last + 1], values[first:last + 1], 0.0)
         new_offset = offset + first
     dropped = (part.dropped + part.factor * lost) * (1.0 + 2.0 * _U)
-    return _Partial(new_values, new_offset, part.users, part.factor, dropped)
+    return _Partial(new_values, new_offset, part.users, part.factor, dropped, part.step,
+                    part.ceiling)
 
 
-def _clamp_levels(measure: np.ndarray, offset: int, spacing: float, n: int):
+def _clamp_levels(measure: np.ndarray, offset: int, spacing: float, n: int,
+                  vectorised: bool = False):
     """Index L(r) below which a partial sum is clamped when r users remain: the largest x with
     inf_θ e^{θx}·M(θ)^r/(eθ) ≤ ``CLAMP_TAIL`` (a Chernoff bound on E[(x + S_r)⁺], as
     z⁺ ≤ e^{θz − 1}/θ), at most 0. Tightness only: any level is sound (module docstring)."""
     positive = measure > 0.0
     grid = (np.flatnonzero(positive) + offset) * spacing
     log_mass = np.log(measure[positive])
-    log_mgf = np.array([special.logsumexp(log_mass + theta * grid) for theta in _TILTS])
+    if vectorised:  # the same values up to summation order: a level is a tightness choice only
+        log_mgf = special.logsumexp(log_mass[None, :] + _TILTS[:, None] * grid[None, :], axis=1)
+    else:
+        log_mgf = np.array([special.logsumexp(log_mass + theta * grid) for theta in _TILTS])
     base = math.log(CLAMP_TAIL) + 1.0 + np.log(_TILTS)
 
     def level(remaining: int) -> int:
@@ -185,10 +251,14 @@ def _clamp_levels(measure: np.ndarray, offset: int, spacing: float, n: int):
     return level
 
 
-def positive_part_mean(measure: np.ndarray, offset: int, spacing: float, n: int) -> float:
+def positive_part_mean(measure: np.ndarray, offset: int, spacing: float, n: int, *,
+                       max_length: int | None = None) -> float:
     """Certified upper bound on (1/n)·E[(Z_1 + … + Z_n)⁺], Z_i i.i.d. from ``measure`` (entry i at
-    (``offset`` + i)·``spacing``; any non-negative measure, module docstring)."""
+    (``offset`` + i)·``spacing``; any non-negative measure, module docstring). With
+    ``max_length`` (≥ 16) every partial law longer than that is coarsened (module docstring)."""
     users = check_num_users(n)
+    if max_length is not None and not (isinstance(max_length, int) and max_length >= 16):
+        raise ValueError(f"max_length must be None or an integer >= 16, got {max_length!r}")
     measure = np.asarray(measure, dtype=float)
     if measure.ndim != 1 or measure.size == 0 or not np.all(np.isfinite(measure)) \
             or np.any(measure < 0.0):
@@ -196,27 +266,33 @@ def positive_part_mean(measure: np.ndarray, offset: int, spacing: float, n: int)
     top_index = offset + measure.size - 1
     if top_index <= 0:
         return 0.0
-    level = _clamp_levels(measure, offset, spacing, users)
-    power = _clamp_and_drop(_Partial(measure, offset, 1, 1.0, 0.0), level(users - 1))
+    coarsening = max_length is not None
+    level = _clamp_levels(measure, offset, spacing, users, vectorised=coarsening)
+    power = _clamp_and_drop(_Partial(measure, offset, 1, 1.0, 0.0, 1, top_index),
+                            level(users - 1), coarsening)
+    power = _fit(power, max_length)
     result: _Partial | None = None
     remaining = users
     while True:
         if remaining & 1:
             result = power if result is None else _convolve(result, power)
-            result = _clamp_and_drop(result, level(users - result.users))
+            result = _fit(_clamp_and_drop(result, level(users - result.users), coarsening),
+                          max_length)
         remaining >>= 1
         if not remaining:
             break
         power = _convolve(power, power)
-        power = _clamp_and_drop(power, level(users - power.users))
+        power = _fit(_clamp_and_drop(power, level(users - power.users), coarsening),
+                     max_length)
     assert result is not None and result.users == users
     index = np.arange(result.values.size) + result.offset
     positive = index > 0
     total = float(np.sum(index[positive] * result.values[positive]))
-    total *= spacing * result.factor * (1.0 + (result.values.size + 4) * _U)
-    largest = users * spacing * top_index
+    total *= spacing * result.step * result.factor * (1.0 + (result.values.size + 4) * _U)
+    largest = spacing * max(result.ceiling, 0) * result.step
     value = (total + result.dropped * largest) * (1.0 + 4.0 * _U) / users
     return round_loss_up(value)
 
 
-__all__ = ["lattice_measure", "nonnegative_convolve", "positive_part_mean", "CLAMP_TAIL", "DROP_TAIL", "TINY_ENTRY"]
+__all__ = ["lattice_measure", "nonnegative_convolve", "positive_part_mean", "CLAMP_MASS", "CLAMP_TAIL",
+           "DROP_TAIL", "TINY_ENTRY"]

@@ -112,8 +112,8 @@ class PrivacyLossLevels:
 
     __slots__ = ("ratios0", "ratios1", "masses", "epsilon0", "total_variation", "symmetric", "_key")
 
-    def __init__(self, ratios0: Sequence[float], ratios1: Sequence[float],
-                 masses: Sequence[float]) -> None:
+    def __init__(self, ratios0: Sequence[float] | np.ndarray, ratios1: Sequence[float] | np.ndarray,
+                 masses: Sequence[float] | np.ndarray) -> None:
         a = np.asarray(ratios0, dtype=float).ravel()
         b = np.asarray(ratios1, dtype=float).ravel()
         m = np.asarray(masses, dtype=float).ravel()

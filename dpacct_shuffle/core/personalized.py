@@ -157,7 +157,8 @@ def _coarsen(pmf: np.ndarray, width: int) -> np.ndarray:
     blocks = -(-pmf.size // width)
     padded = np.zeros(blocks * width)
     padded[:pmf.size] = pmf
-    return padded.reshape(blocks, width).sum(axis=1)
+    coarse: np.ndarray = padded.reshape(blocks, width).sum(axis=1)
+    return coarse
 
 
 @functools.lru_cache(maxsize=256)
@@ -220,12 +221,12 @@ def candidates(others: tuple[tuple[int, float], ...]) -> tuple[Candidate, ...]:
     if not groups:
         return (Candidate(0, 0.0, 0.0),)
     result = []
-    best_threshold = None
-    for _, tau in groups:
+    best_trials, best_tau = 0, 0.0
+    for index, (_, tau) in enumerate(groups):
         trials = sum(c for c, t in groups if t >= tau)
-        if best_threshold is None or trials * tau > best_threshold[0] * best_threshold[1]:
-            best_threshold = (trials, tau)
-    result.append(Candidate(best_threshold[0], best_threshold[1], 0.0))
+        if index == 0 or trials * tau > best_trials * best_tau:
+            best_trials, best_tau = trials, tau
+    result.append(Candidate(best_trials, best_tau, 0.0))
     mean = math.fsum(c * t for c, t in groups)
     var = math.fsum(c * t * (1.0 - t) for c, t in groups)
     total = sum(c for c, _ in groups)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TypeVar, overload
 
 Number = TypeVar("Number", int, float)
 
@@ -36,11 +36,12 @@ def bisect(holds: Callable[[float], bool], feasible: float, infeasible: float, *
     if (rtol is None) == (steps is None):
         raise TypeError("bisect needs exactly one of rtol or steps")
     done = 0
+    width = 0.0 if rtol is None else rtol
 
     def go_on() -> bool:
         if steps is not None:
             return done < steps
-        return abs(feasible - infeasible) > rtol * abs(feasible)
+        return abs(feasible - infeasible) > width * abs(feasible)
 
     while go_on():
         done += 1
@@ -67,18 +68,30 @@ def smallest_true_integer(holds: Callable[[int], bool], low: int, high: int) -> 
     return low
 
 
+@overload
+def expand_bracket(holds: Callable[[Number], bool], low: Number, high: Number
+                   ) -> tuple[Number, Number]: ...
+
+
+@overload
+def expand_bracket(holds: Callable[[Number], bool], low: Number, high: Number, *,
+                   ceiling: Number | float) -> tuple[Number, Number] | None: ...
+
+
 def expand_bracket(holds: Callable[[Number], bool], low: Number, high: Number, *,
                    ceiling: Number | float = math.inf) -> tuple[Number, Number] | None:
     """Double ``high`` while ``holds(high)``: returns (low, high) with ``holds(high)`` false and
     ``low`` the last point found true (the ``low`` given if the first ``high`` fails already).
 
-    ``high`` is capped at ``ceiling``; ``None`` if the predicate still holds at the ceiling. Works
+    ``high`` is capped at ``ceiling``; ``None`` if the predicate still holds at the ceiling (never
+    without a ceiling: the search then doubles until the predicate fails). Works
     for floats and integers (``min(2·high, ceiling)``).
     """
     while holds(high):
         if high >= ceiling:
             return None
-        low, high = high, min(2 * high, ceiling)
+        doubled = 2 * high
+        low, high = high, (doubled if doubled < ceiling else type(high)(ceiling))
     return low, high
 
 

@@ -143,7 +143,7 @@ def _binomial_window(n: int, rate: float, tail: float) -> tuple[int, int, float]
 
 
 def _assign(values: np.ndarray, index: np.ndarray, value: float) -> np.ndarray:
-    out = values.copy()
+    out: np.ndarray = values.copy()
     out[index] = value
     return out
 

@@ -79,7 +79,7 @@ def check_num_users(value: object, name: str = "n") -> int:
     if isinstance(value, numbers.Integral):
         result = int(value)
     elif isinstance(value, numbers.Real) and math.isfinite(float(value)) and float(value).is_integer():
-        result = int(value)
+        result = int(float(value))
     else:
         raise TypeError(f"{name} must be a positive integer, got {value!r}")
     if result < 1:

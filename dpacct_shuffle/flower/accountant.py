@@ -126,6 +126,29 @@ class ShufflePrivacyAccountant:
         self._backend = self._new_backend()
         self.compositions: list[tuple[PrivacyEvent, int]] = []
 
+    #: Ledger entries :meth:`__repr__` shows before summarising the rest.
+    REPR_ENTRIES = 4
+
+    def __repr__(self) -> str:
+        """The relation and sampling method, the population, the target δ and the ε limit, then
+        what the accountant holds: the number of releases and the ledger (``count x event``, the
+        first :attr:`REPR_ENTRIES` entries). Computes no ε (that can take seconds)."""
+        config = self._config
+        setting = (f"{config.sampling_method.value}, {config.neighboring_relation.value}, "
+                   f"population_size={config.population_size}, "
+                   f"target_delta={config.target_delta:g}")
+        if config.max_epsilon is not None:
+            setting += f", max_epsilon={config.max_epsilon:g}"
+        if not self.compositions:
+            return f"{type(self).__name__}({setting}; no releases yet)"
+        shown = [f"{count} x {event!r}" for event, count in self.compositions[:self.REPR_ENTRIES]]
+        hidden = len(self.compositions) - len(shown)
+        if hidden:
+            shown.append(f"... {hidden} more entr{'y' if hidden == 1 else 'ies'}")
+        releases = self.num_releases
+        return (f"{type(self).__name__}({setting}; {releases} release"
+                f"{'' if releases == 1 else 's'}: {', '.join(shown)})")
+
     # -- Flower's Protocol -------------------------------------------------------------------
     @property
     def config(self) -> PrivacyConfig:

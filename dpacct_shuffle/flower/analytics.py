@@ -18,8 +18,9 @@ Server side. :class:`ShuffledFrequencyEstimation` runs rounds of
    the reports is kept, and the reports are put in uniformly random order;
 4. a second budget check with the event of what the shuffler is about to release (it depends on
    how many clients answered; if it would exceed the budget, nothing is released);
-5. estimating the frequencies with the randomizer's unbiased estimator, and composing the
-   round's event into the accountant (the round's and the cumulative ε are logged).
+5. estimating the frequencies with the randomizer's unbiased estimator and their standard errors
+   (:func:`frequency_standard_errors`), and composing the round's event into the accountant (the
+   round's and the cumulative ε are logged).
 
 Why the sampling happens on the clients or in the shuffler. In the shuffle model the analyst is
 the adversary. Amplification by sampling needs the sample to be secret from it: if the server
@@ -203,6 +204,8 @@ class AnalyticsRound:
       event: the DpEvent composed into the accountant, or None.
       round_epsilon: ε of this round alone at the config's target δ (0.0 if nothing released).
       cumulative_epsilon: the accountant's ε at the target δ after the round.
+      standard_errors: the estimated standard error of each estimate
+        (:func:`frequency_standard_errors`), or None if nothing was released.
     """
 
     server_round: int
@@ -212,6 +215,29 @@ class AnalyticsRound:
     event: Optional[dp_event.DpEvent]
     round_epsilon: float
     cumulative_epsilon: float
+    standard_errors: Optional[NDArray[np.float64]] = None
+
+
+def frequency_standard_errors(randomizer: Randomizer, frequencies: NDArray[np.float64],
+                              num_reports: int) -> NDArray[np.float64]:
+    """Estimated standard error of each unbiased frequency estimate f̂_v from ``num_reports``
+    reports: the estimator's standard deviation for the clients' fixed values,
+    √(f·p*(1 − p*) + (1 − f)·q*(1 − q*)) / (√n·(p* − q*)) (Wang, Blocki, Li & Jha, "Locally
+    Differentially Private Protocols for Frequency Estimation", USENIX Security 2017, Section 4;
+    :mod:`dpacct_shuffle.randomizers.frequency`), evaluated at the estimates clipped to [0, 1]
+    (plug-in). It falls as 1/√n: with ~10 reports of k-RR at ε0 = 3 on 4 values it is ≈ 0.09
+    per value, the local noise that protects each client.
+
+    Raises:
+      TypeError: a randomizer without a frequency estimator.
+      ValueError: ``num_reports`` < 1.
+    """
+    oracle = randomizer.frequency_oracle
+    if oracle is None:
+        raise TypeError(f"{randomizer!r} has no frequency estimator")
+    reports = check_num_users(num_reports, "num_reports")
+    plug_in = np.clip(np.asarray(frequencies, dtype=np.float64), 0.0, 1.0)
+    return oracle.standard_deviations(plug_in, reports)
 
 
 class ShuffledFrequencyEstimation:
@@ -356,8 +382,11 @@ class ShuffledFrequencyEstimation:
         round_accountant = ShufflePrivacyAccountant(self.accountant.config)
         round_accountant.compose(event)
         frequencies = self.randomizer.estimate_frequencies(released) if released else None
+        errors = (None if frequencies is None else
+                  frequency_standard_errors(self.randomizer, frequencies, len(released)))
         result = self._record(server_round, answered, len(released), frequencies, event,
-                              round_accountant.get_epsilon(self.accountant.config.target_delta))
+                              round_accountant.get_epsilon(self.accountant.config.target_delta),
+                              errors)
         log(INFO, "analytics round %d: %d reports shuffled, round epsilon=%.6f, cumulative "
                   "epsilon=%.6f at delta=%g", server_round, len(released), result.round_epsilon,
             result.cumulative_epsilon, self.accountant.config.target_delta)
@@ -365,10 +394,11 @@ class ShuffledFrequencyEstimation:
 
     def _record(self, server_round: int, num_answered: int, num_reports: int,
                 frequencies: Optional[NDArray[np.float64]], event: Optional[dp_event.DpEvent],
-                round_epsilon: float) -> AnalyticsRound:
+                round_epsilon: float,
+                standard_errors: Optional[NDArray[np.float64]] = None) -> AnalyticsRound:
         result = AnalyticsRound(
             server_round, num_answered, num_reports, frequencies, event, round_epsilon,
-            self.accountant.get_epsilon(self.accountant.config.target_delta))
+            self.accountant.get_epsilon(self.accountant.config.target_delta), standard_errors)
         self.history.append(result)
         return result
 
@@ -397,5 +427,6 @@ __all__ = [
     "ShuffledFrequencyEstimation",
     "analytics_client_app",
     "collect_reports",
+    "frequency_standard_errors",
     "shuffle_reports",
 ]

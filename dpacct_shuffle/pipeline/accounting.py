@@ -93,7 +93,7 @@ def _accountant(pipeline: Pipeline, events: list[dp_event.DpEvent], where: str) 
     from dpacct_shuffle.accountants import ShufflePLDAccountant
 
     accountant = ShufflePLDAccountant(
-        value_discretization_interval=pipeline.value_discretization_interval)
+        value_discretization_interval=pipeline.value_discretization_interval, progress=False)
     event = dp_event.ComposedDpEvent(events)
     if not accountant.supports(event):
         raise ValueError(f"{where}: ShufflePLDAccountant does not support this event: {event!r}")

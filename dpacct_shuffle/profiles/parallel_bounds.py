@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_num_users, check_range
+from dpacct_shuffle.profiles.lazy_minimum import LazyMinimum
 from dpacct_shuffle.profiles.shuffle_bounds import (
     RandomizerDescription,
     ShuffleBound,
@@ -93,8 +94,13 @@ def parallel_composite_bound(branches: Sequence[RandomizerDescription],
     from the composite VariationRatio's ε0 = ln max_j p_j on (the largest branch ratio, which no
     structured bound lowers). The structured bounds are evaluated for at most
     ``structure_max_users`` users (default ``PARALLEL_STRUCTURE_MAX_USERS``; their cost grows
-    with n; above it the composite VariationRatio alone is reported: skipping a candidate of a
-    minimum of valid bounds stays valid).
+    with n). Above it, with ``lowering`` (the PLD's form), they are read at ``structure_max_users``
+    users — valid, since the bound is non-increasing in n (docs/theory.md, "Monotonicity in n") —
+    so a round never reports more than the same round at that limit; without ``lowering`` the
+    composite VariationRatio alone is reported there (skipping a candidate of a minimum of valid
+    bounds stays valid). They are read at the limit lazily
+    (:class:`~dpacct_shuffle.profiles.lazy_minimum.LazyMinimum`): first on 16 steps of [0, ε0],
+    in between only where the value at the next step is below the composite bound at n.
 
     ``lowering`` None: every bound by its own evaluation. A float η: the composite VariationRatio
     and the composite matrix read their VariationRatios from batched pair curves at η
@@ -128,16 +134,33 @@ def parallel_composite_bound(branches: Sequence[RandomizerDescription],
             candidates.append(ShuffleBound(levels.delta, levels.epsilon0, levels))
     items = tuple(candidates)
 
-    def used(n: int) -> tuple[ShuffleBound, ...]:
-        return items if n <= limit else items[:1]
-
-    def delta_upper(epsilon: float, n: int) -> float:
-        return min(bound.delta_upper(epsilon, n) for bound in used(n))
-
-    def deltas_upper(epsilons: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+    def structured_deltas(epsilons: NDArray[np.float64], n: int) -> NDArray[np.float64]:
         return np.min([bound.deltas_upper(epsilons, n) if bound.deltas_upper is not None
                        else np.array([bound.delta_upper(float(eps), n) for eps in epsilons])
-                       for bound in used(n)], axis=0)
+                       for bound in items[1:]], axis=0)
+
+    # above `limit` users the structured bounds are read at `limit` users (valid: the bound is
+    # non-increasing in n), lazily: only where they can lower the composite bound at n
+    at_limit = (LazyMinimum(lambda epsilons: structured_deltas(epsilons, limit),
+                            items[0].epsilon0, lazy=True)
+                if len(items) > 1 and lowering is not None else None)
+
+    def delta_upper(epsilon: float, n: int) -> float:
+        if at_limit is None:
+            used = items if n <= limit else items[:1]
+            return min(bound.delta_upper(epsilon, n) for bound in used)
+        return float(deltas_upper(np.array([epsilon], dtype=np.float64), n)[0])
+
+    def deltas_upper(epsilons: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+        eps = np.asarray(epsilons, dtype=np.float64)
+        composite = items[0]
+        value = (composite.deltas_upper(eps, n) if composite.deltas_upper is not None
+                 else np.array([composite.delta_upper(float(e), n) for e in eps]))
+        if len(items) == 1 or (at_limit is None and n > limit):
+            return value
+        if n <= limit:
+            return np.minimum(value, structured_deltas(eps, n))
+        return at_limit.below(eps, value) if at_limit is not None else value
 
     return ShuffleBound(delta_upper, items[0].epsilon0, tuple(bound.source for bound in items),
                         None if lowering is None else deltas_upper)

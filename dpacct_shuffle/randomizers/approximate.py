@@ -333,13 +333,117 @@ class CloneTVBound(PairBound):
         return f"CloneTVBound(epsilon0={self.epsilon0!r}, delta0={self.delta0!r})"
 
 
+#: Largest number k of other users :class:`DecomposedLDPBound` lets go without clones.
+MAX_UNCLONED = 8
+
+
+def decomposition_tv_term(epsilon: float, epsilon0: float, delta0: float, n: int) -> float:
+    """(e^ε + 1)·(n − 1)·2e^{−ε0}·δ0 (:class:`DecomposedLDPBound`), rounded up."""
+    value = (math.exp(min(epsilon, 700.0)) + 1.0) * (n - 1) * 2.0 * math.exp(-epsilon0) * delta0
+    return _up(value, 8)
+
+
+def uncloned_users(epsilon0: float, delta0: float, n: int) -> tuple[int, float]:
+    """(k, τ): at most k of the n − 1 other users lack the clones of :class:`DecomposedLDPBound`
+    except with probability τ ≥ P[Bin(n − 1, ρ) > k] with ρ = (1 + 2e^{−ε0})·δ0 ≥ 1 − κ, from
+    the union bound P[Bin(N, ρ) ≥ j] ≤ (Nρ)^j/j!; k is the smallest with τ ≤
+    :data:`UNCLONED_TAIL`, at most :data:`MAX_UNCLONED` (and n − 1)."""
+    mean = _up((n - 1) * (1.0 + 2.0 * math.exp(-epsilon0)) * delta0, 8)
+    k, tail = 0, min(1.0, mean)
+    while tail > UNCLONED_TAIL and k < min(MAX_UNCLONED, n - 1):
+        k += 1
+        tail = min(1.0, _up(tail * mean / (k + 1), 8))
+    return k, tail
+
+
+#: Probability at which :func:`uncloned_users` stops raising k.
+UNCLONED_TAIL = 1e-16
+
+
+class DecomposedLDPBound(PairBound):
+    """Shuffled bound for every (ε0, δ0)-LDP randomizer, with no condition on n:
+
+        δ(ε) ≤ min( δ0 + δ_pure(ε; n − k) + τ + (e^ε + 1)·(n − 1)·2e^{−ε0}·δ0,
+                    δ0 + (1 − δ0)·(e^ε0 − e^ε)⁺/(e^ε0 + 1) ),
+
+    δ_pure the certified bound of the pure ε0 worst case (:meth:`VariationRatio.worst_case`) and
+    (k, τ) from :func:`uncloned_users`.
+
+    Proof (docs/theory.md, "Approximate local randomizers"). (1) The victim's pair is a
+    post-processing T of leaky randomized response (Kairouz, Oh and Viswanath, ICML 2015):
+    R(x^b) = δ0·T(L_b) + (1 − δ0)·ν_b with ν_0, ν_1 ε0-indistinguishable pointwise. (2) For another
+    user i and b ∈ {0, 1}, e_{i,b} = (R(x^b) − e^{ε0}R(x_i))⁺ has mass ≤ δ0 (the hockey-stick
+    divergence at e^{ε0}), and R(x_i) ≥ e^{−ε0}(R(x^b) − e_{i,b}) pointwise. With
+    D_i = e^{−ε0}(e_{i,0} + e_{i,1}) (mass d_i ≤ 2e^{−ε0}δ0), R̃_i = (R(x_i) + D_i)/(1 + d_i) is
+    within total variation d_i of R(x_i) and R̃_i ≥ κ·e^{−ε0}·max(ν_0, ν_1). (3) Replacing every
+    other user's law by R̃_i (the same in both worlds) changes each shuffled law by at most
+    Σ d_i in total variation, so D_{e^ε}(P‖Q) ≤ D_{e^ε}(P̃‖Q̃) + (1 + e^ε)·Σ d_i. (4) In the new
+    world the victim leaks with probability δ0 in both worlds (joint convexity: δ0·1), and
+    otherwise reports ν_b while every other user is, with probability κ independently of the
+    input, a user that contains the clone and neutral parts of the pure ε0 worst case
+    (e^{−ε0}max(ν_0, ν_1) ≥ them, "Monotonicity in β"), and otherwise arbitrary (revealed). With
+    M ~ Bin(n − 1, κ) such users the divergence is ≤ E[δ_pure(ε; M + 1)] ≤ δ_pure(ε; n − k) +
+    P[M < n − 1 − k] ("Monotonicity in n"; the others are revealed), and n − 1 − M is
+    Bin(n − 1, 1 − κ) with 1 − κ ≤ (1 + 2e^{−ε0})δ0. The second term is the victim's own report
+    (:class:`CloneTVBound`). □
+    """
+
+    def __init__(self, epsilon0: float, delta0: float) -> None:
+        self.epsilon0 = check_epsilon0(epsilon0)
+        self.delta0 = check_delta0(delta0)
+        self.pair = VariationRatio.worst_case(self.epsilon0)
+        self._victim = CloneTVBound(self.epsilon0, self.delta0)
+
+    def _fixed(self, eps: float, users: int) -> float:
+        """δ0 + τ + the TV term at ε (everything but the pure pair), rounded up."""
+        _, tail = uncloned_users(self.epsilon0, self.delta0, users)
+        tv = decomposition_tv_term(eps, self.epsilon0, self.delta0, users)
+        return _up(self.delta0 + tail + tv, 8)
+
+    def delta(self, epsilon: float, n: int) -> float:
+        eps = check_epsilon(epsilon)
+        users = check_num_users(n)
+        local = self._victim._local(eps)
+        fixed = self._fixed(eps, users)
+        if fixed >= local:
+            return local
+        clones = users - uncloned_users(self.epsilon0, self.delta0, users)[0]
+        return min(local, 1.0, _up(fixed + self.pair.delta(eps, clones), 8))
+
+    def epsilon_with_budget(self, delta: float, n: int, tv_share: float) -> float:
+        """A certified ε(δ) leaving the share ``tv_share`` of δ to the δ0 and total-variation
+        terms: ε1 = the pure pair's ε at (1 − tv_share)·δ, returned if δ0 plus the TV term at
+        ε1 is at most tv_share·δ (then δ(ε1) ≤ δ), else inf."""
+        target = check_delta(delta)
+        users = check_num_users(n)
+        share = check_range("tv_share", tv_share, 0.0, 1.0, low_open=True, high_open=True)
+        clones = users - uncloned_users(self.epsilon0, self.delta0, users)[0]
+        epsilon = self.pair.epsilon(_down(target * (1.0 - share)), clones)
+        return epsilon if self._fixed(epsilon, users) <= _down(target * share) else math.inf
+
+    def epsilon(self, delta: float, n: int) -> float:
+        target = check_delta(delta)
+        users = check_num_users(n)
+        best = self._victim.local_epsilon(target)
+        fixed = self._fixed(0.0, users)
+        if fixed < target:
+            for factor in TV_SHARE_FACTORS:
+                share = min(TV_SHARE_MAX, max(factor * fixed / target, 1e-6))
+                best = min(best, self.epsilon_with_budget(target, users, share))
+        return best
+
+    def __repr__(self) -> str:
+        return f"DecomposedLDPBound(epsilon0={self.epsilon0!r}, delta0={self.delta0!r})"
+
+
 def _class_lower(epsilon0: float, delta0: float, n: int) -> LeakyInstanceLowerBound:
     return _leaky_lower(binary_rr(epsilon0), delta0, n)
 
 
 def approximate_ldp(epsilon0: float, delta0: float) -> Randomizer:
-    """Any (ε0, δ0)-LDP randomizer: :class:`CloneTVBound` (Feldman, McMillan and Talwar,
-    Theorem 3.8, with the exact clone pair).
+    """Any (ε0, δ0)-LDP randomizer: the smaller of :class:`DecomposedLDPBound` (no condition on n)
+    and :class:`CloneTVBound` (Feldman, McMillan and Talwar, Theorem 3.8, with the exact clone
+    pair).
 
     Lower bound: binary randomized response that leaks its input with probability δ0 is
     (ε0, δ0)-LDP, so its instances (:class:`LeakyInstanceLowerBound`) bound the class from below.
@@ -347,7 +451,8 @@ def approximate_ldp(epsilon0: float, delta0: float) -> Randomizer:
     eps0 = check_epsilon0(epsilon0)
     leak = check_delta0(delta0)
     result = Randomizer("approximate_ldp", {"epsilon0": eps0, "delta0": leak},
-                        [CloneTVBound(eps0, leak)], variation_ratio=None,
+                        [DecomposedLDPBound(eps0, leak)], variation_ratio=None,
+                        fallbacks=[CloneTVBound(eps0, leak)],
                         lower_bound=functools.partial(_class_lower, eps0, leak),
                         notes="class of all (eps0, delta0)-LDP randomizers")
     result._record_origin(functools.partial(approximate_ldp, eps0, leak),
@@ -359,12 +464,17 @@ __all__ = [
     "EXACT_LEAK_CELLS",
     "LEAK_BANDS",
     "LEAK_TAIL",
+    "MAX_UNCLONED",
+    "UNCLONED_TAIL",
     "CloneTVBound",
+    "DecomposedLDPBound",
     "LeakyInstanceLowerBound",
     "LeakyMixtureBound",
     "approximate",
     "approximate_ldp",
     "check_delta0",
+    "decomposition_tv_term",
+    "uncloned_users",
     "fmt_clone_pair",
     "fmt_condition_delta",
     "fmt_theorem_3_8",

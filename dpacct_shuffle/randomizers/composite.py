@@ -64,8 +64,9 @@ def parallel_randomizer(branches: Sequence[SupportsShuffleBound], probabilities:
     """The composite of finite branches (each with a ``matrix``) as an analysed matrix, or None
     (a branch without a matrix, or more than ``MAX_COMPOSITE_ROWS`` rows / ``MAX_COMPOSITE_CELLS``
     cells)."""
-    matrices = [getattr(branch, "matrix", None) for branch in branches]
-    if any(m is None for m in matrices):
+    found = [getattr(branch, "matrix", None) for branch in branches]
+    matrices = [m for m in found if isinstance(m, np.ndarray)]
+    if len(matrices) < len(found):
         return None
     rows = math.prod(int(m.shape[0]) for m in matrices)
     columns = sum(int(m.shape[1]) for m in matrices)

@@ -7,12 +7,21 @@ A client adds N(0, σ²·I) to a value of bounded sensitivity and sends it throu
   model update before adding noise: under replace-one two clipped vectors are at most 2C apart,
   so Δ = 2C.
 
-Such a report is (ε0, δ_μ(ε0))-LDP for **every** ε0 > 0, with μ = Δ/σ and δ_μ the exact Gaussian
+Scalar reports (μ = Δ/σ ≤ :data:`~dpacct_shuffle.core.gaussian_blanket.MAX_MU`) are bounded by
+:class:`GaussianBlanketBound`: the privacy blanket of Balle, Bell, Gascón and Nissim ("The Privacy
+Blanket of the Shuffle Model", CRYPTO 2019) evaluated at the extreme pair of inputs, which
+dominates every pair (docs/theory.md, "Gaussian local noise": the hockey-stick of f_x against the
+blanket grows with the distance of x from the middle of the range), with the certified lattice
+sums of :mod:`dpacct_shuffle.core.gaussian_blanket`.
+
+Vector reports (the reduction to a line fails for other users off that line, docs/theory.md,
+"Gaussian local noise"), and scalars with larger μ, use the (ε0, δ0) route. A report is
+(ε0, δ_μ(ε0))-LDP for **every** ε0 > 0, with μ = Δ/σ and δ_μ the exact Gaussian
 profile (Balle & Wang, ICML 2018, Theorem 8; :func:`~dpacct_shuffle.core.gaussian.gaussian_delta`).
-Each ε0 gives a valid shuffled bound through Theorem 3.8 of Feldman, McMillan and Talwar
-(:class:`~dpacct_shuffle.randomizers.approximate.CloneTVBound`); :class:`GaussianShuffleBound`
-reports the smallest over the ε0 it tries. The ε0 trades the clone pair (smaller for small ε0)
-against the total-variation term (e^ε + 1)(1 + e^{−ε0}/2)·n·δ_μ(ε0) (smaller for large ε0); the
+Each ε0 gives a valid shuffled bound through the class bound
+:class:`~dpacct_shuffle.randomizers.approximate.DecomposedLDPBound`; :class:`GaussianShuffleBound`
+reports the smallest over the ε0 it tries. The ε0 trades the pure pair (smaller for small ε0)
+against the total-variation term, of order n·δ_μ(ε0) (smaller for large ε0); the
 tried values are those with n·δ_μ(ε0) = t for t on a geometric grid, refined by golden-section
 search in ln t. Any ε0 gives a certified bound, so the search only steers tightness.
 
@@ -27,11 +36,17 @@ import functools
 import math
 from typing import Callable
 
+import numpy as np
+from numpy.typing import NDArray
+
 from dpacct_shuffle.core.gaussian import check_gaussian_mu, gaussian_delta
-from dpacct_shuffle.core.search import bisect, expand_bracket
+from dpacct_shuffle.core.gaussian_blanket import (MAX_MU, blanket_delta, blanket_deltas,
+                                                  check_sampling)
+from dpacct_shuffle.core.rounding import round_loss_up, step_down, step_up
+from dpacct_shuffle.core.search import bisect, epsilon_search, expand_bracket
 from dpacct_shuffle.core.validation import (MAX_EPSILON0, MIN_EPSILON0, check_delta, check_epsilon,
                                             check_num_users, check_range)
-from dpacct_shuffle.randomizers.approximate import CloneTVBound
+from dpacct_shuffle.randomizers.approximate import DecomposedLDPBound
 from dpacct_shuffle.randomizers.base import PairBound, Randomizer
 from dpacct_shuffle.randomizers.lower_bounds import InstanceLowerBound
 
@@ -41,6 +56,8 @@ LOG_TV_LOW, LOG_TV_HIGH = -22.0 * math.log(10.0), -1.0 * math.log(10.0)
 TV_SHARES = (0.5, 0.2, 0.05, 0.01)
 #: Golden-section steps of the ε0 search.
 EPSILON0_SEARCH_STEPS = 10
+#: Relative tolerance of :meth:`GaussianBlanketBound.epsilon`'s search.
+BLANKET_EPSILON_RTOL = 1e-4
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
 
@@ -71,7 +88,9 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
 
 
 class GaussianShuffleBound(PairBound):
-    """min(δ_μ(ε), min over tried ε0 of Theorem 3.8 applied to the (ε0, δ_μ(ε0))-LDP report).
+    """min(δ_μ(ε), min over tried ε0 of the (ε0, δ0)-class bound
+    :class:`~dpacct_shuffle.randomizers.approximate.DecomposedLDPBound` applied to the
+    (ε0, δ_μ(ε0))-LDP report).
 
     δ_μ(ε) itself bounds the round: the shuffled multiset is a post-processing of the victim's
     report together with the others', which do not depend on the victim's input."""
@@ -80,11 +99,11 @@ class GaussianShuffleBound(PairBound):
         self.mu = check_gaussian_mu(mu)
 
     @functools.lru_cache(maxsize=256)
-    def _bound(self, log_tv: float, n: int) -> CloneTVBound:
+    def _bound(self, log_tv: float, n: int) -> DecomposedLDPBound:
         eps0 = epsilon0_for_local_delta(self.mu, math.exp(log_tv) / n)
-        return CloneTVBound(eps0, gaussian_delta(eps0, self.mu))
+        return DecomposedLDPBound(eps0, gaussian_delta(eps0, self.mu))
 
-    def _minimise(self, value: Callable[[CloneTVBound], float], n: int) -> float:
+    def _minimise(self, value: Callable[[DecomposedLDPBound], float], n: int) -> float:
         """Golden-section search of ``value`` over ln t; returns the smallest value evaluated."""
         lo, hi = LOG_TV_LOW, LOG_TV_HIGH
         x1, x2 = hi - _GOLDEN * (hi - lo), lo + _GOLDEN * (hi - lo)
@@ -117,7 +136,7 @@ class GaussianShuffleBound(PairBound):
         for share in TV_SHARES:
             # (e^ε + 1)(1 + e^{−ε0}/2) ≤ 4 for ε ≤ 0.6: aim the TV term at the share
             eps0 = epsilon0_for_local_delta(self.mu, share * target / (4.0 * users))
-            bound = CloneTVBound(eps0, gaussian_delta(eps0, self.mu))
+            bound = DecomposedLDPBound(eps0, gaussian_delta(eps0, self.mu))
             best = min(best, bound.epsilon_with_budget(target, users, share))
         return best
 
@@ -129,6 +148,84 @@ class GaussianShuffleBound(PairBound):
 
     def __repr__(self) -> str:
         return f"GaussianShuffleBound(mu={self.mu!r})"
+
+
+class GaussianBlanketBound(PairBound):
+    """min(q·δ_μ(ε), the certified blanket bound of the extreme pair), scalar reports, each user
+    taking part with probability q (``sampling``; 1: every user reports).
+
+    The blanket bound (:func:`~dpacct_shuffle.core.gaussian_blanket.blanket_delta`) is the
+    expression (1/n)·E[(Z_1 + … + Z_n)⁺] of docs/theory.md ("Multi-level bound") for the pair of
+    inputs (lower, upper), which dominates every pair of inputs in [lower, upper] (docs/theory.md,
+    "Gaussian local noise": for every λ ≥ 0, ∫(f_x − λm)⁺ is non-decreasing in the distance of x
+    from the middle, so every ratio f_x/m is below f_lower/m in convex order, and the theorem of
+    "Dominating pair of a continuous randomizer" applies). With q < 1 it is the same for the void
+    randomizer q·R + (1 − q)·⊥ ("Client sampling"), whose blanket adds ⊥ with both ratios 1.
+    q·δ_μ(ε) is the victim's own (void) report.
+    """
+
+    def __init__(self, mu: float, sampling: float = 1.0) -> None:
+        self.mu = check_range("mu", mu, 0.0, MAX_MU, low_open=True)
+        self.sampling = check_sampling(sampling)
+
+    def void_bound(self, sampling_probability: float) -> "GaussianBlanketBound":
+        """The bound of the Poisson-sampled round with probability ``sampling_probability`` (a
+        round with probability γ is a post-processing of one with any γ' ≥ γ, so γ may be
+        rounded up by the caller)."""
+        return GaussianBlanketBound(self.mu, min(1.0, self.sampling * check_sampling(
+            sampling_probability, "sampling_probability")))
+
+    def _local(self, eps: float) -> float:
+        local = gaussian_delta(eps, self.mu)
+        return local if self.sampling == 1.0 else min(1.0, step_up(self.sampling * local))
+
+    def delta(self, epsilon: float, n: int) -> float:
+        eps = check_epsilon(epsilon)
+        users = check_num_users(n)
+        return min(self._local(eps), blanket_delta(eps, self.mu, users, self.sampling))
+
+    def deltas_at_rtol(self, epsilons: NDArray[np.float64], n: int,
+                       rtol: float) -> NDArray[np.float64]:
+        """:meth:`delta` at every ε, the blanket part by
+        :func:`~dpacct_shuffle.core.gaussian_blanket.blanket_deltas` (exact at up to
+        ``CURVE_KNOTS`` points, certified chords in between)."""
+        users = check_num_users(n)
+        values = np.asarray(epsilons, dtype=np.float64).ravel()
+        for eps in values:
+            check_epsilon(float(eps))
+        finite = np.isfinite(values)
+        result = np.zeros(values.size)
+        if np.any(finite):
+            local = np.array([self._local(float(eps)) for eps in values[finite]])
+            result[finite] = np.minimum(local, blanket_deltas(values[finite], self.mu, users,
+                                                              self.sampling))
+        return result
+
+    def epsilon(self, delta: float, n: int) -> float:
+        """Smallest ε (relative :data:`BLANKET_EPSILON_RTOL`, the core's secant search) with the
+        certified δ(ε) ≤ ``delta``, at most the report's own ε."""
+        target = check_delta(delta)
+        users = check_num_users(n)
+        share = target if self.sampling == 1.0 else min(1.0, step_down(target / self.sampling))
+        local = gaussian_epsilon(self.mu, share)
+        if users == 1 or local == 0.0:
+            return local
+        # start: the sum of the reports' ε (a lower bound) scaled by the typical gap
+        guess = min(0.5 * local, 1.3 * gaussian_epsilon(
+            self.mu * math.sqrt(self.sampling / users), target))
+        found = epsilon_search(lambda eps: self.delta(eps, users), target, self._local(0.0),
+                               local, max(guess, 1e-9), BLANKET_EPSILON_RTOL)
+        return min(local, round_loss_up(found)) if found > 0.0 else 0.0
+
+    def __hash__(self) -> int:
+        return hash(("GaussianBlanketBound", self.mu, self.sampling))
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, GaussianBlanketBound) and other.mu == self.mu
+                and other.sampling == self.sampling)
+
+    def __repr__(self) -> str:
+        return f"GaussianBlanketBound(mu={self.mu!r}, sampling={self.sampling!r})"
 
 
 class GaussianSumInstance:
@@ -145,16 +242,21 @@ class GaussianSumInstance:
 
 
 def _sum_lower(mu: float, n: int) -> InstanceLowerBound:
-    return InstanceLowerBound([GaussianSumInstance(mu, n)],  # type: ignore[list-item]
+    return InstanceLowerBound([GaussianSumInstance(mu, n)],
                               "sum of the reports: Gaussian mechanism with noise sigma*sqrt(n)")
 
 
 def _gaussian_randomizer(name: str, parameters: dict[str, object], sensitivity: float,
-                         noise_std: float) -> Randomizer:
+                         noise_std: float, *, scalar: bool) -> Randomizer:
     mu = check_gaussian_mu(sensitivity / noise_std, "sensitivity / noise_std")
-    return Randomizer(name, {**parameters, "mu": mu}, [GaussianShuffleBound(mu)],
-                      variation_ratio=None, lower_bound=functools.partial(_sum_lower, mu),
-                      notes=f"Gaussian noise, sensitivity/std = {mu!r}; (eps0, delta0(eps0))-LDP")
+    if scalar and mu <= MAX_MU:
+        bound: PairBound = GaussianBlanketBound(mu)
+        notes = f"Gaussian noise, sensitivity/std = {mu!r}; privacy blanket of the extreme pair"
+    else:
+        bound = GaussianShuffleBound(mu)
+        notes = f"Gaussian noise, sensitivity/std = {mu!r}; (eps0, delta0(eps0))-LDP"
+    return Randomizer(name, {**parameters, "mu": mu}, [bound], variation_ratio=None,
+                      lower_bound=functools.partial(_sum_lower, mu), notes=notes)
 
 
 def _positive(name: str, value: object) -> float:
@@ -169,7 +271,7 @@ def gaussian(noise_std: float, lower: float = 0.0, upper: float = 1.0) -> Random
     if not high > low:
         raise ValueError(f"upper must be > lower, got lower={low!r}, upper={high!r}")
     result = _gaussian_randomizer("gaussian", {"noise_std": sigma, "lower": low, "upper": high},
-                                  high - low, sigma)
+                                  high - low, sigma, scalar=True)
     result._record_origin(functools.partial(gaussian, sigma, low, high),
                           ("gaussian", sigma, low, high))
     return result
@@ -180,7 +282,7 @@ def gaussian_vector(noise_std: float, clipping_norm: float = 1.0) -> Randomizer:
     sigma = _positive("noise_std", noise_std)
     clip = _positive("clipping_norm", clipping_norm)
     result = _gaussian_randomizer("gaussian_vector", {"noise_std": sigma, "clipping_norm": clip},
-                                  2.0 * clip, sigma)
+                                  2.0 * clip, sigma, scalar=False)
     result._record_origin(functools.partial(gaussian_vector, sigma, clip),
                           ("gaussian_vector", sigma, clip))
     return result
@@ -195,7 +297,9 @@ def local_dp_mod_noise_std(sensitivity: float, epsilon: float, delta: float) -> 
 
 
 __all__ = [
+    "BLANKET_EPSILON_RTOL",
     "EPSILON0_SEARCH_STEPS",
+    "GaussianBlanketBound",
     "TV_SHARES",
     "GaussianShuffleBound",
     "GaussianSumInstance",

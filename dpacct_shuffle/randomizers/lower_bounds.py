@@ -39,7 +39,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
 import numpy as np
 from scipy.special import betainc, betaincc, gammaln, xlog1py, xlogy
@@ -189,10 +189,19 @@ def epsilon_lower(delta_fn: Callable[[float], float], delta: float, eps_cap: flo
     return lo
 
 
-class InstanceLowerBound:
-    """Certified lower bound: the maximum over explicit instances (each a :class:`CountPair`)."""
+class LowerBoundInstance(Protocol):
+    """An explicit instance whose exact δ(ε), rounded down, is a lower bound on the protocol's."""
 
-    def __init__(self, pairs: Sequence["CountPair | TrinomialInstance"], description: str, *,
+    def delta(self, epsilon: float) -> float: ...
+
+    def max_loss(self) -> float: ...
+
+
+class InstanceLowerBound:
+    """Certified lower bound: the maximum over explicit instances (:class:`CountPair`,
+    :class:`TrinomialInstance` or any other :class:`LowerBoundInstance`)."""
+
+    def __init__(self, pairs: Sequence[LowerBoundInstance], description: str, *,
                  is_exact: bool = False) -> None:
         if not pairs:
             raise ValueError("pairs must contain at least one instance")

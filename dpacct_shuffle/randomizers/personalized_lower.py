@@ -193,8 +193,9 @@ def _victim_instances(groups: Sequence[tuple[np.ndarray, int]], v: int) -> list[
     for matrix, count in others:
         rows = [_masses(row, set0, set1) for row in matrix]
         equal = [m[0] for m in rows if m[0] == m[1]]
-        balanced.append((count, min(equal)) if equal else None)
-    if np.any(set1) and all(item is not None for item in balanced):
+        if equal:
+            balanced.append((count, min(equal)))
+    if np.any(set1) and len(balanced) == len(others):
         instances.append(GroupCountsInstance(
             _masses(mu0, set0, set1), _masses(mu1, set0, set1), tuple(balanced), True,
             f"{label}: counts in S0 and S1, others at rows with equal masses on both"))

@@ -26,6 +26,7 @@ from dpacct_shuffle.profiles import (
 from dpacct_shuffle.randomizers.base import LocalPairBound, PairBound, Randomizer, VariationRatioBound
 from dpacct_shuffle.randomizers.binary_reduction import BinaryReductionUpper
 from dpacct_shuffle.randomizers.binary_rr_curve import BinaryRRExactUpper
+from dpacct_shuffle.randomizers.gaussian import GaussianBlanketBound
 from dpacct_shuffle.randomizers.matrix import from_matrix
 from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 from dpacct_shuffle.sampling.parameters import (
@@ -82,6 +83,9 @@ def _void_entry(entry: object, gamma: float, lowering: float | None) -> DeltasFu
     if isinstance(entry, BinaryReductionUpper):  # sampled binary RR at rate γρ (replace-one)
         return _pointwise(_exact_binary_rr(entry.epsilon0, entry.sampled(_gamma_up(gamma)),
                                            "replace_one"))
+    if isinstance(entry, GaussianBlanketBound):  # the blanket of the void Gaussian report
+        void = entry.void_bound(_gamma_up(gamma))
+        return lambda epsilons, n: void.deltas_at_rtol(epsilons, n, CORE_RTOL)
     return None
 
 

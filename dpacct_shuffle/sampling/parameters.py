@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 from dp_accounting import privacy_accountant
 
 from dpacct_shuffle.core.bound import VariationRatio
+from dpacct_shuffle.core.presence import presence_curves
 from dpacct_shuffle.core.rounding import ratio_up
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.profiles import (
@@ -119,7 +120,7 @@ def add_remove_variation_ratios(randomizer: RandomizerDescription,
     candidates use r1 = min(γ, t·(1 − γ)) for t ∈ ``_PRESENCE_SPLITS``. Splitting ⊥ into two labelled types lets the adversary see an absent
     victim's Q1 label when no other user carries one (probability about γ(1 − γ/q − s)^(N−1)): the
     bound of absent‖present then stays above that floor at every ε, which is why
-    :func:`_presence_delta` also uses that this direction vanishes for ε ≥ −ln(1 − γ). With
+    :func:`_presence_deltas` replaces them by the merged pair, which needs no split. With
     num_users = N the bound holds
     for the victim added to or removed from a population of N (the others number N − 1 or N; the
     bound is non-increasing in the number of users).
@@ -148,32 +149,46 @@ def add_remove_variation_ratios(randomizer: RandomizerDescription,
     return tuple(candidates)
 
 
-def _presence_delta(randomizer: RandomizerDescription, gamma: float, users: int) -> Callable[[float], float]:
-    """δ(ε) = max(present‖absent, absent‖present) of the add/remove pair, each direction the
-    minimum over :func:`add_remove_variation_ratios`; absent‖present is also 0 for
-    ε ≥ −ln(1 − γ), because the law with the victim is ≥ (1 − γ) times the law without it (the
-    victim does not report with probability 1 − γ)."""
+def _presence_deltas(randomizer: RandomizerDescription, gamma: float, users: int,
+                     lowering: float) -> tuple[Callable[[float], float], Callable[[FloatArray], FloatArray]]:
+    """δ(ε) = max(present‖absent, absent‖present) of the add/remove pair, scalar and array forms.
+
+    For 0 < γ_up < 1 both directions are read from the every-ε curves of the merged presence pair
+    (:func:`dpacct_shuffle.core.presence.presence_curves` at η = ``lowering``, one build per
+    (q, γ_up, N) for every ε; docs/theory.md, "Presence pairs at every ε"), which is never looser
+    than the split pairs of :func:`add_remove_variation_ratios` (forgetting which ⊥ labels they
+    call Q1 maps their count law onto the merged one) and gives absent‖present = 0 for
+    ε ≥ −ln(1 − γ) by itself. γ = 0 (nobody reports) and γ_up = 1 (presence visible) are the
+    core's bounds of :func:`add_remove_variation_ratios`. For the catalog ``binary_rr`` entry the
+    exact sampled profile, where tractable, is also evaluated and the smaller value kept.
+    """
     vrs = add_remove_variation_ratios(randomizer, gamma)
     g_up = _gamma_up(gamma)
-    absent_cap = ratio_up(-math.log1p(-g_up)) if g_up < 1.0 else math.inf
+    if 0.0 < g_up < 1.0:
+        curves = presence_curves(vrs[0].q0, g_up, users, lowering)
+        curve_delta: Callable[[float], float] = curves.delta
+        curve_deltas: Callable[[FloatArray], FloatArray] = curves.deltas
+    else:
+        def curve_delta(epsilon: float) -> float:
+            return max(vr.delta_interval(epsilon, users, rtol=CORE_RTOL, direction=direction).upper
+                       for vr in vrs for direction in (0, 1))
 
-    def direction_delta(epsilon: float, direction: int) -> float:
-        return min(vr.delta_interval(epsilon, users, rtol=CORE_RTOL, direction=direction).upper
-                   for vr in vrs)
-
-    def delta_upper(epsilon: float) -> float:
-        present = direction_delta(epsilon, 0)
-        absent = 0.0 if epsilon >= absent_cap else direction_delta(epsilon, 1)
-        return max(present, absent)
+        def curve_deltas(epsilons: FloatArray) -> FloatArray:
+            return np.array([curve_delta(float(e)) for e in epsilons], dtype=np.float64)
 
     exact = _exact_binary_rr_fallback(randomizer, gamma, "add_remove")
     if exact is None:
-        return delta_upper
+        return curve_delta, curve_deltas
+    exact_of = exact
 
     def best_delta(epsilon: float) -> float:
-        return min(delta_upper(epsilon), exact(epsilon, users))
+        return min(curve_delta(epsilon), exact_of(epsilon, users))
 
-    return best_delta
+    def best_deltas(epsilons: FloatArray) -> FloatArray:
+        exact_values = np.array([exact_of(float(e), users) for e in epsilons], dtype=np.float64)
+        return np.minimum(curve_deltas(epsilons), exact_values)
+
+    return best_delta, best_deltas
 
 
 def _exact_binary_rr_fallback(randomizer: RandomizerDescription, gamma: float, relation: str

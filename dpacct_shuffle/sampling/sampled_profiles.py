@@ -17,6 +17,7 @@ from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.profiles import (
     DEFAULT_SAMPLING_TAIL,
+    ROUND_LOWERING,
     PrivacyProfile,
     RandomizerDescription,
     ShuffleBound,
@@ -35,7 +36,7 @@ from dpacct_shuffle.sampling.parameters import (
     DeltasFunction,
     FloatArray,
     NeighborRel,
-    _presence_delta,
+    _presence_deltas,
     check_sampling_probability,
     void_variation_ratios,
 )
@@ -154,8 +155,9 @@ def poisson_sampled_profile(randomizer: RandomizerDescription, num_users: int, s
         (:data:`~dpacct_shuffle.profiles.ROUND_LOWERING`). Each curve dominates the core's pair
         (docs/theory.md, "Batched evaluation from the dominating pair"), so the profile stays an
         upper bound; it is at most a few tenths of a percent looser in ε. Under
-        ``ADD_OR_REMOVE_ONE`` every presence pair has p = ∞, which the curve does not support:
-        the core evaluates them whatever ``lowering`` is.
+        ``ADD_OR_REMOVE_ONE`` the profile is always read from the every-ε curves of the merged
+        presence pair (:func:`dpacct_shuffle.core.presence.presence_curves`, at η = ``lowering``,
+        or ``ROUND_LOWERING`` when None) and has an array form.
     """
     gamma = check_sampling_probability(sampling_probability)
     population = check_num_users(num_users, "num_users")
@@ -168,8 +170,11 @@ def poisson_sampled_profile(randomizer: RandomizerDescription, num_users: int, s
             raise TypeError("a PersonalizedShuffle (users with different randomizers) is accounted "
                             "for replace-one neighbours only; ADD_OR_REMOVE_ONE is not supported")
         users = honest_users(population, honest_fraction)
-        return PrivacyProfile(_presence_delta(randomizer, gamma, users), math.inf,
-                              f"poisson_add_remove({gamma!r}, {randomizer!r}, N={users})")
+        delta_upper, deltas_upper = _presence_deltas(
+            randomizer, gamma, users, ROUND_LOWERING if lowering is None else lowering)
+        return PrivacyProfile(delta_upper, math.inf,
+                              f"poisson_add_remove({gamma!r}, {randomizer!r}, N={users})",
+                              deltas_upper)
     if neighboring_relation is not NeighborRel.REPLACE_ONE:
         raise ValueError("neighboring_relation must be REPLACE_ONE or ADD_OR_REMOVE_ONE, "
                          f"got {neighboring_relation!r}")

@@ -22,6 +22,7 @@ from dpacct_shuffle.profiles import (
     randomized_response_delta,
     sampled_users_lower_bound,
 )
+from dpacct_shuffle.profiles.lazy_minimum import LazyMinimum
 from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 from dpacct_shuffle.sampling.entry_bounds import (
@@ -36,56 +37,6 @@ from dpacct_shuffle.sampling.entry_bounds import (
 from dpacct_shuffle.sampling.parameters import DeltasFunction, FloatArray, void_variation_ratios
 
 _EntryDeltas = Callable[..., FloatArray]
-# points of the coarse grid on [0, ε0] at which a lazily evaluated participant-count bound is
-# evaluated first (_CountBound)
-_COARSE_POINTS = 16
-
-
-class _CountBound:
-    """The participant-count bound of one pair class at every ε, evaluated only where it can lower
-    a ceiling (a valid bound at each ε) when ``lazy``.
-
-    :meth:`below` returns min(ceiling, count). Lazily, the count is first evaluated on a coarse
-    grid of [0, ε0]; at an ε between grid points g_i < ε < g_{i+1} it is evaluated only when
-    count(g_{i+1}) < ceiling(ε), elsewhere the ceiling is returned. Returning the ceiling is
-    always valid (it is a bound by itself); the rule only steers cost: the count is
-    non-increasing in ε, so where count(g_{i+1}) ≥ ceiling(ε) it cannot be below the ceiling.
-    """
-
-    def __init__(self, count: Callable[[FloatArray], FloatArray], epsilon0: float,
-                 lazy: bool) -> None:
-        self.count = count
-        self.lazy = lazy and math.isfinite(epsilon0) and epsilon0 > 0.0
-        self.grid = np.linspace(0.0, epsilon0, _COARSE_POINTS + 1) if self.lazy else None
-        self._coarse = np.full(_COARSE_POINTS + 1, np.nan)
-
-    def _coarse_values(self, points: NDArray[np.int64]) -> FloatArray:
-        """The count at the grid points ``points`` (each evaluated once, when first needed)."""
-        missing = np.unique(points[np.isnan(self._coarse[points])])
-        if missing.size:
-            self._coarse[missing] = self.count(self.grid[missing])
-        return self._coarse
-
-    def below(self, epsilons: FloatArray, ceiling: FloatArray | None) -> FloatArray:
-        if ceiling is None or not self.lazy:
-            values = self.count(epsilons)
-            return values if ceiling is None else np.minimum(ceiling, values)
-        grid = self.grid
-        eps = np.asarray(epsilons, dtype=np.float64)
-        result = np.array(ceiling, dtype=np.float64)
-        index = np.searchsorted(grid, eps, side="right")  # grid[index − 1] ≤ ε < grid[index]
-        on_grid = (index == len(grid)) | (grid[np.maximum(index - 1, 0)] == eps)
-        # the grid point of each ε: itself (on the grid, or ε0 beyond) or its upper neighbour
-        point = np.where(on_grid, np.minimum(index, len(grid)) - 1, np.minimum(index, len(grid) - 1))
-        coarse = self._coarse_values(point)
-        known = np.flatnonzero(on_grid)
-        result[known] = np.minimum(result[known], coarse[point[known]])
-        needed = np.flatnonzero(~on_grid & (coarse[point] < result))
-        if needed.size:
-            result[needed] = np.minimum(result[needed], self.count(eps[needed]))
-        return result
-
-
 class _SampledRound:
     """δ(ε) of a Poisson-sampled round, replace-one, at every ε of an array: min(void view,
     participant-count bound), entry by entry for a catalog Randomizer, and the analyzed void
@@ -132,7 +83,7 @@ class _SampledRound:
     def _best(self, void: DeltasFunction | None, delta_n: DeltasFunction) -> _EntryDeltas:
         """min(void view, participant-count bound) of one pair class, below an optional ceiling
         (a valid bound already known at each ε: the result is min(ceiling, void, count))."""
-        count = _CountBound(self._count_bound(delta_n), self.bound.epsilon0,
+        count = LazyMinimum(self._count_bound(delta_n), self.bound.epsilon0,
                             lazy=self.lowering is not None)
         population = self.population
 

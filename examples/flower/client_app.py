@@ -11,13 +11,14 @@ from dpacct_shuffle import randomizers
 from dpacct_shuffle.flower.analytics import RECORD_KEY, LocalRandomizerMod
 
 # The local randomizer every client applies to its value (the server's strategy uses the same).
-RANDOMIZER = randomizers.krr(epsilon0=3.0, domain_size=4)
+DOMAIN_SIZE = 4
+RANDOMIZER = randomizers.krr(epsilon0=3.0, domain_size=DOMAIN_SIZE)
 FEATURES = 3
 
 
 def client_value(context: Context) -> int:
     """The client's categorical value in [0, 4): here derived from its partition id."""
-    return int(context.node_config["partition-id"]) % 4
+    return int(context.node_config["partition-id"]) % DOMAIN_SIZE
 
 
 def _local_data(context: Context) -> tuple[np.ndarray, np.ndarray]:

@@ -6,6 +6,10 @@ neighboring_relation='add-or-remove-one')``. Under add/remove-one, shuffle round
 bound when Poisson-sampled, so the analytics rounds (each client's own participation coin) are
 charged to the training budget; an accountant refusing them would send them to a replace-one
 budget of their own.
+
+Each analytics round has about 10 reports (20 clients, each reporting with probability 0.5), and
+each report is randomized on its client, so the estimates are noisy: they are logged with their
+standard errors (``AnalyticsRound.standard_errors``), which fall as 1/sqrt(reports).
 """
 
 from __future__ import annotations
@@ -20,9 +24,10 @@ from flwr.serverapp.exception import PrivacyBudgetExhausted
 from flwr.serverapp.strategy import DifferentialPrivacyServerSideFixedClipping, FedAvg
 
 from dpacct_shuffle.flower import ShufflePrivacyAccountant
-from dpacct_shuffle.flower.analytics import ShuffledFrequencyEstimation
+from dpacct_shuffle.flower.analytics import (ShuffledFrequencyEstimation,
+                                             frequency_standard_errors)
 
-from client_app import FEATURES, RANDOMIZER
+from client_app import DOMAIN_SIZE, FEATURES, RANDOMIZER
 
 DELTA = 1e-5
 SAMPLED_CLIENTS = 10
@@ -64,6 +69,20 @@ def main(grid: Grid, context: Context) -> None:
             sampling_method=SamplingMethod.WITHOUT_REPLACEMENT, max_epsilon=6.0))
         analytics = ShuffledFrequencyEstimation(RANDOMIZER, analytics_budget,
                                                 sample_size=population - 2, seed=0)
+    expected_reports = population // 2
+    uniform = np.full(DOMAIN_SIZE, 1.0 / DOMAIN_SIZE)
+    log(20, "analytics: each estimate is printed as value +- standard error. A round has about "
+        "%d reports (each of %d clients reports with probability 0.5) and every report is "
+        "randomized on its client (%s), so the estimates are noisy: the standard error is "
+        "%.3f per value at %d reports and falls as 1/sqrt(reports) (%.3f at 100 times as many).",
+        expected_reports, population, RANDOMIZER,
+        frequency_standard_errors(RANDOMIZER, uniform, expected_reports)[0], expected_reports,
+        frequency_standard_errors(RANDOMIZER, uniform, 100 * expected_reports)[0])
     for result in analytics.start(grid, num_rounds=4, first_round=4):
-        log(20, "round %d: %d reports, estimated frequencies %s", result.server_round,
-            result.num_reports, np.round(result.frequencies, 3).tolist())
+        if result.frequencies is None or result.standard_errors is None:
+            log(20, "round %d: nothing released", result.server_round)
+            continue
+        estimates = ", ".join(f"{value:.3f} +- {error:.3f}" for value, error in
+                              zip(result.frequencies, result.standard_errors))
+        log(20, "round %d: %d reports, estimated frequencies [%s]", result.server_round,
+            result.num_reports, estimates)

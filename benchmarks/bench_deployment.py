@@ -1,0 +1,169 @@
+"""Benchmark: what a deployment composes, each row in a fresh process (CPU seconds).
+
+Every row of :data:`ROWS` is one workload of a real deployment with a speed target. The script
+runs each row in its own fresh Python process (``python bench_deployment.py --run-row NAME``), so
+that no cache, import or compiled curve of another row is reused, and measures the row's work
+with ``time.process_time`` (user + system CPU of that process; the imports and the construction
+of the inputs are done before the clock starts, unless the row measures an import). BLAS runs on
+one thread, as in ``bench_cohort.py``.
+
+Printed per row: what is measured, the CPU seconds measured when the row was filed (the *today*
+column: a quoted measurement, not re-run), the target, the CPU seconds now (median of
+``--repeat`` fresh processes) and the row's result (usually an ε, so that a faster row can be
+checked not to have become looser).
+
+Adding a row: write a module-level function decorated with :func:`row`; it does its imports and
+builds its inputs, then returns a zero-argument callable, the timed work, which returns the
+result as a short string.
+
+Usage: ``python benchmarks/bench_deployment.py [--entries NAME,NAME] [--repeat 3]
+[--markdown docs/benchmarks.md]``.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy is imported (see the docstring)
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+# run as a script: its folder (markdown.py, machine.py, bench_cohort.py) and the repository root
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
+
+from machine import describe_machine  # noqa: E402
+from markdown import MarkdownTable, add_table_arguments, selected_entries  # noqa: E402
+
+DELTA = 1e-6  # the δ at which the rows' ε are read
+
+
+@dataclass(frozen=True)
+class Row:
+    """One workload: ``what`` is measured, ``today`` quotes the CPU time when it was filed,
+    ``target`` is the CPU time it must take, ``setup`` returns the timed work."""
+
+    name: str
+    what: str
+    today: str
+    target: str
+    setup: Callable[[], Callable[[], str]]
+
+
+ROWS: dict[str, Row] = {}
+
+
+def row(what: str, today: str, target: str) -> Callable[[Callable[[], Callable[[], str]]],
+                                                        Callable[[], Callable[[], str]]]:
+    """Register the decorated setup function as the row named after it."""
+    def register(setup: Callable[[], Callable[[], str]]) -> Callable[[], Callable[[], str]]:
+        ROWS[setup.__name__] = Row(setup.__name__, what, today, target, setup)
+        return setup
+    return register
+
+
+def _epsilon_of(events: list[object], relation: str = "REPLACE_ONE",
+                users_grid_ratio: float | None = None) -> Callable[[], str]:
+    """The timed work of a row that composes ``events`` in ``ShufflePLDAccountant`` and reads ε
+    at :data:`DELTA`."""
+    from dp_accounting.pld.pld_privacy_accountant import NeighborRel
+
+    from dpacct_shuffle.accountants import ShufflePLDAccountant
+
+    def work() -> str:
+        accountant = ShufflePLDAccountant(NeighborRel[relation], users_grid_ratio=users_grid_ratio)
+        for event in events:
+            accountant.compose(event)  # type: ignore[arg-type]
+        return f"ε = {accountant.get_epsilon(DELTA):.6g}"
+    return work
+
+
+@row("one add/remove-one Poisson round (k-RR ε0 = 2, d = 100, N = 10⁵, γ = 0.01), PLD + ε",
+     "14.8", "0.5")
+def poisson_add_remove() -> Callable[[], str]:
+    from dp_accounting import dp_event
+
+    from dpacct_shuffle import randomizers as rz
+    from dpacct_shuffle.events import ShuffleEvent
+
+    event = dp_event.PoissonSampledDpEvent(0.01, ShuffleEvent(rz.krr(2.0, 100), 100_000))
+    return _epsilon_of([event], "ADD_OR_REMOVE_ONE")
+
+
+@row("fixed-size cohort round (100 of 10⁴, k-RR ε0 = 2, d = 100), PLD + ε", "17.6", "0.5")
+def cohort_round() -> Callable[[], str]:
+    from dp_accounting import dp_event
+
+    from dpacct_shuffle import randomizers as rz
+    from dpacct_shuffle.events import ShuffleEvent
+
+    event = dp_event.SampledWithoutReplacementDpEvent(10_000, 100,
+                                                      ShuffleEvent(rz.krr(2.0, 100), 100))
+    return _epsilon_of([event])
+
+
+@row("1000 rounds with 1000 distinct n (`bench_cohort.py`, users grid ratio 1.015)", "4.8", "2")
+def cohort_1000_rounds() -> Callable[[], str]:
+    from bench_cohort import cohort_sizes
+
+    from dpacct_shuffle import randomizers as rz
+    from dpacct_shuffle.events import ShuffleEvent
+
+    krr = rz.krr(2.0, 100)
+    events: list[object] = [ShuffleEvent(krr, n) for n in cohort_sizes(1000, 1e4, 1e6, 0)]
+    return _epsilon_of(events, users_grid_ratio=1.015)
+
+
+def run_row(name: str) -> None:
+    """Run one row in this process and print ``{"seconds": …, "result": …}`` as JSON."""
+    work = ROWS[name].setup()
+    start = time.process_time()
+    result = work()
+    seconds = time.process_time() - start
+    print(json.dumps({"seconds": seconds, "result": result}))
+
+
+def measure(name: str) -> tuple[float, str]:
+    """(CPU seconds, result) of one row in a fresh process."""
+    completed = subprocess.run([sys.executable, __file__, "--run-row", name], check=True,
+                               capture_output=True, text=True)
+    answer = json.loads(completed.stdout.strip().splitlines()[-1])
+    return float(answer["seconds"]), str(answer["result"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_table_arguments(parser, list(ROWS))
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="fresh processes per row; the median CPU time is printed")
+    parser.add_argument("--run-row", choices=sorted(ROWS), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.run_row is not None:
+        run_row(args.run_row)
+        return
+    if args.repeat < 1:
+        parser.error("--repeat must be >= 1")
+    names = selected_entries(parser, args, list(ROWS))
+    print(describe_machine())
+    table = MarkdownTable(["what", "today (CPU s)", "target (CPU s)", "now (CPU s)", "result"])
+    for name in names:
+        runs = [measure(name) for _ in range(args.repeat)]
+        seconds = statistics.median(s for s, _ in runs)
+        entry = ROWS[name]
+        table.add([entry.what, entry.today, f"≤ {entry.target}", f"{seconds:.2f}", runs[0][1]])
+    table.write(args.markdown, "bench_deployment",
+                f"Generated by `python benchmarks/bench_deployment.py --markdown {args.markdown}` "
+                f"(δ = {DELTA:g}; *today*: the CPU seconds measured when the workload was filed, "
+                f"quoted; *now*: median of {args.repeat} fresh processes; `--entries` "
+                "regenerates some rows).", key_columns=1)
+
+
+if __name__ == "__main__":
+    main()
