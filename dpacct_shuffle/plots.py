@@ -1,4 +1,5 @@
-"""Figures of shuffle-model bounds: ε vs n and ε vs ε0 (matplotlib is optional, imported lazily).
+"""Figures of shuffle-model bounds: ε vs n, ε vs ε0 and a campaign's ε vs its number of rounds
+(matplotlib is optional, imported lazily).
 
 Data and drawing are separate: :func:`epsilon_vs_users` and :func:`epsilon_vs_epsilon0` compute
 :class:`Curve` objects with numpy/scipy only (through the library), :func:`draw_curves` draws them
@@ -50,7 +51,7 @@ class Curve:
     Attributes:
       label: the randomizer (or, for ``fmt``, the ε0) the curve belongs to.
       kind: ``"upper"``, ``"lower"``, ``"fmt"`` or ``"published"`` (module docstring).
-      x_name: ``"users"`` or ``"epsilon0"``.
+      x_name: ``"users"``, ``"epsilon0"`` or ``"rounds"``.
       x: the abscissae (numbers of users or ε0 values).
       y: ε at each abscissa (NaN where the bound does not apply).
       seconds: the computing time of each point.
@@ -243,6 +244,50 @@ def _sweep(
             for kind, (xs, ys, ts) in columns.items() if ys]
 
 
+def epsilon_vs_rounds(
+    randomizers: Mapping[str, Randomizer],
+    rounds: Sequence[int],
+    users: int,
+    delta: float,
+    *,
+    sampling_probability: float | None = None,
+    progress: ProgressOption = None,
+) -> list[Curve]:
+    """ε(δ) of campaigns of R rounds (:class:`dpacct_shuffle.campaign.Campaign`, composed by
+    ``ShufflePLDAccountant``) for each R in ``rounds``: per randomizer an ``upper`` curve with every
+    user reporting and, with ``sampling_probability`` γ, one labelled "…, sampled γ" (each of the
+    ``users`` reports w.p. γ)."""
+    from dpacct_shuffle.campaign import Campaign
+
+    counts = [check_num_users(r, "rounds") for r in rounds]
+    if not counts:
+        raise ValueError("rounds must not be empty")
+    target = check_delta(delta)
+    n = check_num_users(users, "users")
+    settings: list[tuple[str, float | None]] = [("", None)]
+    if sampling_probability is not None:
+        settings.append((f", sampled {sampling_probability:g}", sampling_probability))
+    curves = []
+    with ProgressReporter(len(randomizers) * len(counts) * len(settings), "epsilon vs rounds",
+                          progress, unit="campaign") as counter:
+        for label, randomizer in randomizers.items():
+            for suffix, gamma in settings:
+                ys, seconds = [], []
+                for count in counts:
+                    campaign = Campaign(randomizer, n, count, sampling_probability=gamma)
+                    value, spent = _timed(lambda: campaign.epsilon(target))
+                    ys.append(value)
+                    seconds.append(spent)
+                    counter.tick()
+                curves.append(Curve(label + suffix, "upper", "rounds", tuple(float(c) for c in counts),
+                                    tuple(ys), tuple(seconds)))
+    return curves
+
+
+_X_LABELS = {"users": "number of users n", "epsilon0": "local epsilon0",
+             "rounds": "number of rounds R"}
+
+
 def draw_curves(
     curves: Sequence[Curve],
     path: str | Path,
@@ -284,12 +329,12 @@ def draw_curves(
         ax.plot(curve.x, curve.y, linestyle=_LINESTYLES[curve.kind], marker=_MARKERS[curve.kind],
                 markersize=4, color=colour, label=name)
     x_name = curves[0].x_name
-    if logx if logx is not None else x_name == "users":
+    if logx if logx is not None else x_name in ("users", "rounds"):
         ax.set_xscale("log")
     if logy:
         ax.set_yscale("log")
-    ax.set_xlabel("number of users n" if x_name == "users" else "local epsilon0")
-    ax.set_ylabel("shuffled epsilon at delta")
+    ax.set_xlabel(_X_LABELS.get(x_name, x_name))
+    ax.set_ylabel("campaign epsilon at delta" if x_name == "rounds" else "shuffled epsilon at delta")
     if title:
         ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
@@ -302,4 +347,5 @@ def draw_curves(
 
 
 __all__ = ["Curve", "KIND_LABELS", "check_epsilon0_list", "check_output_path", "check_users_list",
-           "draw_curves", "epsilon_vs_epsilon0", "epsilon_vs_users", "require_matplotlib"]
+           "draw_curves", "epsilon_vs_epsilon0", "epsilon_vs_rounds", "epsilon_vs_users",
+           "require_matplotlib"]

@@ -410,6 +410,8 @@ def _every_command(tmp_path: Path) -> dict[str, tuple[str, ...]]:
         "account": ("account", str(_pipeline_file(tmp_path))),
         "plot": ("plot", "--randomizer", "binary_rr", "--epsilon0", "1", "--users-list", "100,200",
                  "--delta", "1e-6", "--no-lower", "--no-fmt", "--output", str(tmp_path / "e.svg")),
+        "plan": ("plan", "--range", "0", "1", "--users", "1000", "--target-epsilon", "1",
+                 "--delta", "1e-6"),
     }
 
 

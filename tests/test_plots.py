@@ -101,3 +101,62 @@ def test_cli_plot_epsilon0_axis_writes_svg(tmp_path: Path) -> None:
     assert upper["x"] == [0.5, 1.0, 1.5]
     assert upper["y"] == [randomizers.krr(e, 10).shuffled(2000).epsilon(1e-6) for e in (0.5, 1.0, 1.5)]
     assert b"<svg" in target.read_bytes()[:2000]
+
+
+def test_cli_plot_compare_draws_the_published_pair_labelled(tmp_path: Path) -> None:
+    """``plot --compare`` adds the published pair's curve (kind ``published``, labelled NOT a
+    guarantee); for k-RR it lies below our certified upper bound at every n (the published
+    neutral share is invalid for k-RR, docs/theory.md "Published pair")."""
+    import json
+
+    from dpacct_shuffle import randomizers
+    from dpacct_shuffle.plots import KIND_LABELS
+    from dpacct_shuffle.shuffle_round import published_pair_epsilon
+
+    out = io.StringIO()
+    target = tmp_path / "compare.png"
+    code = main(["plot", "--randomizer", "krr", "--domain", "10", "--epsilon0", "2",
+                 "--users-list", "1e3,1e4", "--delta", "1e-6", "--output", str(target),
+                 "--quiet", "--no-lower", "--compare", "--json"], stdout=out, stderr=io.StringIO())
+    assert code == 0
+    curves = json.loads(out.getvalue())["curves"]
+    published = next(c for c in curves if c["kind"] == "published")
+    upper = next(c for c in curves if c["kind"] == "upper")
+    assert "NOT a guarantee" in KIND_LABELS["published"]
+    for n, value in zip(published["x"], published["y"]):
+        assert value == published_pair_epsilon(randomizers.krr(2.0, 10), n, 1e-6)
+    assert all(p <= u for p, u in zip(published["y"], upper["y"]))
+
+
+def test_cli_plot_default_users_list_has_ten_points() -> None:
+    from dpacct_shuffle.cli.parser import build_parser
+
+    args = build_parser().parse_args(["plot", "--randomizer", "krr", "--output", "x.png"])
+    assert len(args.users_list) == 10 and args.users_list[0] == 10**3 and args.users_list[-1] == 10**6
+
+
+def test_cli_plot_epsilon_vs_rounds_with_and_without_sampling(tmp_path: Path) -> None:
+    """Each point is the campaign's ε from a fresh ShufflePLDAccountant; ε grows with R and the
+    sampled campaign costs less."""
+    import json
+
+    from dpacct_shuffle import randomizers
+    from dpacct_shuffle.accountants import ShufflePLDAccountant
+    from dpacct_shuffle.events import ShuffleEvent
+
+    out = io.StringIO()
+    target = tmp_path / "rounds.svg"
+    code = main(["plot", "--x", "rounds", "--randomizer", "krr", "--domain", "10", "--epsilon0",
+                 "2", "--users", "2000", "--rounds-list", "1,10", "--sampling-probability", "0.2",
+                 "--delta", "1e-6", "--output", str(target), "--quiet", "--json"],
+                stdout=out, stderr=io.StringIO())
+    assert code == 0
+    curves = json.loads(out.getvalue())["curves"]
+    full, sampled = curves
+    assert full["x_name"] == "rounds" and sampled["label"].endswith("sampled 0.2")
+    accountant = ShufflePLDAccountant()
+    accountant.compose(ShuffleEvent(randomizers.krr(2.0, 10), 2000), 10)
+    assert full["y"][1] == accountant.get_epsilon(1e-6)
+    assert full["y"][0] < full["y"][1]
+    assert all(s < f for s, f in zip(sampled["y"], full["y"]))
+    assert b"<svg" in target.read_bytes()[:2000]

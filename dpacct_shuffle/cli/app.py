@@ -14,11 +14,12 @@ from dpacct_shuffle.cli.epsilon import cmd_epsilon
 from dpacct_shuffle.cli.errors import EXIT_BAD_INPUT, EXIT_RUNTIME, PROG
 from dpacct_shuffle.cli.params import cmd_params_or_list
 from dpacct_shuffle.cli.parser import build_parser
+from dpacct_shuffle.cli.plan import cmd_plan
 from dpacct_shuffle.cli.plot import cmd_plot
 
 COMMANDS: dict[str, Callable[..., int]] = {
     "epsilon": cmd_epsilon, "delta": cmd_delta, "calibrate": cmd_calibrate,
-    "params": cmd_params_or_list, "account": cmd_account, "plot": cmd_plot,
+    "params": cmd_params_or_list, "account": cmd_account, "plot": cmd_plot, "plan": cmd_plan,
 }
 
 

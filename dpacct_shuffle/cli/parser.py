@@ -265,7 +265,14 @@ exit codes: 0 ok; 2 bad input (one line on stderr); 1 missing optional dependenc
   # largest eps0 such that 1e5 users get (0.5, 1e-8)-DP
   dpacct-shuffle calibrate --randomizer krr --domain 100 --users 1e5 --target-epsilon 0.5 --delta 1e-8
   # smallest number of users for (0.5, 1e-8)-DP at eps0 = 2
-  dpacct-shuffle calibrate --randomizer krr --domain 100 --epsilon0 2 --target-epsilon 0.5 --delta 1e-8""",
+  dpacct-shuffle calibrate --randomizer krr --domain 100 --epsilon0 2 --target-epsilon 0.5 --delta 1e-8
+  # a campaign: largest eps0 per report for 365 daily rounds of 1e6 users, 10 % sampled each day
+  dpacct-shuffle calibrate --randomizer krr --domain 100 --users 1e6 --rounds 365 \\
+      --sampling-probability 0.1 --target-epsilon 1 --delta 1e-8""",
+    "plan": """examples:
+  dpacct-shuffle plan --domain 100 --users 1e5 --rounds 100 --target-epsilon 1 --delta 1e-8
+  dpacct-shuffle plan --range 0 10 --users 1e6 --rounds 30 --sampling-probability 0.1 \\
+      --target-epsilon 1 --delta 1e-8 --json""",
     "params": """examples:
   dpacct-shuffle params --randomizer krr --epsilon0 2 --domain 100
   dpacct-shuffle params --matrix rr3.csv --json     # CSV rows = inputs, columns = outputs""",
@@ -401,7 +408,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-epsilon0", type=parse_real, default=20.0,
                    help="search eps0 in [target, this] (default 20)")
     p.add_argument("--max-users", type=parse_limit, help="search n up to this (default 1e10)")
-    p.add_argument("--rtol", type=parse_real, default=1e-3, help="relative tolerance of the eps0 search")
+    p.add_argument("--rtol", type=parse_real,
+                   help="relative tolerance of the eps0 search (default 1e-3; 5e-3 with --rounds)")
+    p.add_argument("--rounds", type=positive_integer("number of rounds"), metavar="R",
+                   help="calibrate a campaign of R identical rounds for the total (epsilon, delta) "
+                   "(PLD accountant)")
+    _add_sampling_option(p)
+    _add_common(p)
+
+    p = sub.add_parser("plan", help="best randomizer and eps0 for a campaign's total (epsilon, delta)",
+                       description="Calibrate every applicable catalog randomizer (its largest "
+                       "eps0 per report, certified for the whole campaign by the PLD accountant) "
+                       "and rank them by the standard deviation of one round's estimate.",
+                       epilog=_EXAMPLES["plan"], formatter_class=formatter)
+    target = p.add_mutually_exclusive_group()
+    target.add_argument("--domain", "-d", type=parse_domain, metavar="D",
+                        help="frequency estimation over D values")
+    target.add_argument("--range", type=parse_real, nargs=2, metavar=("A", "B"),
+                        help="the mean of values in [A, B]")
+    p.add_argument("--users", "-n", type=parse_users, required=True, metavar="N",
+                   help="users per round (the population when sampled)")
+    p.add_argument("--rounds", type=positive_integer("number of rounds"), default=1, metavar="R",
+                   help="number of identical rounds (default 1)")
+    p.add_argument("--target-epsilon", type=parse_real, required=True)
+    p.add_argument("--delta", type=parse_real, required=True)
+    _add_sampling_option(p)
+    p.add_argument("--fallbacks", action="store_true",
+                   help="account the entries with their fallback bounds too (tighter for some, slower)")
     _add_common(p)
 
     p = sub.add_parser("params", help="variation-ratio parameters of an entry or matrix",
@@ -425,9 +458,19 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Upper bound, lower bound and FMT closed form on one figure.",
                        epilog=_EXAMPLES["plot"], formatter_class=formatter)
     _add_randomizer_options(p, multiple=True)
-    p.add_argument("--x", choices=("users", "epsilon0"), default="users", help="x axis (default users)")
-    p.add_argument("--users-list", type=parse_list(parse_users, log_spaced=True), default=[10**3, 10**4, 10**5],
-                   metavar="LIST", help="n values: 1e3,1e4 or start:stop:count (log-spaced)")
+    p.add_argument("--x", choices=("users", "epsilon0", "rounds"), default="users",
+                   help="x axis (default users; rounds: a campaign's epsilon vs its rounds)")
+    p.add_argument("--rounds-list", type=parse_list(positive_integer("number of rounds"),
+                                                    log_spaced=True),
+                   default=[1, 3, 10, 30, 100, 300, 1000], metavar="LIST",
+                   help="R values for --x rounds (default 1,3,10,...,1000)")
+    p.add_argument("--sampling-probability", type=parse_real, metavar="GAMMA",
+                   help="--x rounds: also draw the campaign with each user sampled w.p. GAMMA")
+    p.add_argument("--users-list", type=parse_list(parse_users, log_spaced=True),
+                   default=[10**3, 2 * 10**3, 5 * 10**3, 10**4, 2 * 10**4, 5 * 10**4, 10**5,
+                            2 * 10**5, 5 * 10**5, 10**6],
+                   metavar="LIST", help="n values: 1e3,1e4 or start:stop:count (log-spaced; "
+                   "default 10 values from 1e3 to 1e6)")
     p.add_argument("--users", "-n", type=parse_users, metavar="N", help="n for --x epsilon0")
     p.add_argument("--epsilon0-list", type=parse_list(parse_real), default=[0.5, 1.0, 2.0, 3.0, 4.0],
                    metavar="LIST", help="eps0 values: 0.5,1,2 or start:stop:count")
@@ -436,6 +479,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--title", help="figure title")
     p.add_argument("--no-lower", action="store_true", help="omit the lower bound")
     p.add_argument("--no-fmt", action="store_true", help="omit the FMT closed form")
+    p.add_argument("--compare", action="store_true",
+                   help="also draw the published variation-ratio pair, labelled NOT a guarantee")
     _add_common(p)
     return parser
 

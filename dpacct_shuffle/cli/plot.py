@@ -35,6 +35,11 @@ def cmd_plot(args: argparse.Namespace, out: TextIO) -> int:
         users_list = plots.check_users_list(args.users_list, "--users-list")
         shared = params if args.epsilon0 is None else {**params, "epsilon0": args.epsilon0}
         entries = {name: build_randomizer(name, shared, lenient=True) for name in names}
+    elif args.x == "rounds":
+        if args.users is None or args.epsilon0 is None:
+            raise UsageError("plot --x rounds needs --users N and --epsilon0")
+        shared = {**params, "epsilon0": args.epsilon0}
+        entries = {name: build_randomizer(name, shared, lenient=True) for name in names}
     else:
         if args.users is None:
             raise UsageError("plot --x epsilon0 needs --users N")
@@ -44,14 +49,21 @@ def cmd_plot(args: argparse.Namespace, out: TextIO) -> int:
     plots.require_matplotlib()  # fail before a long sweep
     progress = show_progress(args)
     start = time.perf_counter()
-    if args.x == "users":
+    if args.x == "rounds":
+        curves = plots.epsilon_vs_rounds(entries, args.rounds_list, args.users, delta,
+                                         sampling_probability=args.sampling_probability,
+                                         progress=progress)
+    elif args.x == "users":
         curves = plots.epsilon_vs_users(entries, users_list, delta, lower=not args.no_lower,
-                                        fmt=not args.no_fmt, progress=progress)
+                                        fmt=not args.no_fmt, published=args.compare,
+                                        progress=progress)
     else:
         curves = plots.epsilon_vs_epsilon0(factories, epsilon0_list, args.users, delta,
                                            lower=not args.no_lower, fmt=not args.no_fmt,
-                                           progress=progress)
-    if args.x == "epsilon0":
+                                           published=args.compare, progress=progress)
+    if args.x == "rounds":
+        setting = f", n = {args.users}, eps0 = {args.epsilon0:g}"
+    elif args.x == "epsilon0":
         setting = f", n = {args.users}"
     else:
         setting = "" if args.epsilon0 is None else f", eps0 = {args.epsilon0:g}"

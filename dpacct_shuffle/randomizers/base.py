@@ -480,7 +480,8 @@ class Randomizer:
     def _oracle(self) -> FrequencyOracle:
         if self.frequency_oracle is None:
             raise TypeError(f"{self!r} has no sampler and frequency estimator; catalog entries with "
-                            "one: binary_rr, krr, rappor, optimized_unary_encoding, local_hashing")
+                            "one: binary_rr, krr, rappor, optimized_unary_encoding, local_hashing, "
+                            "hadamard_response (one block), subset_selection, sampling_rappor")
         return self.frequency_oracle
 
     def sample(self, value: int, rng: np.random.Generator) -> Report:

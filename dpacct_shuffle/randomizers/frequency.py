@@ -23,9 +23,19 @@ q*(1 − q*)/(n(p* − q*)²) + f_v(1 − p* − q*)/(n(p* − q*)).
   table drawn by ``numpy.random.default_rng(seed)``, y the l-ary randomized response of h(x);
   S(seed, y) = {v : h(v) = y}, p* = e^ε0/(e^ε0 + l − 1), q* = 1/l (for v ≠ x, h(v) is uniform and
   independent of h(x), so P[h(v) = y] = 1/l) (Wang, Blocki, Li & Jha 2017, Section 4.4).
+* :class:`SubsetSelectionOracle` — k-subset selection (``subset_selection``; Ye & Barg, "Optimal
+  Schemes for Discrete Distribution Estimation under Locally Differential Privacy", IEEE Trans.
+  Inf. Theory 2018; Wang, Huang, Wang, Nie, Xu, Yang & Wang, arXiv:1607.08025): the report is a
+  k-subset S drawn w.p. e^ε0/Z if x ∈ S and 1/Z otherwise, Z = e^ε0·C(d−1, k−1) + C(d−1, k);
+  S(y) = y, p* = e^ε0·C(d−1, k−1)/Z, q* = (e^ε0·C(d−2, k−2) + C(d−2, k−1))/Z.
+* :class:`HadamardResponseOracle` — Hadamard response with one block of K outputs (Acharya, Sun &
+  Zhang, "Hadamard Response: Estimating Distributions Privately, Efficiently, and with Little
+  Communication", AISTATS 2019): value v boosts the s = K/2 positions C_v where row v + 1 of the
+  Sylvester Hadamard matrix is +1; S(y) = {v : y ∈ C_v}, p* = s·e^ε0·g, and two rows share K/4
+  positions, so q* = (K/4)(e^ε0 + 1)·g, g = 1/(s·e^ε0 + K − s).
 
-Reports are plain Python ``int`` (direct encoding) or ``list[int]`` (unary encoding: d bits;
-local hashing: [seed, y]), so they travel in any message format; local-hashing reports are
+Reports are plain Python ``int`` (direct encoding, Hadamard response) or ``list[int]`` (unary
+encoding: d bits; local hashing: [seed, y]; subset selection: the k values, increasing), so they travel in any message format; local-hashing reports are
 decoded with the same numpy bit generator (PCG64) that produced them. The laws are the
 catalog matrices' rows (tests check both the sampler against them and the unbiasedness identity
 column by column).
@@ -75,6 +85,10 @@ class FrequencyOracle(Protocol):
                             num_reports: int) -> NDArray[np.float64]:
         """Standard deviation of each f̂_v for the true ``frequencies``."""
 
+    def variances(self, frequencies: Sequence[float] | float,
+                  num_reports: float) -> NDArray[np.float64]:
+        """Variance of f̂_v for the true fraction(s) ``frequencies`` from ``num_reports`` reports."""
+
 
 class _PureOracle:
     """Shared estimator of the pure oracles: f̂ = (C/n − q*)/(p* − q*)."""
@@ -94,13 +108,26 @@ class _PureOracle:
                 / (self.support_true - self.support_false))
 
 
+    def variances(self, frequencies: Sequence[float] | float,
+                  num_reports: float) -> NDArray[np.float64]:
+        """Variance of f̂_v from ``num_reports`` reports when the true fraction of users holding v
+        is f (each entry of ``frequencies``): C_v is a sum of independent Bernoulli variables,
+        n·f of them with mean p* and n(1 − f) with mean q*, so
+
+            Var f̂_v = (f·p*(1 − p*) + (1 − f)·q*(1 − q*)) / (n·(p* − q*)²)
+                    = q*(1 − q*)/(n(p* − q*)²) + f(1 − p* − q*)/(n(p* − q*))
+
+        (Wang, Blocki, Li & Jha 2017, Theorem 2)."""
+        f = np.asarray(frequencies, dtype=np.float64)
+        p, q, n = self.support_true, self.support_false, num_reports
+        return np.asarray((f * p * (1 - p) + (1 - f) * q * (1 - q)) / (n * (p - q) ** 2),
+                          dtype=np.float64)
+
     def standard_deviations(self, frequencies: Sequence[float],
                             num_reports: int) -> NDArray[np.float64]:
         """Standard deviation of each f̂_v from ``num_reports`` reports when the true
-        fractions are ``frequencies`` (module docstring)."""
-        f = np.asarray(frequencies, dtype=np.float64)
-        p, q, n = self.support_true, self.support_false, num_reports
-        return np.sqrt(q * (1 - q) / (n * (p - q) ** 2) + f * (1 - p - q) / (n * (p - q)))
+        fractions are ``frequencies`` (the square root of :meth:`variances`)."""
+        return np.sqrt(self.variances(frequencies, num_reports))
 
 
 class DirectEncodingOracle(_PureOracle):
@@ -200,5 +227,89 @@ class LocalHashingOracle(_PureOracle):
         return counts
 
 
-__all__ = ["DirectEncodingOracle", "FrequencyOracle", "LocalHashingOracle", "Report",
-           "UnaryEncodingOracle"]
+class SubsetSelectionOracle(_PureOracle):
+    """k-subset selection: a k-subset S w.p. e/Z if x ∈ S, else 1/Z (module docstring).
+
+    Sampling: x ∈ S w.p. p* = e·C(d−1, k−1)/Z; the other members are a uniform (k − 1)-subset (if
+    x ∈ S) or k-subset (if not) of the d − 1 other values — every set containing x then has
+    probability p*/C(d−1, k−1) = e/Z and every other set (1 − p*)/C(d−1, k) = 1/Z.
+
+    Args:
+      domain_size: d ≥ 2.
+      subset_size: k ∈ [1, d − 1].
+      exp_epsilon0: e = e^ε0 > 1.
+    """
+
+    def __init__(self, domain_size: int, subset_size: int, exp_epsilon0: float) -> None:
+        d, k, e = domain_size, subset_size, exp_epsilon0
+        self.domain_size, self.subset_size = d, k
+        # ratios to C(d − 1, k − 1): C(d − 1, k) → (d − k)/k, C(d − 2, k − 2) → (k − 1)/(d − 1),
+        # C(d − 2, k − 1) → (d − k)/(d − 1)
+        z = e + (d - k) / k
+        self.support_true = e / z
+        self.support_false = (e * (k - 1) / (d - 1) + (d - k) / (d - 1)) / z
+
+    def sample(self, value: int, rng: np.random.Generator) -> list[int]:
+        x = _check_value(value, self.domain_size)
+        generator = _check_rng(rng)
+        others = np.delete(np.arange(self.domain_size), x)
+        if generator.random() < self.support_true:
+            chosen = [x, *generator.choice(others, self.subset_size - 1, replace=False).tolist()]
+        else:
+            chosen = generator.choice(others, self.subset_size, replace=False).tolist()
+        return sorted(int(v) for v in chosen)
+
+    def support_counts(self, reports: Sequence[Report]) -> NDArray[np.int64]:
+        counts = np.zeros(self.domain_size, dtype=np.int64)
+        for i, report in enumerate(reports):
+            if (not isinstance(report, Sequence) or len(report) != self.subset_size
+                    or len(set(report)) != self.subset_size
+                    or any(isinstance(v, bool) or not isinstance(v, numbers.Integral)
+                           or not 0 <= v < self.domain_size for v in report)):
+                raise ValueError(f"reports[{i}] must be {self.subset_size} distinct values in "
+                                 f"[0, {self.domain_size - 1}], got {report!r}")
+            counts[list(report)] += 1
+        return counts
+
+
+class HadamardResponseOracle(_PureOracle):
+    """Hadamard response, one block of K outputs: value v ↦ row v + 1 of the K×K Sylvester
+    Hadamard matrix H; report y ∈ C_v = {j : H[v + 1, j] = 1} (|C_v| = K/2) w.p. e·g, any other
+    y w.p. g = 1/((K/2)·e + K/2) (module docstring).
+
+    Args:
+      domain_size: d ∈ [2, K − 1].
+      num_outputs: K, a power of two ≥ 4.
+      exp_epsilon0: e = e^ε0 > 1.
+    """
+
+    def __init__(self, domain_size: int, num_outputs: int, exp_epsilon0: float) -> None:
+        from scipy.linalg import hadamard
+
+        self.domain_size, self.num_outputs = domain_size, num_outputs
+        half = num_outputs // 2
+        g = 1.0 / (half * exp_epsilon0 + num_outputs - half)
+        self.support_true = half * exp_epsilon0 * g
+        self.support_false = 0.5 * half * (exp_epsilon0 + 1.0) * g
+        self._boosted = hadamard(num_outputs)[1:domain_size + 1] > 0  # (d, K): y ∈ C_v
+
+    def sample(self, value: int, rng: np.random.Generator) -> int:
+        x = _check_value(value, self.domain_size)
+        generator = _check_rng(rng)
+        inside = self._boosted[x] if generator.random() < self.support_true else ~self._boosted[x]
+        return int(generator.choice(np.flatnonzero(inside)))
+
+    def support_counts(self, reports: Sequence[Report]) -> NDArray[np.int64]:
+        values = []
+        for i, report in enumerate(reports):
+            if (isinstance(report, bool) or not isinstance(report, numbers.Integral)
+                    or not 0 <= report < self.num_outputs):
+                raise ValueError(f"reports[{i}] must be an output in [0, {self.num_outputs - 1}], "
+                                 f"got {report!r}")
+            values.append(int(report))
+        histogram = np.bincount(np.asarray(values, dtype=np.int64), minlength=self.num_outputs)
+        return np.asarray(self._boosted.astype(np.int64) @ histogram, dtype=np.int64)
+
+
+__all__ = ["DirectEncodingOracle", "FrequencyOracle", "HadamardResponseOracle",
+           "LocalHashingOracle", "Report", "SubsetSelectionOracle", "UnaryEncodingOracle"]

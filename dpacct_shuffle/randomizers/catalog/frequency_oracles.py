@@ -25,7 +25,7 @@ from dpacct_shuffle.randomizers.catalog.set_boost import (collision, hadamard_re
                                                           local_hashing, pckv_grr)
 from dpacct_shuffle.randomizers.catalog.unary_encodings import (optimized_unary_encoding, oue,
                                                                 rappor, sampling_rappor)
-from dpacct_shuffle.randomizers.frequency import DirectEncodingOracle
+from dpacct_shuffle.randomizers.frequency import DirectEncodingOracle, SubsetSelectionOracle
 from dpacct_shuffle.randomizers.multilevel import MultiLevelBound, corner_levels
 
 
@@ -123,7 +123,8 @@ def subset_selection(epsilon0: float, domain_size: int, subset_size: int) -> Ran
         return Randomizer("subset_selection", {"epsilon0": eps0, "domain_size": d, "subset_size": 1},
                           base.cover, variation_ratio=base.variation_ratio, fallbacks=base.fallbacks,
                           matrix=base.matrix,
-                          lower_bound=base._lower_bound, published=base.published, notes=base.notes)
+                          lower_bound=base._lower_bound, published=base.published, notes=base.notes,
+                          frequency_oracle=base.frequency_oracle)
     if math.comb(d - 1, k - 1) > 1e300 or math.comb(d - 1, k) > 1e300:
         raise ValueError("domain_size and subset_size must keep C(domain_size - 1, subset_size - 1) "
                          f"and C(domain_size - 1, subset_size) below 1e300, got {d} and {k}")
@@ -152,7 +153,7 @@ def subset_selection(epsilon0: float, domain_size: int, subset_size: int) -> Ran
                            (d - k) * (d - k - 1) / (k * scale))
     return single_entry("subset_selection", {"epsilon0": eps0, "domain_size": d, "subset_size": k}, vr,
                    matrix=matrix, lower=lower, levels=MultiLevelBound((levels,)),
-                   published=(e, beta, e, e))
+                   published=(e, beta, e, e), frequency_oracle=SubsetSelectionOracle(d, k, e))
 
 
 __all__ = [

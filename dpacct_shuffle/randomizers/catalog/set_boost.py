@@ -18,7 +18,7 @@ from dpacct_shuffle.randomizers.catalog.entry import (MAX_MATRIX_CELLS, boost_pr
                                                       boost_sets_projection, catalog_entry,
                                                       integer_parameter, projection_lower,
                                                       single_entry)
-from dpacct_shuffle.randomizers.frequency import LocalHashingOracle
+from dpacct_shuffle.randomizers.frequency import HadamardResponseOracle, LocalHashingOracle
 from dpacct_shuffle.randomizers.multilevel import MultiLevelBound, corner_levels
 
 
@@ -226,7 +226,9 @@ def hadamard_response(epsilon0: float, num_outputs: int, blocks: int = 1,
                       {"epsilon0": eps0, "num_outputs": k_out, "blocks": n_blocks, "domain_size": d,
                        "set_size": s},
                       cover, variation_ratio=summary, fallbacks=fallbacks,
-                      matrix=matrix, lower_bound=lower, published=published)
+                      matrix=matrix, lower_bound=lower, published=published,
+                      frequency_oracle=HadamardResponseOracle(d, k_out, e)
+                      if n_blocks == 1 and k_out >= 4 else None)
 
 
 def _set_response(name: str, eps0: float, outputs: int, set_size: int, differences: set[int],

@@ -249,7 +249,8 @@ def sampling_rappor(epsilon0: float, domain_size: int, sample_size: int, *,
         matrix = _unary_matrix(d, a, b, mix_zero=1.0 - lam)
         lower = _unary_lower(own_one, own_zero, b, a, d, f"sampling RAPPOR s={s}, d={d}")
         return single_entry("sampling_rappor", params, vr, alternatives=[two_types], matrix=matrix,
-                       lower=lower, published=published)
+                       lower=lower, published=published,
+                       frequency_oracle=UnaryEncodingOracle(d, own_one, b))
     hit = 1.0 - math.comb(d - 2, s) / math.comb(d, s)
     p = e if s >= 2 else h
     vr = VariationRatio(ratio_up(p), hit * base_beta, ratio_up(p))
