@@ -9,7 +9,10 @@
   (:func:`dpacct_shuffle.shuffle_round.epsilon_bounds`); shown on the client-sampling page;
 * ``upper-vs-lower.svg`` — the certified upper bound and the certified lower bound (exact ε of an
   explicit instance) against ε0 at n fixed, for k-RR, RAPPOR and subset selection (:func:`dpacct_shuffle.plots.epsilon_vs_epsilon0`):
-  the true ε lies between the two lines; shown on the lower-bounds and tightness pages.
+  the true ε lies between the two lines; shown on the lower-bounds and tightness pages;
+* ``epsilon-vs-rounds.svg`` — ε(δ) of a campaign of R daily rounds against R, every user
+  reporting or each with probability γ (:func:`dpacct_shuffle.plots.epsilon_vs_rounds`, composed
+  by ``ShufflePLDAccountant``); shown on the planning page.
 
 Every number comes from the library; drawing is :func:`dpacct_shuffle.plots.draw_curves` (the
 ``plot`` extra, matplotlib). Usage, from the repository root::
@@ -37,7 +40,8 @@ from dpacct_shuffle import plots, randomizers  # noqa: E402
 from dpacct_shuffle.shuffle_round import epsilon_bounds  # noqa: E402
 
 DELTA = 1e-8
-FIGURES = ("epsilon-vs-users.svg", "sampled-vs-unsampled.svg", "upper-vs-lower.svg")
+FIGURES = ("epsilon-vs-users.svg", "sampled-vs-unsampled.svg", "upper-vs-lower.svg",
+           "epsilon-vs-rounds.svg")
 
 
 @dataclass(frozen=True)
@@ -48,13 +52,16 @@ class Configuration:
     populations: tuple[int, ...]  # sampled-vs-unsampled
     epsilon0s: tuple[float, ...]  # upper-vs-lower
     users_upper_lower: int
+    rounds: tuple[int, ...]  # epsilon-vs-rounds
+    users_rounds: int
 
 
 FULL = Configuration(users=(10**3, 3 * 10**3, 10**4, 3 * 10**4, 10**5, 3 * 10**5, 10**6, 10**7),
                      populations=(10**3, 3 * 10**3, 10**4, 3 * 10**4, 10**5, 10**6),
-                     epsilon0s=(0.5, 1.0, 2.0, 3.0, 4.0, 6.0), users_upper_lower=10**4)
+                     epsilon0s=(0.5, 1.0, 2.0, 3.0, 4.0, 6.0), users_upper_lower=10**4,
+                     rounds=(1, 3, 10, 30, 100, 365), users_rounds=10**5)
 SMALL = Configuration(users=(10**3, 10**4), populations=(500, 1000), epsilon0s=(1.0, 2.0),
-                      users_upper_lower=500)
+                      users_upper_lower=500, rounds=(1, 10), users_rounds=1000)
 
 
 def epsilon_vs_users(configuration: Configuration, output: Path) -> Path:
@@ -100,11 +107,22 @@ def upper_vs_lower(configuration: Configuration, output: Path) -> Path:
                              f"delta = {DELTA:g}")
 
 
+def epsilon_vs_rounds(configuration: Configuration, output: Path) -> Path:
+    """ε of R rounds against R for k-RR on 100 values and binary RR (ε0 = 1), every user
+    reporting or each with probability 0.1 (replace-one)."""
+    entries = {"k-RR, d = 100": randomizers.krr(1.0, 100), "binary RR": randomizers.binary_rr(1.0)}
+    curves = plots.epsilon_vs_rounds(entries, configuration.rounds, configuration.users_rounds,
+                                     DELTA, sampling_probability=0.1, progress=False)
+    return plots.draw_curves(curves, output / FIGURES[3],
+                             title=f"R rounds of {configuration.users_rounds:,} users, eps0 = 1, "
+                             f"delta = {DELTA:g}")
+
+
 def make_figures(output: Path, configuration: Configuration = FULL) -> list[Path]:
     """Write every figure of :data:`FIGURES` into ``output`` (an existing directory)."""
     plots.check_output_path(output / FIGURES[0])
     return [epsilon_vs_users(configuration, output), sampled_vs_unsampled(configuration, output),
-            upper_vs_lower(configuration, output)]
+            upper_vs_lower(configuration, output), epsilon_vs_rounds(configuration, output)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
