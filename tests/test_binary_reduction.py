@@ -10,6 +10,7 @@ import pytest
 
 from dpacct_shuffle import randomizers
 from dpacct_shuffle.randomizers.binary_reduction import BinaryReductionUpper, binary_reduction
+from dpacct_shuffle.randomizers.base import ExactSmallNBound
 from dpacct_shuffle.sampling import poisson_sampled_profile
 from tests.oracle import epsilon_by_bisection, exact_shuffled_delta
 
@@ -101,8 +102,9 @@ def test_two_input_matrix_round_against_exact(matrix: np.ndarray) -> None:
     randomizer = randomizers.from_matrix(matrix)
     without = randomizers.Randomizer(
         randomizer.name, randomizer.parameters, randomizer.cover,
-        variation_ratio=randomizer.variation_ratio, matrix=randomizer.matrix,
-        fallbacks=[b for b in randomizer.fallbacks if not isinstance(b, BinaryReductionUpper)])
+        variation_ratio=randomizer.variation_ratio,  # no matrix: no exact small-n fallback either
+        fallbacks=[b for b in randomizer.fallbacks
+                   if not isinstance(b, (BinaryReductionUpper, ExactSmallNBound))])
     shuffled = randomizer.shuffled(n)
     cap = math.log(float(np.max(np.maximum(matrix[0] / matrix[1], matrix[1] / matrix[0]))))
     for eps in np.linspace(0.0, 0.9 * cap, 6):

@@ -133,8 +133,9 @@ def test_one_binary_rr_round_through_the_accountant_is_within_0_2_percent_of_the
         ours = accountant.get_epsilon(delta)
         lower, upper = shuffled.epsilon_interval(delta)
         assert lower <= ours <= 1.002 * upper, (delta, lower, ours, upper)
-    assert round_randomizer(rr).deltas(np.array([0.0]), n)[0] == pytest.approx(
-        binary_rr_curve(eps0, n).delta(0.0), rel=1e-12)
+    # the round's profile reads the curve, lowered where the exact small-n value fits its budget
+    read = round_randomizer(rr).deltas(np.array([0.0]), n)[0]
+    assert shuffled.delta_lower(0.0) <= read <= binary_rr_curve(eps0, n).delta(0.0) * (1 + 1e-12)
 
 
 def test_bad_curve_arguments_are_refused() -> None:

@@ -162,8 +162,9 @@ def test_one_million_users_is_certified_and_narrow() -> None:
     assert profile.is_exact
     assert eps_lo < eps_hi <= eps_lo * (1 + BINARY_RR_RTOL) * (1 + 1e-12)
     assert 0.0035 < eps_lo < 0.0045
-    # the catalog's upper bound for binary RR is this certified upper end (the clone bound is above)
-    assert rz.binary_rr(1.0).shuffled(n).epsilon(delta) == pytest.approx(eps_hi, rel=1e-12)
+    # the catalog's upper bound for binary RR (its every-ε curve) lies in this certified interval
+    # (the clone bound is above)
+    assert eps_lo <= rz.binary_rr(1.0).shuffled(n).epsilon(delta) <= eps_hi * (1 + 1e-12)
     assert eps_hi < rz.binary_rr(1.0).variation_ratio.epsilon(delta, n)
     # independent float references: the homogeneous configuration is below δ at eps_hi (the
     # upper end bounds every configuration) and the reported worst configuration is above δ at eps_lo

@@ -180,7 +180,7 @@ class MatrixExact:
         self.matrix = np.asarray(matrix, dtype=np.float64)
         self.budget = budget
         self._merged: tuple[FloatArray, int] | None = None
-        self._symmetric: bool | None = None
+        self._input_symmetric: bool | None = None
         self._shuffles: OrderedDict[int, ExactShuffle | None] = OrderedDict()
 
     def family(self, n: int) -> ShuffleFamily | None:
@@ -198,9 +198,9 @@ class MatrixExact:
         distinct = tuple((i, j) for i in range(merged.shape[0]) for j in range(i + 1, merged.shape[0])
                          if not np.array_equal(merged[i], merged[j]))
         if distinct and merged.shape[0] >= 3:
-            if self._symmetric is None:
-                self._symmetric = is_input_symmetric(merged)
-            if self._symmetric:
+            if self._input_symmetric is None:
+                self._input_symmetric = is_input_symmetric(merged)
+            if self._input_symmetric:
                 reduced = ShuffleFamily(merged, ((merged, n - 1),), ((0, 1),), True, largest)
                 return reduced if reduced.work() <= self.budget else None
         full = ShuffleFamily(merged, ((merged, n - 1),), distinct, False, largest)

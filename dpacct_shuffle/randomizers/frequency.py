@@ -284,19 +284,27 @@ class HadamardResponseOracle(_PureOracle):
     """
 
     def __init__(self, domain_size: int, num_outputs: int, exp_epsilon0: float) -> None:
-        from scipy.linalg import hadamard
-
         self.domain_size, self.num_outputs = domain_size, num_outputs
         half = num_outputs // 2
         g = 1.0 / (half * exp_epsilon0 + num_outputs - half)
         self.support_true = half * exp_epsilon0 * g
         self.support_false = 0.5 * half * (exp_epsilon0 + 1.0) * g
-        self._boosted = hadamard(num_outputs)[1:domain_size + 1] > 0  # (d, K): y ∈ C_v
+
+    def _boosted(self, value: int, outputs: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """y ∈ C_v for each y of ``outputs``: H[v + 1, y] = (−1)^popcount((v + 1) & y) for the
+        Sylvester matrix, so membership is an even parity (no K×K matrix is built)."""
+        bits = np.bitwise_and(outputs, value + 1)
+        parity = np.zeros(bits.shape, dtype=np.int64)
+        while np.any(bits):
+            parity ^= bits & 1
+            bits = bits >> 1
+        return np.asarray(parity == 0)
 
     def sample(self, value: int, rng: np.random.Generator) -> int:
         x = _check_value(value, self.domain_size)
         generator = _check_rng(rng)
-        inside = self._boosted[x] if generator.random() < self.support_true else ~self._boosted[x]
+        boosted = self._boosted(x, np.arange(self.num_outputs, dtype=np.int64))
+        inside = boosted if generator.random() < self.support_true else ~boosted
         return int(generator.choice(np.flatnonzero(inside)))
 
     def support_counts(self, reports: Sequence[Report]) -> NDArray[np.int64]:
@@ -307,8 +315,9 @@ class HadamardResponseOracle(_PureOracle):
                 raise ValueError(f"reports[{i}] must be an output in [0, {self.num_outputs - 1}], "
                                  f"got {report!r}")
             values.append(int(report))
-        histogram = np.bincount(np.asarray(values, dtype=np.int64), minlength=self.num_outputs)
-        return np.asarray(self._boosted.astype(np.int64) @ histogram, dtype=np.int64)
+        reported = np.asarray(values, dtype=np.int64)
+        return np.array([np.count_nonzero(self._boosted(v, reported))
+                         for v in range(self.domain_size)], dtype=np.int64)
 
 
 __all__ = ["DirectEncodingOracle", "FrequencyOracle", "HadamardResponseOracle",
