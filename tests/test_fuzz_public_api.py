@@ -105,7 +105,10 @@ OPEN_FINDINGS = {"cheu_binary_summation", "pckv_grr", "piecewise"}
 
 
 @pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(reason="open fuzz finding", strict=False))
+    # open findings (calls that reach the CPU limit or raise another error) cost minutes per
+    # run: they run with the thorough profile only, until fixed
+    pytest.param(name, marks=[pytest.mark.xfail(reason="open fuzz finding", strict=False),
+                              pytest.mark.thorough])
     if name in OPEN_FINDINGS else name for name in sorted(randomizers.CATALOG)])
 @FUZZ
 @given(data=st.data())
