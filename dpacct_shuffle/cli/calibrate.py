@@ -50,12 +50,7 @@ def cmd_calibrate(args: argparse.Namespace, out: TextIO) -> int:
                         "smallest_users": users})
         text = (f"smallest number of users: {users}  (certified delta({args.target_epsilon:g}) "
                 f"<= {args.delta:g} for {describe_randomizer(randomizer)})")
-    payload["seconds"] = time.perf_counter() - start
-    if args.json:
-        emit_json(payload, out)
-    else:
-        out.write(text + "\n")
-    return EXIT_OK
+    return _report(args, payload, text, start, out)
 
 
 def _calibrate_campaign(args: argparse.Namespace, out: TextIO) -> int:
@@ -104,6 +99,12 @@ def _calibrate_campaign(args: argparse.Namespace, out: TextIO) -> int:
         text = (f"smallest number of users: {int(result.value)}  (certified campaign epsilon "
                 f"{format_upper(result.epsilon)} <= {args.target_epsilon:g} at delta "
                 f"{args.delta:g}: {how} of {describe_randomizer(randomizer)})")
+    return _report(args, payload, text, start, out)
+
+
+def _report(args: argparse.Namespace, payload: dict[str, object], text: str, start: float,
+            out: TextIO) -> int:
+    """Print the result (JSON with ``--json``, else ``text``) with the seconds it took."""
     payload["seconds"] = time.perf_counter() - start
     if args.json:
         emit_json(payload, out)
