@@ -504,3 +504,20 @@ def test_epsilon_of_a_fixed_size_cohort_is_the_accountants_and_bad_sizes_exit_2(
     code, _, err = run("epsilon", "--randomizer", "worst_case_ldp", "--epsilon0", "1", "--users",
                        "40", "--sample-size", "10", "--sampling-probability", "0.1", "--delta", "1e-3")
     assert code == 2 and "not allowed with argument" in err
+
+
+def test_calibrate_rounds_returns_a_certified_near_largest_epsilon0() -> None:
+    """``calibrate --rounds R``: R rounds of the returned ε0, recomposed by a fresh accountant, meet
+    the target; 2 % more ε0 misses it."""
+    payload = run_json("calibrate", "--randomizer", "krr", "--domain", "10", "--users", "1000",
+                       "--rounds", "10", "--target-epsilon", "1", "--delta", "1e-6")
+    assert payload["rounds"] == 10 and payload["randomizer"] == "krr"
+
+    def campaign_epsilon(epsilon0: float) -> float:
+        event = ShuffleEvent(randomizers.krr(epsilon0, 10), 1000)
+        return ShufflePLDAccountant().compose(event, 10).get_epsilon(1e-6)
+
+    epsilon0 = payload["largest_epsilon0"]
+    assert campaign_epsilon(epsilon0) <= 1.0
+    assert payload["epsilon_upper_at_result"] == pytest.approx(campaign_epsilon(epsilon0), rel=1e-9)
+    assert campaign_epsilon(1.02 * epsilon0) > 1.0
