@@ -134,7 +134,7 @@ class Campaign:
     def accountant(self) -> ShufflePLDAccountant:
         """A fresh :class:`ShufflePLDAccountant` with the campaign composed (rounds as one
         self-composition)."""
-        accountant = ShufflePLDAccountant(self.neighboring_relation)
+        accountant = ShufflePLDAccountant(self.neighboring_relation, progress=False)
         accountant.compose(self.round_event(), self.rounds)
         if self.other_event is not None:
             accountant.compose(self.other_event)

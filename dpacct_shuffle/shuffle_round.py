@@ -112,7 +112,7 @@ def _sampled_event(randomizer: RoundRandomizer, users: int, sampling_probability
 
 
 def _sampled_round(event: dp_event.DpEvent, quantity: Quantity, level: float) -> float:
-    accountant = ShufflePLDAccountant().compose(event)
+    accountant = ShufflePLDAccountant(progress=False).compose(event)
     if quantity == "epsilon":
         return float(accountant.get_epsilon(level))
     return float(accountant.get_delta(level))
