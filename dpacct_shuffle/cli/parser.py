@@ -97,13 +97,34 @@ def parse_list(convert: Callable[[str], Any], *, log_spaced: bool = False
 
 
 def parse_param(text: str) -> tuple[str, object]:
-    """``NAME=VALUE`` for ``--param`` (VALUE parsed as int, float, true/false, else string)."""
+    """``NAME=VALUE`` for ``--param`` (VALUE parsed as int, float, true/false, else string; its
+    name and kind are checked by the randomizer schema when the entry is built)."""
     from dpacct_shuffle.randomizers.spec import parse_assignment
 
     try:
         return parse_assignment(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"--param: {exc}") from None
+
+
+def parse_epsilon0(text: str) -> float:
+    """``--epsilon0``: a real number, with the randomizer schema's check and message of the
+    parameter ``epsilon0`` (its range is the entry's, checked when the entry is built)."""
+    from dpacct_shuffle.randomizers.schema import ParameterSchema, parse_scalar
+
+    try:
+        return ParameterSchema("epsilon0", "real").real(parse_scalar(text))
+    except (TypeError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def parse_parameter_text(text: str) -> object:
+    """``--domain`` of a randomizer: the value as :func:`~dpacct_shuffle.randomizers.schema.parse_scalar`
+    reads it; the randomizer schema checks it as the entry's domain parameter (``domain_size``, …)
+    when the entry is built, with the message every front-end gives."""
+    from dpacct_shuffle.randomizers.schema import parse_scalar
+
+    return parse_scalar(text)
 
 
 class GroupOption(NamedTuple):
@@ -130,7 +151,7 @@ def parse_group(text: str) -> GroupOption:
     except argparse.ArgumentTypeError as exc:
         raise argparse.ArgumentTypeError(f"{exc} (the form is {GROUP_FORM})") from None
     try:
-        epsilon0: float | None = float(spec)
+        epsilon0 = float(spec)
     except ValueError:
         return GroupOption(text, spec.strip(), None, users)
     if not math.isfinite(epsilon0):
@@ -182,7 +203,7 @@ def personalized_from_args(args: argparse.Namespace) -> PersonalizedShuffle:
     pairs = []
     for group in groups:
         try:
-            if group.epsilon0 is not None:
+            if group.spec is None:
                 own: dict[str, object] = {"epsilon0": group.epsilon0}
                 _refuse_repeated_settings(group, args.randomizer, own, shared)
                 randomizer = build_randomizer(args.randomizer, {**shared, **own})
@@ -313,8 +334,9 @@ def _add_randomizer_options(parser: argparse.ArgumentParser, *, multiple: bool =
                            help="catalog entry, e.g. krr, worst_case_ldp (see `params --list`)")
         group.add_argument("--matrix", metavar="FILE",
                            help="randomizer matrix, CSV or JSON (rows = inputs, columns = outputs)")
-    group.add_argument("--epsilon0", type=parse_real, metavar="EPS0", help=epsilon0_help)
-    group.add_argument("--domain", type=parse_domain, metavar="D", help="domain size of the entry")
+    group.add_argument("--epsilon0", type=parse_epsilon0, metavar="EPS0", help=epsilon0_help)
+    group.add_argument("--domain", type=parse_parameter_text, metavar="D",
+                       help="domain size of the entry")
     group.add_argument("--param", type=parse_param, action="append", metavar="NAME=VALUE",
                        help="any other parameter of the catalog entry (repeatable)")
 
@@ -486,5 +508,5 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 __all__ = ["GROUP_FORM", "GroupOption", "LOWER_BOUND_MAX_USERS", "MAX_RANGE_COUNT", "build_parser",
-           "parse_group", "parse_list", "parse_param", "parse_real", "personalized_from_args",
-           "positive_integer", "randomizer_from_args", "randomizer_params", "show_progress"]
+           "parse_epsilon0", "parse_group", "parse_list", "parse_param", "parse_parameter_text",
+           "parse_real", "personalized_from_args", "positive_integer", "randomizer_from_args", "randomizer_params", "show_progress"]
