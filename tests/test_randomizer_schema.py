@@ -156,6 +156,8 @@ def test_every_front_end_builds_the_same_randomizer(name: str, tmp_path: Path) -
 @pytest.mark.parametrize(("name", "params", "expected"), [
     ("oue", {"epsilon0": 1, "domain": 4}, randomizers.oue(1.0, 4)),
     ("krr", {"epsilon0": 2, "domain": 1e1}, randomizers.krr(2.0, 10)),
+    ("krr", {"eps0": 2, "k": 10}, randomizers.krr(2.0, 10)),  # the spellings docs/pipelines.md lists
+    ("rappor", {"epsilon_0": 2, "num_values": 5}, randomizers.rappor(2.0, 5)),
     ("krr", {"epsilon0": 2, "domain_size": 10, "delta0": 1e-9},
      approximate(randomizers.krr(2.0, 10), 1e-9)),
     ("approximate_ldp", {"epsilon0": 1, "delta0": 0}, approximate_ldp(1.0, 0.0)),

@@ -164,11 +164,16 @@ def _refuse_repeated_settings(group: GroupOption, entry: str, own: dict[str, obj
                               shared: dict[str, object]) -> None:
     """UsageError if ``--group`` sets a parameter of ``entry`` that ``--domain``/``--param`` also
     give (one of the two would be ignored)."""
-    from dpacct_shuffle.randomizers.spec import canonical_keyword, catalog_factory, factory_keywords
+    from dpacct_shuffle.randomizers.schema import entry_schema
 
-    accepted = factory_keywords(catalog_factory(entry))
-    named = {canonical_keyword(key, accepted) or key for key in own}
-    repeated = sorted(key for key in shared if (canonical_keyword(key, accepted) or key) in named)
+    schema = entry_schema(entry)
+
+    def target(key: str) -> str:
+        parameter = schema.parameter(key)
+        return key if parameter is None else parameter.name
+
+    named = {target(key) for key in own}
+    repeated = sorted(key for key in shared if target(key) in named)
     if repeated:
         raise UsageError(f"--group {group.text} sets {', '.join(repeated)}, which --domain/--param "
                          "also give: give each setting once")

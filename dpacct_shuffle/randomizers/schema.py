@@ -8,7 +8,8 @@ the JSON form, pipeline files, the command line's ``--randomizer``/``--epsilon0`
   integer, ``bool`` → boolean, ``X | None`` → also ``None``; required when it has no default), plus
   ``delta0`` for the pure ε0-LDP catalog entries (the entry leaking with probability δ0,
   :func:`~dpacct_shuffle.randomizers.approximate.approximate`).
-* :func:`describe` — name and parameters (any :data:`PARAMETER_ALIASES` spelling) →
+* :func:`describe` — name and parameters (any spelling of :data:`PARAMETER_ALIASES`: ``domain``,
+  ``d``, ``k``, ``num_values`` for ``domain_size``; ``eps0``, ``epsilon_0`` for ``epsilon0``) →
   :class:`RandomizerDescription`: the entry's canonical name and its checked keyword arguments.
   :meth:`RandomizerDescription.build` calls the factory, whose own checks state each parameter's
   allowed range (``epsilon0 must be in [1e-06, 500.0], got -1.0``) — the one place of each range.
@@ -52,7 +53,8 @@ APPROXIMATE_FACTORIES: dict[str, Callable[..., Randomizer]] = {
 }
 #: The parameter that turns a pure entry into one leaking with that probability.
 LEAK_PARAMETER = "delta0"
-#: Short parameter names and the factory keywords they stand for, tried in this order.
+#: Short parameter names and the factory keywords they stand for, tried in this order; any name
+#: of a group reaches the entry's keyword of that group (:func:`spellings`).
 PARAMETER_ALIASES: dict[str, tuple[str, ...]] = {
     "epsilon0": ("epsilon0", "eps0", "epsilon_0"),
     "domain": ("domain_size", "domain", "d", "k", "num_values"),
@@ -85,6 +87,16 @@ def parse_scalar(text: str) -> object:
         except ValueError:
             pass
     return text
+
+
+def spellings(given: str) -> tuple[str, ...]:
+    """``given``, then the other names of its :data:`PARAMETER_ALIASES` group in order
+    (``"eps0"`` -> ``("eps0", "epsilon0", "epsilon_0")``)."""
+    for short, names in PARAMETER_ALIASES.items():
+        group = dict.fromkeys((short, *names))
+        if given in group:
+            return (given, *[name for name in group if name != given])
+    return (given,)
 
 
 @dataclass(frozen=True)
@@ -187,11 +199,12 @@ class EntrySchema:
         return [parameter.name for parameter in self.parameters]
 
     def parameter(self, given: object) -> ParameterSchema | None:
-        """The parameter that ``given`` names (itself, or via :data:`PARAMETER_ALIASES`)."""
+        """The parameter that ``given`` names (itself, or another name of its
+        :data:`PARAMETER_ALIASES` group)."""
         by_name = {parameter.name: parameter for parameter in self.parameters}
         if not isinstance(given, str):
             return None
-        for candidate in (given, *PARAMETER_ALIASES.get(given, ())):
+        for candidate in spellings(given):
             if candidate in by_name:
                 return by_name[candidate]
         return None
@@ -299,4 +312,5 @@ __all__ = [
     "entry_schema",
     "parse_scalar",
     "shown",
+    "spellings",
 ]

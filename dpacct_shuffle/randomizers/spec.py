@@ -36,7 +36,7 @@ from dpacct_shuffle.randomizers.catalog import ALIASES, CATALOG
 from dpacct_shuffle.randomizers.matrix import from_matrix
 from dpacct_shuffle.randomizers.schema import (APPROXIMATE_FACTORIES, LEAK_PARAMETER,
                                               PARAMETER_ALIASES, RandomizerDescription,
-                                              entry_schema, parse_scalar)
+                                              entry_schema, parse_scalar, spellings)
 
 def catalog_names() -> list[str]:
     """Names of the catalog factories (``CATALOG``, e.g. ``krr``), sorted."""
@@ -88,8 +88,9 @@ def required_keywords(factory: Callable[..., Randomizer]) -> list[str]:
 
 
 def canonical_keyword(given: str, accepted: list[str]) -> str | None:
-    """The keyword of ``accepted`` that ``given`` names (itself, or via :data:`PARAMETER_ALIASES`)."""
-    for candidate in (given, *PARAMETER_ALIASES.get(given, ())):
+    """The keyword of ``accepted`` that ``given`` names (itself, or another name of its
+    :data:`PARAMETER_ALIASES` group)."""
+    for candidate in spellings(given):
         if candidate in accepted:
             return candidate
     return None
