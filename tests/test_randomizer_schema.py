@@ -24,7 +24,7 @@ from dpacct_shuffle.randomizers.gaussian import gaussian, gaussian_vector
 from dpacct_shuffle.randomizers.schema import (SCHEMAS, ParameterSchema, describe, entry_schema,
                                               parse_scalar)
 from dpacct_shuffle.randomizers.serialization import randomizer_from_dict, randomizer_to_dict
-from dpacct_shuffle.randomizers.spec import build_randomizer
+from dpacct_shuffle.randomizers.spec import build_randomizer, matrix_file_randomizer
 
 #: a valid set of parameters of every named randomizer (small, fast to build)
 VALID: dict[str, dict[str, Any]] = {
@@ -230,7 +230,7 @@ def test_the_wrong_kind_of_value_names_the_parameter_and_kind() -> None:
     domain = entry_schema("local_hashing").parameter("domain")
     assert domain is not None and domain.nullable and not domain.required
     assert domain.check(None) is None and domain.check(1e6) == 10**6
-    with pytest.raises(TypeError, match=r"^domain_size must be an integer or none, got 'x'$"):
+    with pytest.raises(TypeError, match=r"^domain_size must be an integer or None \(null\), got 'x'$"):
         domain.check("x")
     with pytest.raises(ValueError, match=r"^epsilon0 must be a finite real number, got an integer of 1329 bits$"):
         epsilon0.check(10**400)  # type: ignore[union-attr]
@@ -239,14 +239,17 @@ def test_the_wrong_kind_of_value_names_the_parameter_and_kind() -> None:
     with pytest.raises(ValueError, match=r"parameter 'epsilon0' is given twice"):
         build_randomizer("krr:epsilon0=1,epsilon0=2,domain_size=3")
     assert parse_scalar("1e3") == 1000.0 and parse_scalar("true") is True and parse_scalar("x") == "x"
+    assert parse_scalar("None") is None and parse_scalar("null") is None
+    assert build_randomizer("local_hashing:epsilon0=1,hash_range=4,domain_size=none") == \
+        randomizers.local_hashing(1.0, 4)
 
 
 # -- any single odd value: the four front-ends agree ---------------------------------------------
 ODD = st.sampled_from([-1, 0, 1, 2, 3, 7, 2**60, 10**400, 0.0, -0.5, 0.5, 2.5, 1e-7, 600.0, 1e16,
-                       math.nan, math.inf, -math.inf, True, False, "abc", "None"])
+                       math.nan, math.inf, -math.inf, True, False, "abc", None])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(name=st.sampled_from(sorted(VALID)), data=st.data())
 def test_any_odd_value_gives_equal_randomizers_or_one_message(name: str, data: st.DataObject,
                                                               tmp_path_factory: pytest.TempPathFactory
@@ -265,3 +268,46 @@ def test_any_odd_value_gives_equal_randomizers_or_one_message(name: str, data: s
     message = outcomes[0][1]
     assert outcomes[2] == (ValueError, message), outcomes
     assert message in outcomes[3][1], outcomes  # type: ignore[index]
+
+
+# -- a matrix: the JSON form, a matrix file, a pipeline file and --matrix agree -------------------
+@pytest.mark.parametrize(("matrix", "error", "message"), [
+    ([[0.5, "x"], [0.5, 0.5]], TypeError, "matrix[0][1] must be a finite real number, got 'x'"),
+    ([[0.5, True], [0.5, 0.5]], TypeError, "matrix[0][1] must be a finite real number, got True"),
+    ([[0.5, 0.5], [0.5]], ValueError,
+     "matrix[1] has 1 entries and matrix[0] has 2: every row has one entry per output"),
+    ([], ValueError, "matrix must be a non-empty list of rows (inputs) of numbers, got []"),
+    ([[0.5, 0.5], 3], TypeError, "matrix[1] must be a list of numbers, got 3"),
+    ([[0.5, 0.6], [0.5, 0.5]], ValueError, "matrix[0] must sum to 1 (within 1e-09), got 1.1"),
+    ([[1.5, -0.5], [0.5, 0.5]], ValueError, "matrix[0] must contain finite probabilities in [0, 1]"),
+])
+def test_the_same_bad_matrix_gives_the_same_message_everywhere(matrix: object, error: type,
+                                                                message: str, tmp_path: Path) -> None:
+    with pytest.raises(error) as from_json:
+        randomizer_from_dict({"kind": "matrix", "name": "m", "matrix": matrix})
+    assert str(from_json.value) == message
+    file = tmp_path / "m.json"
+    file.write_text(json.dumps(matrix))
+    with pytest.raises(error) as from_file:
+        matrix_file_randomizer(file)
+    assert str(from_file.value) in (message, f"matrix file {str(file)!r}: {message}")
+    with pytest.raises(ValueError) as from_pipeline:
+        load_pipeline({"delta": 1e-6, "steps": [{"type": "shuffle", "randomizer": {"matrix": matrix},
+                                                 "users": 10}]})
+    assert str(from_pipeline.value).endswith(f": {message}"), str(from_pipeline.value)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["params", "--matrix", str(file)], stdout=out, stderr=err) == 2
+    assert message in err.getvalue()
+
+
+def test_a_csv_matrix_file_is_read_like_its_json_form(tmp_path: Path) -> None:
+    rows = [[0.6, 0.2, 0.2], [0.2, 0.6, 0.2], [0.2, 0.2, 0.6]]
+    csv_file, json_file = tmp_path / "rr3.csv", tmp_path / "rr3.json"
+    csv_file.write_text("# rows = inputs\n0.6, 0.2, 0.2\n0.2 0.6 0.2\n\n0.2,0.2,0.6\n")
+    json_file.write_text(json.dumps({"matrix": rows}))
+    expected = randomizers.from_matrix(rows, name="rr3")
+    assert matrix_file_randomizer(csv_file) == expected
+    assert matrix_file_randomizer(json_file) == expected
+    csv_file.write_text("0.5, nan\n0.5, 0.5\n")
+    with pytest.raises(ValueError, match=r"rr3.csv': matrix\[0\]\[1\] must be a finite real number, got nan$"):
+        matrix_file_randomizer(csv_file)

@@ -8,31 +8,35 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional, Union
+from typing import Annotated, Optional, Union
 
-from pydantic import Discriminator, PlainValidator, PrivateAttr, Tag, ValidationInfo, model_validator
+from pydantic import (BeforeValidator, Discriminator, PlainValidator, PrivateAttr, Tag, ValidationInfo,
+                      model_validator)
 from pydantic_core import PydanticCustomError
 
-from dpacct_shuffle.pipeline.fields import Real, _invalid, _Strict
+from dpacct_shuffle.pipeline.fields import _invalid, _Strict
 from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.randomizers.catalog import ALIASES
 from dpacct_shuffle.randomizers.matrix import from_matrix
 from dpacct_shuffle.randomizers.schema import (PARAMETER_ALIASES, SCHEMAS, RandomizerDescription,
-                                              describe)
+                                              describe, matrix_rows)
 from dpacct_shuffle.randomizers.spec import describe_spec, read_matrix
 
 
-if TYPE_CHECKING:
-    _MatrixEntry = float
-else:
-    _MatrixEntry = Real(0.0, 1.0)  # a float in [0, 1], validated by the pipeline's Real
+def _matrix_rows(value: object) -> list[list[float]]:
+    """An inline matrix, checked by the randomizer schema's
+    :func:`~dpacct_shuffle.randomizers.schema.matrix_rows`."""
+    try:
+        return matrix_rows(value)
+    except (TypeError, ValueError) as exc:
+        raise _invalid(exc) from None
 
 
 class MatrixRandomizer(_Strict):
     """``{matrix = [[...], ...]}`` or ``{matrix_file = "m.csv"}`` (relative to the pipeline file),
     analysed by :func:`~dpacct_shuffle.randomizers.from_matrix`; optional ``name``."""
 
-    matrix: Optional[list[list[_MatrixEntry]]] = None
+    matrix: Optional[Annotated[list[list[float]], BeforeValidator(_matrix_rows)]] = None
     matrix_file: Optional[str] = None
     name: str = "matrix"
     _randomizer: Randomizer = PrivateAttr()

@@ -28,6 +28,10 @@ names the parameter and what is allowed:
 
 Text (spec strings, ``--param``) becomes a value with :func:`parse_scalar` before these checks, so
 ``"krr:epsilon0=abc"`` and ``{"epsilon0": "abc"}`` fail with the same message.
+
+A randomizer given as a matrix (the JSON form, a matrix file, a pipeline file) has its form
+checked by :func:`matrix_rows` (``matrix[0][1] must be a finite real number, got 'x'``) before
+:func:`~dpacct_shuffle.randomizers.from_matrix` checks its rows.
 """
 
 from __future__ import annotations
@@ -77,10 +81,13 @@ def shown(value: object) -> str:
 
 
 def parse_scalar(text: str) -> object:
-    """A parameter value from text: ``true``/``false``, an int, a float, else the string itself."""
+    """A parameter value from text: ``true``/``false``, ``none``/``null`` (None), an int, a float,
+    else the string itself."""
     lowered = text.strip().lower()
     if lowered in ("true", "false"):
         return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
     for convert in (int, float):
         try:
             return convert(text)
@@ -151,7 +158,7 @@ class ParameterSchema:
 
     def problem(self, value: object) -> str:
         """The message for a ``value`` not of this parameter's kind."""
-        allowed = _ALLOWED[self.kind] + (" or none" if self.nullable else "")
+        allowed = _ALLOWED[self.kind] + (" or None (null)" if self.nullable else "")
         return f"{self.name} must be {allowed}, got {shown(value)}"
 
 
@@ -267,6 +274,27 @@ class RandomizerDescription:
         return randomizer if leak is None else approximate(randomizer, leak)
 
 
+def matrix_rows(value: object, name: str = "matrix") -> list[list[float]]:
+    """A randomizer matrix as given (rows = inputs, columns = outputs): a non-empty list of rows
+    of equal length, each entry a finite real number (booleans rejected) — the one check of a
+    matrix's form for the JSON form, matrix files and pipeline files; row sums and signs are then
+    checked by :func:`~dpacct_shuffle.randomizers.from_matrix`."""
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name} must be a list of rows (inputs) of numbers, got {shown(value)}")
+    if not value:
+        raise ValueError(f"{name} must be a non-empty list of rows (inputs) of numbers, got []")
+    rows: list[list[float]] = []
+    for i, row in enumerate(value):
+        if not isinstance(row, (list, tuple)):
+            raise TypeError(f"{name}[{i}] must be a list of numbers, got {shown(row)}")
+        if len(row) != len(value[0]):
+            raise ValueError(f"{name}[{i}] has {len(row)} entries and {name}[0] has "
+                             f"{len(value[0])}: every row has one entry per output")
+        rows.append([ParameterSchema(f"{name}[{i}][{j}]", "real").real(entry)
+                     for j, entry in enumerate(row)])
+    return rows
+
+
 #: The schema of every named randomizer, by canonical name.
 SCHEMAS: dict[str, EntrySchema] = {
     **{name: EntrySchema.of(name, cast(Callable[..., Randomizer], factory), leaks=True)
@@ -310,6 +338,7 @@ __all__ = [
     "describe",
     "entry_names",
     "entry_schema",
+    "matrix_rows",
     "parse_scalar",
     "shown",
     "spellings",

@@ -42,7 +42,7 @@ from dpacct_shuffle.randomizers import matrix as matrix_module
 from dpacct_shuffle.randomizers.approximate import approximate
 from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
-from dpacct_shuffle.randomizers.schema import SCHEMAS, describe
+from dpacct_shuffle.randomizers.schema import SCHEMAS, describe, matrix_rows
 
 JSONValue = Union[None, bool, int, float, str, list["JSONValue"], dict[str, "JSONValue"]]
 SerializableRandomizer = Union[Randomizer, VariationRatio, PersonalizedShuffle]
@@ -141,7 +141,8 @@ def randomizer_from_dict(data: Mapping[str, Any]) -> SerializableRandomizer:
         _check_keys(data, ("kind", "name", "matrix"))
         if not isinstance(data["name"], str):
             raise TypeError(f"name must be a string, got {data['name']!r}")
-        return matrix_module._reanalyze(data["matrix"], data["name"])  # checks it is stochastic
+        # the form checked by the schema, then that it is stochastic
+        return matrix_module._reanalyze(np.asarray(matrix_rows(data["matrix"])), data["name"])
     if kind == "approximate":
         _check_keys(data, ("kind", "randomizer", "delta0"))
         inner = randomizer_from_dict(data["randomizer"])

@@ -36,7 +36,8 @@ from dpacct_shuffle.randomizers.catalog import ALIASES, CATALOG
 from dpacct_shuffle.randomizers.matrix import from_matrix
 from dpacct_shuffle.randomizers.schema import (APPROXIMATE_FACTORIES, LEAK_PARAMETER,
                                               PARAMETER_ALIASES, RandomizerDescription,
-                                              entry_schema, parse_scalar, spellings)
+                                              entry_schema, matrix_rows, parse_scalar,
+                                              spellings)
 
 def catalog_names() -> list[str]:
     """Names of the catalog factories (``CATALOG``, e.g. ``krr``), sorted."""
@@ -168,7 +169,8 @@ def read_matrix(path: str | Path) -> list[list[float]]:
 
     CSV: one row per input, comma- or whitespace-separated numbers; blank lines and lines starting
     with ``#`` are skipped. JSON: a list of rows, or an object with a ``"matrix"`` list of rows.
-    Row sums and signs are checked by :func:`~dpacct_shuffle.randomizers.from_matrix`.
+    The form is checked by :func:`~dpacct_shuffle.randomizers.schema.matrix_rows` (as in the JSON
+    form and pipeline files), row sums and signs by :func:`~dpacct_shuffle.randomizers.from_matrix`.
     """
     file = Path(path)
     try:
@@ -185,32 +187,21 @@ def read_matrix(path: str | Path) -> list[list[float]]:
             if "matrix" not in data:
                 raise ValueError(f"matrix file {str(file)!r}: JSON object needs a 'matrix' key")
             data = data["matrix"]
-        if not isinstance(data, list) or not all(isinstance(row, list) for row in data):
-            raise ValueError(f"matrix file {str(file)!r}: expected a list of rows of numbers")
-        rows = [[_matrix_entry(value, file) for value in row] for row in data]
     else:
         lines = [line for line in text.splitlines()
                  if line.strip() and not line.lstrip().startswith("#")]
-        rows = [[_matrix_entry(cell, file) for field in record for cell in field.split()]
+        data = [[parse_scalar(cell) for field in record for cell in field.split()]
                 for record in csv.reader(io.StringIO("\n".join(lines)))]
-    if not rows:
-        raise ValueError(f"matrix file {str(file)!r} contains no rows")
-    return rows
+    try:
+        return matrix_rows(data)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"matrix file {str(file)!r}: {exc}") from None
 
 
 def matrix_file_randomizer(path: str | Path) -> Randomizer:
     """:func:`~dpacct_shuffle.randomizers.from_matrix` of the matrix in file ``path``
     (:func:`read_matrix`), named after the file's stem."""
     return from_matrix(read_matrix(path), name=Path(path).stem)
-
-
-def _matrix_entry(value: object, file: Path) -> float:
-    if isinstance(value, bool):
-        raise ValueError(f"matrix file {str(file)!r}: entries must be numbers, got {value!r}")
-    try:
-        return float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError(f"matrix file {str(file)!r}: entries must be numbers, got {value!r}") from None
 
 
 __all__ = [
