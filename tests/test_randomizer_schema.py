@@ -311,3 +311,17 @@ def test_a_csv_matrix_file_is_read_like_its_json_form(tmp_path: Path) -> None:
     csv_file.write_text("0.5, nan\n0.5, 0.5\n")
     with pytest.raises(ValueError, match=r"rr3.csv': matrix\[0\]\[1\] must be a finite real number, got nan$"):
         matrix_file_randomizer(csv_file)
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--epsilon0", "1", "--param", "epsilon0=2", "--domain", "3"],
+     "parameter 'epsilon0' is given twice (--epsilon0 and --param epsilon0=...)"),
+    (["--epsilon0", "1", "--param", "domain_size=2", "--domain", "3"],
+     "randomizer 'krr': parameters 'domain' and 'domain_size' both give domain_size"),
+    (["--epsilon0", "1", "--param", "d=2", "--param", "d=3"],
+     "parameter 'd' is given twice (--param d=... and --param d=...)"),
+])
+def test_a_setting_given_twice_on_the_command_line_is_refused(flags: list[str], message: str) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["params", "--randomizer", "krr", *flags], stdout=out, stderr=err) == 2
+    assert message in err.getvalue() and out.getvalue() == ""

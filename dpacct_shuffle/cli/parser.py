@@ -244,14 +244,20 @@ def randomizer_from_args(args: argparse.Namespace) -> Randomizer:
 
 
 def randomizer_params(args: argparse.Namespace, *, without_epsilon0: bool = False) -> dict[str, object]:
-    """The catalog parameters given on the command line (--epsilon0, --domain, --param)."""
+    """The catalog parameters given on the command line (--epsilon0, --domain, --param); a name
+    given twice is a UsageError (one value would be ignored; two spellings of one parameter,
+    ``--domain`` and ``--param domain_size=…``, are refused by the randomizer schema)."""
     params: dict[str, object] = {}
+    flags: dict[str, str] = {}
     if getattr(args, "epsilon0", None) is not None and not without_epsilon0:
-        params["epsilon0"] = args.epsilon0
+        params["epsilon0"], flags["epsilon0"] = args.epsilon0, "--epsilon0"
     if getattr(args, "domain", None) is not None:
-        params["domain"] = args.domain
+        params["domain"], flags["domain"] = args.domain, "--domain"
     for name, value in getattr(args, "param", None) or []:
-        params[name] = value
+        if name in params:
+            raise UsageError(f"parameter {name!r} is given twice ({flags[name]} and --param "
+                             f"{name}=...): give each setting once")
+        params[name], flags[name] = value, f"--param {name}=..."
     return params
 
 
@@ -514,4 +520,5 @@ def build_parser() -> argparse.ArgumentParser:
 
 __all__ = ["GROUP_FORM", "GroupOption", "LOWER_BOUND_MAX_USERS", "MAX_RANGE_COUNT", "build_parser",
            "parse_epsilon0", "parse_group", "parse_list", "parse_param", "parse_parameter_text",
-           "parse_real", "personalized_from_args", "positive_integer", "randomizer_from_args", "randomizer_params", "show_progress"]
+           "parse_real", "personalized_from_args", "positive_integer", "randomizer_from_args",
+           "randomizer_params", "show_progress"]

@@ -4,10 +4,10 @@ Used by the command line (``--randomizer``, ``--param``, ``--matrix``) and by pi
 (:mod:`dpacct_shuffle.pipeline`); the names, kinds and error messages of the parameters are those
 of the one randomizer schema, :mod:`dpacct_shuffle.randomizers.schema`:
 
-* :func:`build_randomizer` — the named randomizer ``NAME`` (a catalog entry, an alias of
-  :data:`ALIASES` such as ``oue``, or ``approximate_ldp``, ``gaussian``, ``gaussian_vector``)
-  called with keyword parameters; ``NAME`` may carry its own as ``"krr:domain_size=10,epsilon0=1"``.
-  The names ``epsilon0`` and ``domain`` also reach the usual spellings of the entry
+* :func:`build_randomizer` — the named randomizer ``NAME`` (a catalog entry, an alias such as
+  ``oue`` of :data:`~dpacct_shuffle.randomizers.catalog.ALIASES`, or ``approximate_ldp``,
+  ``gaussian``, ``gaussian_vector``) called with keyword parameters; ``NAME`` may carry its own
+  as ``"krr:domain_size=10,epsilon0=1"``. The names ``epsilon0`` and ``domain`` also reach the usual spellings of the entry
   (:data:`PARAMETER_ALIASES`); ``delta0=…`` among the parameters of a pure entry gives
   :func:`~dpacct_shuffle.randomizers.approximate.approximate` of it (the entry leaking with
   probability δ0). :func:`describe_spec` stops before building, at the checked description.
@@ -32,7 +32,7 @@ from pathlib import Path
 
 from dpacct_shuffle.core.json_text import loads_strict
 from dpacct_shuffle.randomizers.base import Randomizer
-from dpacct_shuffle.randomizers.catalog import ALIASES, CATALOG
+from dpacct_shuffle.randomizers.catalog import CATALOG
 from dpacct_shuffle.randomizers.matrix import from_matrix
 from dpacct_shuffle.randomizers.schema import (APPROXIMATE_FACTORIES, LEAK_PARAMETER,
                                               PARAMETER_ALIASES, RandomizerDescription,
@@ -45,7 +45,8 @@ def catalog_names() -> list[str]:
 
 
 def catalog_factory(name: str) -> Callable[..., Randomizer]:
-    """The factory of the named randomizer ``name`` or one of its :data:`ALIASES` (e.g. ``oue``)."""
+    """The factory of the named randomizer ``name`` (or an alias such as ``oue``,
+    :data:`~dpacct_shuffle.randomizers.catalog.ALIASES`)."""
     return entry_schema(name).factory
 
 
