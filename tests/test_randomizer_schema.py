@@ -240,6 +240,11 @@ def test_the_wrong_kind_of_value_names_the_parameter_and_kind() -> None:
         build_randomizer("krr:epsilon0=1,epsilon0=2,domain_size=3")
     assert parse_scalar("1e3") == 1000.0 and parse_scalar("true") is True and parse_scalar("x") == "x"
     assert parse_scalar("None") is None and parse_scalar("null") is None
+    # a description is canonical: names resolved, values converted, signature order
+    assert describe("oue", {"domain": 4.0, "epsilon0": 2}) == describe(
+        "optimized_unary_encoding", {"epsilon0": 2.0, "domain_size": 4})
+    assert describe("oue", {"domain": 4.0, "epsilon0": 2}).arguments == (
+        ("epsilon0", 2.0), ("domain_size", 4))
     assert build_randomizer("local_hashing:epsilon0=1,hash_range=4,domain_size=none") == \
         randomizers.local_hashing(1.0, 4)
 

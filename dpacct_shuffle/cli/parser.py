@@ -119,9 +119,10 @@ def parse_epsilon0(text: str) -> float:
 
 
 def parse_parameter_text(text: str) -> object:
-    """``--domain`` of a randomizer: the value as :func:`~dpacct_shuffle.randomizers.schema.parse_scalar`
-    reads it; the randomizer schema checks it as the entry's domain parameter (``domain_size``, …)
-    when the entry is built, with the message every front-end gives."""
+    """``--domain`` of a randomizer: the value as
+    :func:`~dpacct_shuffle.randomizers.schema.parse_scalar` reads it; the randomizer schema checks
+    it as the entry's domain parameter (``domain_size``, …) when the entry is built, with the
+    message every front-end gives."""
     from dpacct_shuffle.randomizers.schema import parse_scalar
 
     return parse_scalar(text)
