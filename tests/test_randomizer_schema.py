@@ -330,3 +330,35 @@ def test_a_setting_given_twice_on_the_command_line_is_refused(flags: list[str], 
     out, err = io.StringIO(), io.StringIO()
     assert main(["params", "--randomizer", "krr", *flags], stdout=out, stderr=err) == 2
     assert message in err.getvalue() and out.getvalue() == ""
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    # the spec's eps0 used to win: calibrate searched a constant function and reported eps0 = 20
+    (["calibrate", "--randomizer", "krr:epsilon0=1,domain_size=10", "--users", "1000",
+      "--target-epsilon", "0.5", "--delta", "1e-8"],
+     "randomizer 'krr:epsilon0=1,domain_size=10' fixes epsilon0: leave it out of the spec to vary it"),
+    (["calibrate", "--randomizer", "gaussian:noise_std=1", "--users", "1000",
+      "--target-epsilon", "0.5", "--delta", "1e-8"],
+     "randomizer 'gaussian' has no parameter epsilon0 to vary (its parameters: noise_std, lower, upper)"),
+    (["plot", "--x", "epsilon0", "--randomizer", "krr", "--randomizer", "metric_ldp:d01=1,d0_max=2",
+      "--domain", "10", "--users", "1000", "--output", "never_written.png"],
+     "randomizer 'metric_ldp' has no parameter epsilon0 to vary"),
+    (["params", "--randomizer", "krr:epsilon0=1,domain_size=10", "--epsilon0", "3"],
+     "randomizer 'krr:epsilon0=1,domain_size=10' sets epsilon0, which the other parameters also "
+     "give: give each setting once"),
+])
+def test_a_spec_and_the_flags_never_silently_override_each_other(argv: list[str], message: str,
+                                                                 tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    out, err = io.StringIO(), io.StringIO()
+    assert main([*argv, "--quiet"], stdout=out, stderr=err) == 2, out.getvalue()
+    assert message in err.getvalue() and out.getvalue() == ""
+    assert not (tmp_path / "never_written.png").exists()
+
+
+def test_shared_options_still_apply_to_the_entries_that_take_them() -> None:
+    # lenient (plot's several entries): the spec's own value wins, unknown shared names are skipped
+    assert build_randomizer("krr:domain_size=10", {"domain": 100, "epsilon0": 1.0,
+                                                   "num_outputs": 8}, lenient=True) == \
+        randomizers.krr(1.0, 10)

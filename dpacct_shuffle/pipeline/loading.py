@@ -13,11 +13,12 @@ from pydantic import ValidationError
 
 from dpacct_shuffle.core.json_text import MAX_JSON_DEPTH, check_json_depth, loads_strict
 from dpacct_shuffle.pipeline.fields import _shown
-from dpacct_shuffle.pipeline.randomizer_models import RANDOMIZER_KEYS as _RANDOMIZER_KEYS
+from dpacct_shuffle.pipeline.randomizer_models import RANDOMIZER_KEYS
 from dpacct_shuffle.pipeline.steps import _STEP_MODELS, Pipeline
 
 
 _STEP_KEYS = frozenset(key for model in _STEP_MODELS.values() for key in model.model_fields)
+_RANDOMIZER_KEYS = RANDOMIZER_KEYS
 
 
 def _path(loc: tuple[Any, ...]) -> str:

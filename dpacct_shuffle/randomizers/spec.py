@@ -135,13 +135,19 @@ def describe_spec(spec: str, params: Mapping[str, object] | None = None, *,
     """The :class:`~dpacct_shuffle.randomizers.schema.RandomizerDescription` of ``spec``
     (``NAME`` or ``NAME:key=value,...``) with ``params``.
 
-    Parameters written into ``spec`` take precedence over ``params`` and must be parameters of
-    the entry even when ``lenient`` (which only skips unknown names in ``params``).
+    Parameters written into ``spec`` must be parameters of the entry even when ``lenient``.
+    ``lenient``: ``params`` are options shared by several entries — names the entry does not take
+    are skipped, and a parameter written into ``spec`` takes precedence over ``params``. Otherwise
+    a parameter given both ways is a ValueError (one of the two values would be ignored).
     """
     base, own = split_spec(spec)
     entry = entry_schema(base)
     written = entry.arguments(own, complete=False)
     shared = entry.arguments(params or {}, lenient=lenient, complete=False)
+    repeated = [name for name in written if name in shared]
+    if repeated and not lenient:
+        raise ValueError(f"randomizer {spec!r} sets {', '.join(repeated)}, which the other "
+                         "parameters also give: give each setting once")
     return entry.describe({**shared, **written})
 
 
@@ -155,7 +161,17 @@ def build_randomizer(spec: str, params: Mapping[str, object] | None = None, *,
 def randomizer_factory(spec: str, params: Mapping[str, object] | None = None, *,
                        lenient: bool = False) -> Callable[[float], Randomizer]:
     """ε0 ↦ :func:`build_randomizer` of ``spec`` with ``params`` and that ε0 (for sweeps and
-    calibration); the names are checked once up front, at ε0 = 1."""
+    calibration); the names are checked once up front, at ε0 = 1. ValueError if the entry has no
+    ε0 or ``spec`` fixes it (the function would not depend on its argument)."""
+    name, own = split_spec(spec)
+    entry = entry_schema(name)
+    varied = entry.parameter("epsilon0")
+    if varied is None:
+        raise ValueError(f"randomizer {entry.name!r} has no parameter epsilon0 to vary "
+                         f"(its parameters: {', '.join(entry.keywords)})")
+    if varied.name in entry.arguments(own, complete=False):
+        raise ValueError(f"randomizer {spec!r} fixes {varied.name}: leave it out of the spec to "
+                         "vary it")
     base = {k: v for k, v in (params or {}).items() if k != "epsilon0"}
     build_randomizer(spec, {**base, "epsilon0": 1.0}, lenient=lenient)
 
