@@ -70,11 +70,14 @@ def text(value: object) -> str:
 Outcome = Randomizer | tuple[type, str]
 
 
-def through_spec(name: str, params: dict[str, Any]) -> Outcome:
-    spec = name + "".join((":" if i == 0 else ",") + f"{key}={text(value)}"
+def spec_text(name: str, params: dict[str, Any]) -> str:
+    return name + "".join((":" if i == 0 else ",") + f"{key}={text(value)}"
                           for i, (key, value) in enumerate(params.items()))
+
+
+def through_spec(name: str, params: dict[str, Any]) -> Outcome:
     try:
-        return build_randomizer(spec)
+        return build_randomizer(spec_text(name, params))
     except (ValueError, TypeError) as exc:
         return type(exc), str(exc)
 
@@ -219,6 +222,10 @@ def test_the_same_invalid_input_gives_the_same_message_everywhere(
     assert spec_error == json_error, (spec_error, json_error)
     assert spec_error[0] is error and message in spec_error[1], spec_error  # type: ignore[index]
     assert through_pipeline_file(name, params, tmp_path) == (ValueError, spec_error[1])  # type: ignore[index]
+    with pytest.raises(ValueError) as in_pipeline:  # the spec string written in a pipeline
+        load_pipeline({"delta": 1e-6, "steps": [{"type": "shuffle", "users": 1000,
+                                                 "randomizer": spec_text(name, params)}]})
+    assert str(in_pipeline.value) == f"steps[0].randomizer: {spec_error[1]}"  # type: ignore[index]
     kind, line = through_cli(name, params)  # type: ignore[misc]
     assert line.startswith("dpacct-shuffle: error: ") and spec_error[1] in line, line  # type: ignore[index]
 
