@@ -506,7 +506,7 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="LIST", help="n values: 1e3,1e4 or start:stop:count (log-spaced; "
                    "default 10 values from 1e3 to 1e6)")
     p.add_argument("--users", "-n", type=parse_users, metavar="N", help="n for --x epsilon0")
-    p.add_argument("--epsilon0-list", type=parse_list(parse_real), default=[0.5, 1.0, 2.0, 3.0, 4.0],
+    p.add_argument("--epsilon0-list", type=parse_list(parse_epsilon0), default=[0.5, 1.0, 2.0, 3.0, 4.0],
                    metavar="LIST", help="eps0 values: 0.5,1,2 or start:stop:count")
     p.add_argument("--delta", type=parse_real, default=1e-8, help="delta (default 1e-8)")
     p.add_argument("--output", "-o", required=True, help="output file (.png, .svg or .pdf)")
