@@ -141,9 +141,9 @@ def test_catastrophic_typo_cuont_exits_2_naming_key_path_and_allowed_keys(tmp_pa
     ({"type": "shuffle", "randomizer": {"name": "krr", "epsilon0": 1, "domain_size": 3},
       "users": 10, "count": 10**18}, ["steps[0].count", "[1, 10^6]", str(10**18)]),
     ({"type": "shuffle", "randomizer": {"name": "krr", "epsilon0": float("nan"), "domain_size": 3},
-      "users": 10}, ["steps[0].randomizer.epsilon0", "finite real number", "nan"]),
+      "users": 10}, ["steps[0].randomizer", "epsilon0 must be a finite real number, got nan"]),
     ({"type": "shuffle", "randomizer": {"name": "krr", "epsilon0": 1, "domain_size": True},
-      "users": 10}, ["steps[0].randomizer.domain_size", "integer", "True"]),
+      "users": 10}, ["steps[0].randomizer", "domain_size must be an integer, got True"]),
     ({"type": "shuffle", "randomizer": {"name": "krr", "epsilon0": -1, "domain_size": 3},
       "users": 10}, ["steps[0].randomizer", "epsilon0", "-1"]),
     ({"type": "shuffle", "randomizer": {"name": "krr", "epsilon0": 1, "domain_size": 3},
@@ -161,7 +161,7 @@ def test_catastrophic_typo_cuont_exits_2_naming_key_path_and_allowed_keys(tmp_pa
     ({"type": "shuffle", "randomizer": {"name": "krr", "epsilon0": 1, "domain_size": 3},
       "users": 10, "sample_size": 11}, ["steps[0]", "sample_size must be <= users (10), got 11"]),
     ({"type": "shuffle", "randomizer": {"name": "no_such", "epsilon0": 1}, "users": 10},
-     ["steps[0].randomizer", "name = 'no_such'", "krr"]),
+     ["steps[0].randomizer", "unknown randomizer 'no_such'", "krr"]),
     ({"type": "shuffle", "randomizer": "krr:epsilon0", "users": 10},
      ["steps[0].randomizer", "NAME=VALUE"]),
     ({"type": "shuffle", "users": 10}, ["steps[0].randomizer", "required key is missing"]),
@@ -305,7 +305,8 @@ def test_a_misspelled_key_anywhere_exits_2_naming_it(data: st.DataObject, tmp_pa
     path.write_text(json.dumps(_rename(TEMPLATE, loc, typo)))
     code, out, err = run("account", str(path))
     assert code == 2 and out == "" and err.count("\n") == 1, err
-    assert f"unknown key {typo!r}" in err, err
+    # a named randomizer's table is read by the randomizer schema, with its wording
+    assert f"unknown key {typo!r}" in err or f"has no parameter {typo!r}" in err, err
     assert f": {where}: " in err if where else ": unknown key" in err, err
 
 

@@ -76,8 +76,9 @@ def test_variation_ratio_json_round_trip_is_exact(p, beta_fraction, q, q1, share
 @pytest.mark.parametrize("data, error, match", [
     ({"kind": "catalog", "name": "krr", "arguments": {"epsilon0": 2.0, "domian_size": 4}},
      ValueError, "domian_size"),
-    ({"kind": "catalog", "name": "krr", "arguments": {"epsilon0": 2.0}}, TypeError, "domain_size"),
-    ({"kind": "catalog", "name": "kRR", "arguments": {}}, ValueError, "catalog entry"),
+    ({"kind": "catalog", "name": "krr", "arguments": {"epsilon0": 2.0}}, ValueError,
+     "needs parameter\\(s\\) domain_size"),
+    ({"kind": "catalog", "name": "kRR", "arguments": {}}, ValueError, "unknown randomizer 'kRR'"),
     ({"kind": "catalog", "name": "krr", "arguments": {"epsilon0": 900.0, "domain_size": 4}},
      ValueError, "epsilon0"),
     ({"kind": "matrix", "name": "m", "matrix": [[0.5, 0.6], [0.5, 0.5]]}, ValueError, "sum to 1"),

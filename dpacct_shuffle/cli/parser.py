@@ -97,13 +97,35 @@ def parse_list(convert: Callable[[str], Any], *, log_spaced: bool = False
 
 
 def parse_param(text: str) -> tuple[str, object]:
-    """``NAME=VALUE`` for ``--param`` (VALUE parsed as int, float, true/false, else string)."""
+    """``NAME=VALUE`` for ``--param`` (VALUE parsed as int, float, true/false, else string; its
+    name and kind are checked by the randomizer schema when the entry is built)."""
     from dpacct_shuffle.randomizers.spec import parse_assignment
 
     try:
         return parse_assignment(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"--param: {exc}") from None
+
+
+def parse_epsilon0(text: str) -> float:
+    """``--epsilon0``: a real number, with the randomizer schema's check and message of the
+    parameter ``epsilon0`` (its range is the entry's, checked when the entry is built)."""
+    from dpacct_shuffle.randomizers.schema import ParameterSchema, parse_scalar
+
+    try:
+        return ParameterSchema("epsilon0", "real").real(parse_scalar(text))
+    except (TypeError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def parse_parameter_text(text: str) -> object:
+    """``--domain`` of a randomizer: the value as
+    :func:`~dpacct_shuffle.randomizers.schema.parse_scalar` reads it; the randomizer schema checks
+    it as the entry's domain parameter (``domain_size``, …) when the entry is built, with the
+    message every front-end gives."""
+    from dpacct_shuffle.randomizers.schema import parse_scalar
+
+    return parse_scalar(text)
 
 
 class GroupOption(NamedTuple):
@@ -130,7 +152,7 @@ def parse_group(text: str) -> GroupOption:
     except argparse.ArgumentTypeError as exc:
         raise argparse.ArgumentTypeError(f"{exc} (the form is {GROUP_FORM})") from None
     try:
-        epsilon0: float | None = float(spec)
+        epsilon0 = float(spec)
     except ValueError:
         return GroupOption(text, spec.strip(), None, users)
     if not math.isfinite(epsilon0):
@@ -143,11 +165,16 @@ def _refuse_repeated_settings(group: GroupOption, entry: str, own: dict[str, obj
                               shared: dict[str, object]) -> None:
     """UsageError if ``--group`` sets a parameter of ``entry`` that ``--domain``/``--param`` also
     give (one of the two would be ignored)."""
-    from dpacct_shuffle.randomizers.spec import canonical_keyword, catalog_factory, factory_keywords
+    from dpacct_shuffle.randomizers.schema import entry_schema
 
-    accepted = factory_keywords(catalog_factory(entry))
-    named = {canonical_keyword(key, accepted) or key for key in own}
-    repeated = sorted(key for key in shared if (canonical_keyword(key, accepted) or key) in named)
+    schema = entry_schema(entry)
+
+    def target(key: str) -> str:
+        parameter = schema.parameter(key)
+        return key if parameter is None else parameter.name
+
+    named = {target(key) for key in own}
+    repeated = sorted(key for key in shared if target(key) in named)
     if repeated:
         raise UsageError(f"--group {group.text} sets {', '.join(repeated)}, which --domain/--param "
                          "also give: give each setting once")
@@ -182,7 +209,7 @@ def personalized_from_args(args: argparse.Namespace) -> PersonalizedShuffle:
     pairs = []
     for group in groups:
         try:
-            if group.epsilon0 is not None:
+            if group.spec is None:
                 own: dict[str, object] = {"epsilon0": group.epsilon0}
                 _refuse_repeated_settings(group, args.randomizer, own, shared)
                 randomizer = build_randomizer(args.randomizer, {**shared, **own})
@@ -218,14 +245,20 @@ def randomizer_from_args(args: argparse.Namespace) -> Randomizer:
 
 
 def randomizer_params(args: argparse.Namespace, *, without_epsilon0: bool = False) -> dict[str, object]:
-    """The catalog parameters given on the command line (--epsilon0, --domain, --param)."""
+    """The catalog parameters given on the command line (--epsilon0, --domain, --param); a name
+    given twice is a UsageError (one value would be ignored; two spellings of one parameter,
+    ``--domain`` and ``--param domain_size=…``, are refused by the randomizer schema)."""
     params: dict[str, object] = {}
+    flags: dict[str, str] = {}
     if getattr(args, "epsilon0", None) is not None and not without_epsilon0:
-        params["epsilon0"] = args.epsilon0
+        params["epsilon0"], flags["epsilon0"] = args.epsilon0, "--epsilon0"
     if getattr(args, "domain", None) is not None:
-        params["domain"] = args.domain
+        params["domain"], flags["domain"] = args.domain, "--domain"
     for name, value in getattr(args, "param", None) or []:
-        params[name] = value
+        if name in params:
+            raise UsageError(f"parameter {name!r} is given twice ({flags[name]} and --param "
+                             f"{name}=...): give each setting once")
+        params[name], flags[name] = value, f"--param {name}=..."
     return params
 
 
@@ -313,8 +346,9 @@ def _add_randomizer_options(parser: argparse.ArgumentParser, *, multiple: bool =
                            help="catalog entry, e.g. krr, worst_case_ldp (see `params --list`)")
         group.add_argument("--matrix", metavar="FILE",
                            help="randomizer matrix, CSV or JSON (rows = inputs, columns = outputs)")
-    group.add_argument("--epsilon0", type=parse_real, metavar="EPS0", help=epsilon0_help)
-    group.add_argument("--domain", type=parse_domain, metavar="D", help="domain size of the entry")
+    group.add_argument("--epsilon0", type=parse_epsilon0, metavar="EPS0", help=epsilon0_help)
+    group.add_argument("--domain", type=parse_parameter_text, metavar="D",
+                       help="domain size of the entry")
     group.add_argument("--param", type=parse_param, action="append", metavar="NAME=VALUE",
                        help="any other parameter of the catalog entry (repeatable)")
 
@@ -472,7 +506,7 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="LIST", help="n values: 1e3,1e4 or start:stop:count (log-spaced; "
                    "default 10 values from 1e3 to 1e6)")
     p.add_argument("--users", "-n", type=parse_users, metavar="N", help="n for --x epsilon0")
-    p.add_argument("--epsilon0-list", type=parse_list(parse_real), default=[0.5, 1.0, 2.0, 3.0, 4.0],
+    p.add_argument("--epsilon0-list", type=parse_list(parse_epsilon0), default=[0.5, 1.0, 2.0, 3.0, 4.0],
                    metavar="LIST", help="eps0 values: 0.5,1,2 or start:stop:count")
     p.add_argument("--delta", type=parse_real, default=1e-8, help="delta (default 1e-8)")
     p.add_argument("--output", "-o", required=True, help="output file (.png, .svg or .pdf)")
@@ -486,5 +520,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 __all__ = ["GROUP_FORM", "GroupOption", "LOWER_BOUND_MAX_USERS", "MAX_RANGE_COUNT", "build_parser",
-           "parse_group", "parse_list", "parse_param", "parse_real", "personalized_from_args",
-           "positive_integer", "randomizer_from_args", "randomizer_params", "show_progress"]
+           "parse_epsilon0", "parse_group", "parse_list", "parse_param", "parse_parameter_text",
+           "parse_real", "personalized_from_args", "positive_integer", "randomizer_from_args",
+           "randomizer_params", "show_progress"]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -12,16 +13,12 @@ from pydantic import ValidationError
 
 from dpacct_shuffle.core.json_text import MAX_JSON_DEPTH, check_json_depth, loads_strict
 from dpacct_shuffle.pipeline.fields import _shown
-from dpacct_shuffle.pipeline.randomizer_models import _CATALOG_MODELS, MatrixRandomizer
+from dpacct_shuffle.pipeline.randomizer_models import RANDOMIZER_KEYS
 from dpacct_shuffle.pipeline.steps import _STEP_MODELS, Pipeline
-from dpacct_shuffle.randomizers.spec import PARAMETER_ALIASES
 
 
 _STEP_KEYS = frozenset(key for model in _STEP_MODELS.values() for key in model.model_fields)
-_RANDOMIZER_KEYS = frozenset(
-    [*MatrixRandomizer.model_fields,
-     *(key for model in _CATALOG_MODELS.values() for key in model.model_fields),
-     *(alias for aliases in PARAMETER_ALIASES.values() for alias in aliases)])
+_RANDOMIZER_KEYS = RANDOMIZER_KEYS
 
 
 def _path(loc: tuple[Any, ...]) -> str:
@@ -77,6 +74,22 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+def _toml_data(file: Path, text: str) -> object:
+    """The parsed TOML ``text`` of ``file`` (Python >= 3.11: ``tomllib``)."""
+    if sys.version_info < (3, 11):
+        raise ImportError("TOML pipelines need Python >= 3.11 (tomllib); use a JSON file")
+    else:
+        import tomllib
+
+        try:
+            return check_json_depth(str(file), tomllib.loads(text))
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"{file}: not valid TOML: {exc}") from None
+        except RecursionError:
+            raise ValueError(f"{file}: nests arrays/tables more than {MAX_JSON_DEPTH} levels "
+                             "deep") from None
+
+
 def read_pipeline_file(path: str | Path) -> dict[str, Any]:
     """The raw contents of a pipeline file: TOML (``.toml``) or JSON (any other suffix)."""
     file = Path(path)
@@ -85,17 +98,7 @@ def read_pipeline_file(path: str | Path) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise ValueError(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     if file.suffix.lower() == ".toml":
-        try:
-            import tomllib
-        except ImportError:  # Python 3.10
-            raise ImportError("TOML pipelines need Python >= 3.11 (tomllib); use a JSON file") from None
-        try:
-            data = check_json_depth(str(file), tomllib.loads(text))
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"{file}: not valid TOML: {exc}") from None
-        except RecursionError:
-            raise ValueError(f"{file}: nests arrays/tables more than {MAX_JSON_DEPTH} levels "
-                             "deep") from None
+        data = _toml_data(file, text)
     else:
         try:
             data = loads_strict(text, str(file), object_pairs_hook=_no_duplicate_keys)

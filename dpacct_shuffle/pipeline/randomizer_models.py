@@ -1,47 +1,42 @@
-"""The pipeline schema's randomizers: a matrix (inline or from a file), one strict model per catalog
-entry, and :data:`RandomizerSpec`, the tagged union of them (a randomizer may also be written as
-a ``"name:key=value"`` spec string)."""
+"""The pipeline schema's randomizers: a matrix (inline or from a file), a named randomizer read
+with the one randomizer schema (:mod:`dpacct_shuffle.randomizers.schema`), and
+:data:`RandomizerSpec`, the tagged union of them (a randomizer may also be written as a
+``"name:key=value"`` spec string)."""
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, Optional, Union, get_type_hints
+from typing import Annotated, Optional, Union
 
-from pydantic import (
-    BeforeValidator,
-    Discriminator,
-    PrivateAttr,
-    Tag,
-    ValidationInfo,
-    create_model,
-    model_validator,
-)
+from pydantic import (BeforeValidator, Discriminator, PlainValidator, PrivateAttr, Tag, ValidationInfo,
+                      model_validator)
 from pydantic_core import PydanticCustomError
 
-from dpacct_shuffle.pipeline.fields import (
-    MAX_INTEGER_PARAMETER,
-    Integer,
-    Real,
-    _invalid,
-    _Strict,
-    _unknown_key_error,
-)
-from dpacct_shuffle.randomizers.approximate import approximate
+from dpacct_shuffle.pipeline.fields import _invalid, _Strict
 from dpacct_shuffle.randomizers.base import Randomizer
-from dpacct_shuffle.randomizers.catalog import ALIASES, CATALOG
+from dpacct_shuffle.randomizers.catalog import ALIASES
 from dpacct_shuffle.randomizers.matrix import from_matrix
-from dpacct_shuffle.randomizers.spec import (APPROXIMATE_FACTORIES, LEAK_PARAMETER,
-                                            canonical_keyword, catalog_factory,
-                                            factory_keywords, read_matrix, split_spec)
+from dpacct_shuffle.randomizers.schema import (PARAMETER_ALIASES, SCHEMAS, RandomizerDescription,
+                                              describe, matrix_rows)
+from dpacct_shuffle.randomizers.spec import describe_spec, read_matrix
+
+
+def _matrix_rows(value: object) -> list[list[float]]:
+    """An inline matrix, checked by the randomizer schema's
+    :func:`~dpacct_shuffle.randomizers.schema.matrix_rows`."""
+    try:
+        return matrix_rows(value)
+    except (TypeError, ValueError) as exc:
+        raise _invalid(exc) from None
 
 
 class MatrixRandomizer(_Strict):
     """``{matrix = [[...], ...]}`` or ``{matrix_file = "m.csv"}`` (relative to the pipeline file),
     analysed by :func:`~dpacct_shuffle.randomizers.from_matrix`; optional ``name``."""
 
-    matrix: Optional[list[list[Real(0.0, 1.0)]]] = None
+    matrix: Optional[Annotated[list[list[float]], BeforeValidator(_matrix_rows)]] = None
     matrix_file: Optional[str] = None
     name: str = "matrix"
     _randomizer: Randomizer = PrivateAttr()
@@ -53,9 +48,9 @@ class MatrixRandomizer(_Strict):
         try:
             if self.matrix is not None:
                 matrix = self.matrix
-            else:
+            else:  # exactly one is given
                 base_dir = (info.context or {}).get("base_dir", Path("."))
-                matrix = read_matrix(Path(base_dir) / self.matrix_file)
+                matrix = read_matrix(Path(base_dir) / str(self.matrix_file))
             self._randomizer = from_matrix(matrix, name=self.name)
         except (ValueError, TypeError, OSError) as exc:
             raise _invalid(exc) from None
@@ -67,110 +62,67 @@ class MatrixRandomizer(_Strict):
         return self._randomizer
 
 
-class _CatalogRandomizer(_Strict):
-    """Base of the per-entry models: ``name`` plus the entry's keyword parameters (aliases of
-    :data:`~dpacct_shuffle.randomizers.spec.PARAMETER_ALIASES` accepted)."""
+@dataclass(frozen=True)
+class CatalogRandomizer:
+    """``{name = "krr", epsilon0 = 2, domain_size = 100}`` or the spec string
+    ``"krr:epsilon0=2,domain_size=100"``: a named randomizer read with the one randomizer schema
+    (:mod:`dpacct_shuffle.randomizers.schema`: the same names, aliases, kinds and messages as
+    spec strings, the JSON form and the command line).
 
-    _randomizer: Randomizer = PrivateAttr()
+    Attributes:
+      description: the checked name and arguments.
+      randomizer: the randomizer they build.
+    """
 
-    @model_validator(mode="before")
-    @classmethod
-    def _reject_unknown_keys(cls, data: object) -> object:
-        if not isinstance(data, Mapping):
-            return data
-        accepted = [key for key in cls.model_fields if key != "name"]
-        resolved: dict[str, object] = {}
-        given_as: dict[str, object] = {}
-        for key, value in data.items():
-            target = "name" if key == "name" else (
-                canonical_keyword(key, accepted) if isinstance(key, str) else None)
-            if target is None:
-                raise _unknown_key_error(key, ["name", *accepted])
-            if target in resolved:
-                raise PydanticCustomError("conflict", "keys {first} and {second} both give {target}",
-                                          {"first": repr(given_as[target]), "second": repr(key),
-                                           "target": target})
-            resolved[target], given_as[target] = value, key
-        return resolved
-
-    @model_validator(mode="after")
-    def _build(self) -> "_CatalogRandomizer":
-        keywords = {key: getattr(self, key) for key in self.model_fields_set if key != "name"}
-        try:
-            factory = catalog_factory(self.name)
-            leak = None
-            if LEAK_PARAMETER not in factory_keywords(factory):
-                leak = keywords.pop(LEAK_PARAMETER, None)
-            randomizer = factory(**keywords)
-            self._randomizer = randomizer if leak is None else approximate(randomizer, leak)
-        except (ValueError, TypeError, OverflowError, ZeroDivisionError) as exc:
-            raise _invalid(exc) from None
-        return self
+    description: RandomizerDescription
+    randomizer: Randomizer
 
     @property
-    def randomizer(self) -> Randomizer:
-        """The catalog entry built with these parameters."""
-        return self._randomizer
+    def name(self) -> str:
+        return self.description.name
 
 
-_PARAMETER_TYPES: dict[Any, Any] = {
-    float: Real(),
-    int: Integer(0, MAX_INTEGER_PARAMETER),
-    bool: bool,
-    Optional[float]: Optional[Real()],
-    Optional[int]: Optional[Integer(0, MAX_INTEGER_PARAMETER)],
-}
+def _catalog_randomizer(value: object) -> CatalogRandomizer:
+    """A table (or spec string) read into a :class:`CatalogRandomizer`; every problem is one
+    ``invalid`` error carrying the schema's message."""
+    if isinstance(value, CatalogRandomizer):
+        return value
+    try:
+        if isinstance(value, str):
+            description = describe_spec(value)
+        elif isinstance(value, Mapping):
+            description = describe(value.get("name"), {k: v for k, v in value.items() if k != "name"})
+        else:
+            raise TypeError(f"a randomizer is a table or a spec string, got {type(value).__name__}")
+        return CatalogRandomizer(description, description.build())
+    except (ValueError, TypeError, OverflowError, ZeroDivisionError) as exc:
+        raise _invalid(exc) from None
 
 
-def _catalog_model(name: str, factory: Callable[..., Randomizer]) -> type[_CatalogRandomizer]:
-    """The strict model of catalog entry ``name``: one field per keyword of ``factory``, plus an
-    optional ``delta0`` (the entry leaking with that probability, ``randomizers.approximate``)
-    for the pure entries of the catalog."""
-    hints = get_type_hints(factory)
-    fields: dict[str, Any] = {"name": (Literal[(name, *[a for a, c in ALIASES.items() if c == name])], ...)}
-    for parameter in inspect.signature(factory).parameters.values():
-        annotation = _PARAMETER_TYPES[hints[parameter.name]]
-        default = ... if parameter.default is parameter.empty else parameter.default
-        fields[parameter.name] = (annotation, default)
-    if name in CATALOG:
-        fields[LEAK_PARAMETER] = (Optional[Real()], None)
-    return create_model(f"Catalog_{name}", __base__=_CatalogRandomizer, **fields)
-
-
-_CATALOG_MODELS = {name: _catalog_model(name, factory)
-                   for name, factory in {**CATALOG, **APPROXIMATE_FACTORIES}.items()}
 _MATRIX_TAG = "randomizer:matrix"
+_CATALOG_TAG = "randomizer:catalog"
+#: Every key a randomizer table may hold (matrix keys, ``name``, each entry's parameters with
+#: their aliases).
+RANDOMIZER_KEYS = frozenset(
+    [*MatrixRandomizer.model_fields, "name",
+     *(parameter.name for entry in SCHEMAS.values() for parameter in entry.parameters),
+     *(alias for aliases in PARAMETER_ALIASES.values() for alias in aliases)])
 
 
 def _randomizer_tag(value: object) -> Optional[str]:
     if isinstance(value, MatrixRandomizer) or (
             isinstance(value, Mapping) and ("matrix" in value or "matrix_file" in value)):
         return _MATRIX_TAG
-    if isinstance(value, _CatalogRandomizer):
-        value = {"name": value.name}
-    if isinstance(value, Mapping) and isinstance(value.get("name"), str):
-        return "randomizer:" + ALIASES.get(value["name"], value["name"])
+    if isinstance(value, (CatalogRandomizer, str)) or (isinstance(value, Mapping) and "name" in value):
+        return _CATALOG_TAG
     return None
 
 
-def _spec_text(value: object) -> object:
-    """A randomizer written as text, ``"krr:epsilon0=2,domain_size=100"``, becomes a table."""
-    if not isinstance(value, str):
-        return value
-    try:
-        name, params = split_spec(value)
-    except ValueError as exc:
-        raise _invalid(exc) from None
-    return {"name": name, **params}
-
-
 RandomizerSpec = Annotated[
-    Union[(Annotated[MatrixRandomizer, Tag(_MATRIX_TAG)],
-           *[Annotated[model, Tag("randomizer:" + name)] for name, model in _CATALOG_MODELS.items()])],
+    Union[Annotated[MatrixRandomizer, Tag(_MATRIX_TAG)],
+          Annotated[CatalogRandomizer, PlainValidator(_catalog_randomizer), Tag(_CATALOG_TAG)]],
     Discriminator(_randomizer_tag, custom_error_type="randomizer",
                   custom_error_message="a randomizer is a table with 'name' (one of "
-                  + ", ".join(sorted([*CATALOG, *ALIASES, *APPROXIMATE_FACTORIES]))
-                  + ") and its parameters, or with "
-                  "'matrix' or 'matrix_file'"),
-    BeforeValidator(_spec_text),
+                  + ", ".join(sorted([*SCHEMAS, *ALIASES]))
+                  + ") and its parameters, or with 'matrix' or 'matrix_file'"),
 ]

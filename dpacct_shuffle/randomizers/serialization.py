@@ -3,10 +3,12 @@
 Five forms, told apart by ``"kind"`` (``docs/serialization.md``):
 
 * ``{"kind": "catalog", "name": "krr", "arguments": {"epsilon0": 2.0, "domain_size": 100}}`` — a
-  catalog entry and the arguments it was called with (by parameter name); decoding calls the entry
-  again, so every check of the constructor applies.
+  catalog entry and the arguments it was called with (by parameter name); decoding reads name
+  and arguments with the one randomizer schema (:func:`~dpacct_shuffle.randomizers.schema.describe`:
+  the same names, aliases, kinds and messages as spec strings, pipeline files and the command
+  line) and calls the entry again, so every check of the constructor applies.
   ``approximate_ldp``, ``gaussian`` and ``gaussian_vector``
-  (:data:`~dpacct_shuffle.randomizers.spec.APPROXIMATE_FACTORIES`) take the same form.
+  (:data:`~dpacct_shuffle.randomizers.schema.APPROXIMATE_FACTORIES`) take the same form.
 * ``{"kind": "approximate", "randomizer": {...}, "delta0": 1e-9}`` — :func:`approximate` of the
   randomizer given by its own JSON form.
 * ``{"kind": "matrix", "name": "matrix", "matrix": [[...], ...]}`` — a :func:`from_matrix`
@@ -39,11 +41,8 @@ from dpacct_shuffle.core.json_text import check_json_depth, loads_strict
 from dpacct_shuffle.randomizers import matrix as matrix_module
 from dpacct_shuffle.randomizers.approximate import approximate
 from dpacct_shuffle.randomizers.base import Randomizer
-from dpacct_shuffle.randomizers.catalog import CATALOG
 from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
-from dpacct_shuffle.randomizers.spec import APPROXIMATE_FACTORIES
-
-_FACTORIES = {**CATALOG, **APPROXIMATE_FACTORIES}  # entries written as {"kind": "catalog", ...}
+from dpacct_shuffle.randomizers.schema import SCHEMAS, describe, matrix_rows
 
 JSONValue = Union[None, bool, int, float, str, list["JSONValue"], dict[str, "JSONValue"]]
 SerializableRandomizer = Union[Randomizer, VariationRatio, PersonalizedShuffle]
@@ -108,7 +107,7 @@ def randomizer_to_dict(randomizer: SerializableRandomizer) -> dict[str, JSONValu
         return {"kind": "approximate", "randomizer": randomizer_to_dict(inner),
                 "delta0": plain_value("approximate(delta0)", delta0)}
     name = getattr(rebuild.func, "__name__", "")
-    if _FACTORIES.get(name) is not rebuild.func:
+    if name not in SCHEMAS or SCHEMAS[name].factory is not rebuild.func:
         raise TypeError(f"{randomizer!r} has no JSON form: it is not a catalog entry")
     bound = inspect.signature(rebuild.func).bind(*rebuild.args, **rebuild.keywords)
     return {"kind": "catalog", "name": name,
@@ -142,7 +141,8 @@ def randomizer_from_dict(data: Mapping[str, Any]) -> SerializableRandomizer:
         _check_keys(data, ("kind", "name", "matrix"))
         if not isinstance(data["name"], str):
             raise TypeError(f"name must be a string, got {data['name']!r}")
-        return matrix_module._reanalyze(data["matrix"], data["name"])  # checks it is stochastic
+        # the form checked by the schema, then that it is stochastic
+        return matrix_module._reanalyze(np.asarray(matrix_rows(data["matrix"])), data["name"])
     if kind == "approximate":
         _check_keys(data, ("kind", "randomizer", "delta0"))
         inner = randomizer_from_dict(data["randomizer"])
@@ -151,19 +151,12 @@ def randomizer_from_dict(data: Mapping[str, Any]) -> SerializableRandomizer:
         return approximate(inner, decode_float("delta0", data["delta0"]))
     if kind == "catalog":
         _check_keys(data, ("kind", "name", "arguments"))
-        name, arguments = data["name"], data["arguments"]
-        if name not in _FACTORIES:
-            raise ValueError(f"name must be a catalog entry ({', '.join(_FACTORIES)}), got {name!r}")
+        arguments = data["arguments"]
         if not isinstance(arguments, Mapping):
             raise TypeError(f"arguments must be an object, got {type(arguments).__name__}")
-        constructor = _FACTORIES[name]
-        parameters = inspect.signature(constructor).parameters
-        unknown = sorted(set(arguments) - set(parameters))
-        if unknown:
-            raise ValueError(f"arguments of {name}: unknown {unknown} (allowed: {', '.join(parameters)})")
-        values = {key: decode_float(f"{name}({key})", value)
-                  if value in ("inf", "-inf") else value for key, value in arguments.items()}
-        return constructor(**values)
+        values = {key: decode_float(key, value) if value in ("inf", "-inf") else value
+                  for key, value in arguments.items()}
+        return describe(data["name"], values).build()
     if kind == "personalized":
         _check_keys(data, ("kind", "groups"))
         return _personalized_from_groups(data["groups"])
