@@ -13,7 +13,11 @@ estimate (:mod:`dpacct_shuffle.accuracy`):
   the smallest power of two above d) and ``subset_selection`` (k = round(d/(e^ε0 + 1)), Ye & Barg
   2018), ranked by the std of f̂_v for an item of true frequency 0;
 * :func:`plan_mean` — the mean of values in [a, b]: ``laplace``, ``piecewise``, ``duchi``, ranked by
-  the std of the mean estimate at the worst input.
+  the std of the mean estimate at the worst input. Harmony on one coordinate is Duchi's mechanism
+  (the same report law, variation-ratio parameters and variance), so it is not listed twice. The
+  Gaussian report has no ε0 to calibrate — its noise is calibrated, by
+  :func:`~dpacct_shuffle.campaign.smallest_campaign_noise` — and a campaign of its blanket bound
+  takes seconds to tens of seconds to compose, so it is calibrated on its own.
 
 Entries whose shape depends on ε0 (local hashing's l, subset selection's k) are calibrated twice:
 first with the shape tuned at every ε0 tried, then with the shape of that result fixed (so the
@@ -24,8 +28,9 @@ Accounting. By default each candidate is accounted through its cover — the var
 bounds every catalog entry is built on (:class:`~dpacct_shuffle.randomizers.Randomizer`'s
 ``cover``), a valid upper bound for it — without the entries' fallback bounds (multi-level bounds,
 exact binary-RR curves): those are tighter for some entries but a round's PLD evaluates them at
-about a hundred points, at up to seconds each. ``fallbacks=True`` accounts the catalog randomizer
-itself. Either way every reported ε is certified by ``ShufflePLDAccountant`` for the randomizer
+about a hundred points, at up to seconds each (at n = 10⁵, R = 100, ε0 = 3.7: k-RR's fallback
+gives the same ε as its cover; RAPPOR's took minutes for one campaign, with the same ε as the
+cover to five digits). ``fallbacks=True`` accounts the catalog randomizer itself. Either way every reported ε is certified by ``ShufflePLDAccountant`` for the randomizer
 returned, and its ε0 is near-largest for the bound used.
 
 The ranking at a common ε0 (the smallest of the calibrated ε0, which every candidate affords) is
