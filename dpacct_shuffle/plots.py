@@ -29,7 +29,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsFloat
 
 from dpacct_shuffle.core.validation import check_delta, check_num_users, check_range
 from dpacct_shuffle.lemmas import fmt_shuffle_bound
@@ -134,7 +134,19 @@ def _timed(function: Callable[[], float]) -> tuple[float, float]:
 
 def _epsilon0_of(randomizer: Randomizer) -> float | None:
     value = randomizer.parameters.get("epsilon0")
-    return None if value is None else float(value)
+    if value is None:
+        return None
+    if not isinstance(value, SupportsFloat):
+        raise TypeError(f"{randomizer.name}'s epsilon0 parameter must be a number, got {value!r}")
+    return float(value)
+
+
+def _published_epsilon(randomizer: Randomizer, n: int, delta: float) -> float:
+    """ε(δ) of the entry's published pair (:func:`~dpacct_shuffle.shuffle_round.published_pair_epsilon`);
+    the entry must have published parameters."""
+    value = published_pair_epsilon(randomizer, n, delta)
+    assert value is not None  # called for entries with published parameters only
+    return value
 
 
 def epsilon_vs_users(
@@ -243,7 +255,7 @@ def _sweep(
             counter.tick()
         if published:
             if randomizer.published is not None:
-                record("published", x, lambda: published_pair_epsilon(randomizer, n, delta))
+                record("published", x, lambda: _published_epsilon(randomizer, n, delta))
             counter.tick()
     return [Curve(label, kind, x_name, tuple(xs), tuple(ys), tuple(ts))
             for kind, (xs, ys, ts) in columns.items() if ys]

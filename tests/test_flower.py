@@ -495,6 +495,21 @@ def test_mod_flips_the_clients_own_participation_coin():
     assert abs(sent - 100) < 5 * 8.7
 
 
+def test_malformed_reports_and_participation_probabilities_get_a_clear_error():
+    with pytest.raises(ValueError, match=r"report must be an integer or a list of integers, got 'x'"):
+        collect_reports([_query({"report": "x", "report_sent": True})])
+    with pytest.raises(ValueError, match=r"report must be .* got \[0\.5, 1\.0\]"):
+        collect_reports([_query({"report": [0.5, 1.0], "report_sent": True})])
+    mod = LocalRandomizerMod(KRR)
+    context = Context(run_id=1, node_id=1, node_config={}, state=RecordDict(), run_config={})
+    for rate in (1.5, 0.0):
+        with pytest.raises(ValueError, match=PARTICIPATION_KEY):
+            mod(_query({"round": 1, PARTICIPATION_KEY: rate}), context,
+                lambda msg, ctx: _query({"value": 1}))
+    with pytest.raises(TypeError, match="the query's value must be an integer, got 'a'"):
+        mod(_query({"round": 1}), context, lambda msg, ctx: _query({"value": "a"}))
+
+
 def test_shuffler_stage_keeps_the_multiset_and_drops_everything_else():
     replies = [_query({"report": value, "report_sent": True}) for value in (3, 1, 1, 0, 2, 4)]
     replies.append(_query({"report_sent": False}))  # a client that sat the round out

@@ -443,6 +443,13 @@ CATALOG_CALLS = {
 }
 
 
+def test_catalog_exports_every_entry_and_alias() -> None:
+    from dpacct_shuffle.randomizers import catalog
+
+    assert catalog.__all__ == [*catalog.CATALOG, *catalog.ALIASES, "CATALOG", "ALIASES"]
+    assert all(getattr(rz, name) is getattr(catalog, name) for name in catalog.__all__)
+
+
 def test_every_catalog_entry_gives_ordered_interval() -> None:
     assert set(CATALOG_CALLS) == set(rz.CATALOG)
     for name, args in CATALOG_CALLS.items():

@@ -45,6 +45,7 @@ the partial laws can carry (n·h·k_max⁺ without coarsening).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -229,7 +230,7 @@ def _clamp_and_drop(part: _Partial, base_level: int, own_tail: bool = False) -> 
 
 
 def _clamp_levels(measure: np.ndarray, offset: int, spacing: float, n: int,
-                  vectorised: bool = False):
+                  vectorised: bool = False) -> Callable[[int], int]:
     """Index L(r) below which a partial sum is clamped when r users remain: the largest x with
     inf_θ e^{θx}·M(θ)^r/(eθ) ≤ ``CLAMP_TAIL`` (a Chernoff bound on E[(x + S_r)⁺], as
     z⁺ ≤ e^{θz − 1}/θ), at most 0. Tightness only: any level is sound (module docstring)."""

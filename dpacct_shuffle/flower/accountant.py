@@ -41,7 +41,7 @@ import numbers
 from typing import Optional, Union
 
 from dp_accounting import dp_event
-from dp_accounting import privacy_accountant
+from dp_accounting.privacy_accountant import NeighboringRelation as NeighborRel
 from flwr.serverapp import (
     GaussianPrivacyEvent,
     NeighboringRelation,
@@ -54,7 +54,6 @@ from dpacct_shuffle.accountants import ShufflePLDAccountant
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_range
 from dpacct_shuffle.flower.serialization import check_serializable, event_from_json, event_to_json
 
-NeighborRel = privacy_accountant.NeighboringRelation
 
 ACCOUNTING_METHOD = "shuffle-pld"
 STATE_SCHEMA_VERSION = 1
@@ -66,6 +65,13 @@ def _count(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 1:
         raise ValueError(f"count must be a positive integer, got {value!r}")
     return int(value)
+
+
+def _discretization_interval(value: object) -> Optional[float]:
+    """None, or the PLD grid spacing of dp-accounting's accountant, in (0, 1]."""
+    if value is None:
+        return None
+    return check_range("value_discretization_interval", value, 0.0, 1.0, low_open=True)
 
 
 def _backend_relation(config: PrivacyConfig) -> NeighborRel:
@@ -119,10 +125,7 @@ class ShufflePrivacyAccountant:
             raise TypeError(f"config must be a flwr.serverapp.PrivacyConfig, got "
                             f"{type(config).__name__}")
         self._config = config
-        self._value_discretization_interval = (
-            None if value_discretization_interval is None else check_range(
-                "value_discretization_interval", value_discretization_interval, 0.0, 1.0,
-                low_open=True))
+        self._value_discretization_interval = _discretization_interval(value_discretization_interval)
         self._backend = self._new_backend()
         self.compositions: list[tuple[PrivacyEvent, int]] = []
 
@@ -245,7 +248,8 @@ class ShufflePrivacyAccountant:
             raise ValueError("state's privacy configuration does not match this accountant's")
         if "value_discretization_interval" not in state:
             raise ValueError("state lacks 'value_discretization_interval'")
-        restored = ShufflePrivacyAccountant(self._config, state["value_discretization_interval"])
+        restored = ShufflePrivacyAccountant(
+            self._config, _discretization_interval(state["value_discretization_interval"]))
         compositions = state.get("compositions")
         if not isinstance(compositions, list):
             raise ValueError("state['compositions'] must be a list")

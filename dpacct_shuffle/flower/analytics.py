@@ -60,11 +60,11 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from logging import INFO, WARNING
-from typing import Optional
+from typing import Optional, TypeGuard
 
 import numpy as np
 from dp_accounting import dp_event
-from flwr.app import ConfigRecord, Context, Message, MessageType, RecordDict
+from flwr.app import ConfigRecord, ConfigRecordValues, Context, Message, MessageType, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.clientapp.typing import ClientAppCallable
 from flwr.common.logger import log
@@ -132,10 +132,14 @@ class LocalRandomizerMod:
         rng = np.random.default_rng()
         query = msg.content.config_records.get(RECORD_KEY)
         rate = query.get(PARTICIPATION_KEY) if query is not None else None
-        if rate is not None and not rng.random() < float(rate):
+        if rate is not None and not rng.random() < check_range(PARTICIPATION_KEY, rate, 0.0, 1.0,
+                                                                low_open=True):
             reply.content[RECORD_KEY] = ConfigRecord({"report_sent": False})  # sits this round out
             return reply
-        report = self.randomizer.sample(record["value"], rng)
+        value = record["value"]
+        if not isinstance(value, int):
+            raise TypeError(f"the query's value must be an integer, got {value!r}")
+        report = self.randomizer.sample(value, rng)
         reply.content[RECORD_KEY] = ConfigRecord({"report": report, "report_sent": True})
         return reply
 
@@ -165,17 +169,28 @@ def analytics_client_app(value_of: Callable[[Context], int], randomizer: Randomi
 def collect_reports(replies: Iterable[Message]) -> tuple[int, list[Report]]:
     """(number of clients that answered, their reports): a client that sat a Poisson round out
     answers without a report; errors and replies without the record do not count."""
-    answered, reports = 0, []
+    answered = 0
+    reports: list[Report] = []
     for reply in replies:
         if reply.has_error() or RECORD_KEY not in reply.content.config_records:
             continue
         record = reply.content.config_records[RECORD_KEY]
         if "report" in record:
-            reports.append(record["report"])
+            report = record["report"]
+            if not _is_report(report):
+                raise ValueError(f"a client's report must be an integer or a list of integers, "
+                                 f"got {report!r}")
+            reports.append(report)
             answered += 1
         elif record.get("report_sent") is False:
             answered += 1
     return answered, reports
+
+
+def _is_report(value: ConfigRecordValues) -> TypeGuard[Report]:
+    """An integer or a list of integers (the estimator checks their range)."""
+    return isinstance(value, int) or (isinstance(value, list)
+                                      and all(isinstance(bit, int) for bit in value))
 
 
 def shuffle_reports(reports: list[Report], rng: np.random.Generator,
@@ -310,6 +325,7 @@ class ShuffledFrequencyEstimation:
         if self.sampling == "poisson":
             return dp_event.PoissonSampledDpEvent(
                 self.sampling_probability, ShuffleEvent(self.randomizer, config.population_size))
+        assert self.sample_size is not None  # set by the constructor for sampling="fixed"
         released = min(num_answered, self.sample_size)
         shuffle = ShuffleEvent(self.randomizer, released)
         if (config.sampling_method is SamplingMethod.WITHOUT_REPLACEMENT
@@ -361,8 +377,9 @@ class ShuffledFrequencyEstimation:
             raise PrivacyBudgetExhausted(
                 f"analytics round {server_round} would exceed max_epsilon={self.max_epsilon} "
                 f"(current epsilon: {spent.epsilon}, delta: {spent.delta})")
-        query: dict[str, int | float] = {"round": server_round}
+        query: dict[str, ConfigRecordValues] = {"round": server_round}
         if self.sampling == "poisson":
+            assert self.sampling_probability is not None  # set for sampling="poisson"
             query[PARTICIPATION_KEY] = self.sampling_probability
         messages = [Message(RecordDict({RECORD_KEY: ConfigRecord(query)}), dst_node_id=node,
                             message_type=MessageType.QUERY, group_id=str(server_round))

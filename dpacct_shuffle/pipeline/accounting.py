@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from dp_accounting import dp_event
 
@@ -21,6 +21,9 @@ from dpacct_shuffle.pipeline.steps import (
     _Step,
 )
 from dpacct_shuffle.progress import ProgressOption, ProgressReporter
+
+if TYPE_CHECKING:  # imported when an accountant is built (dp-accounting's PLD modules are heavy)
+    from dpacct_shuffle.accountants import ShufflePLDAccountant
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,8 @@ def describe_step(step: _Step) -> str:
     return f"{kind} sigma = {step.noise_multiplier:g}"  # type: ignore[attr-defined]
 
 
-def _accountant(pipeline: Pipeline, events: list[dp_event.DpEvent], where: str) -> Any:
+def _accountant(pipeline: Pipeline, events: list[dp_event.DpEvent], where: str
+                ) -> ShufflePLDAccountant:
     from dpacct_shuffle.accountants import ShufflePLDAccountant
 
     accountant = ShufflePLDAccountant(
@@ -105,7 +109,8 @@ def _accountant(pipeline: Pipeline, events: list[dp_event.DpEvent], where: str) 
     return accountant
 
 
-def _values(pipeline: Pipeline, accountant: Any) -> tuple[Optional[float], Optional[float]]:
+def _values(pipeline: Pipeline, accountant: ShufflePLDAccountant
+            ) -> tuple[Optional[float], Optional[float]]:
     epsilon = None if pipeline.delta is None else float(accountant.get_epsilon(pipeline.delta))
     delta = None if pipeline.epsilon is None else float(accountant.get_delta(pipeline.epsilon))
     return epsilon, delta

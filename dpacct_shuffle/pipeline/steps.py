@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Annotated, Literal, Optional, Union
+from typing import TYPE_CHECKING, Annotated, Literal, Optional, Protocol, Union
 
 from dp_accounting import dp_event
 from pydantic import BeforeValidator, Discriminator, PrivateAttr, Tag, model_validator
@@ -25,7 +25,38 @@ from dpacct_shuffle.pipeline.fields import (
     _users_or_groups,
 )
 from dpacct_shuffle.pipeline.randomizer_models import RandomizerSpec
+from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
+
+
+class RandomizerEntry(Protocol):
+    """What a step reads from its validated randomizer entries (every member of
+    :data:`~dpacct_shuffle.pipeline.randomizer_models.RandomizerSpec`)."""
+
+    @property
+    def randomizer(self) -> Randomizer: ...
+
+
+# The field types below carry pydantic validators built at run time, which type checkers cannot
+# read: they see the validated values' own types.
+if TYPE_CHECKING:
+    _RandomizerField = RandomizerEntry
+    _HonestFraction = float
+    _NoiseMultiplier = float
+    _LocalEpsilon = float
+    _LocalDelta = float
+    _TargetDelta = float
+    _TargetEpsilon = float
+    _Discretization = float
+else:
+    _RandomizerField = RandomizerSpec
+    _HonestFraction = Real(0.0, 1.0, low_open=True)
+    _NoiseMultiplier = Real(0.0, math.inf, low_open=True, high_open=True)
+    _LocalEpsilon = Real(0.0, math.inf, high_open=True)
+    _LocalDelta = Real(0.0, 1.0, high_open=True)
+    _TargetDelta = Real(0.0, 1.0, low_open=True, high_open=True)
+    _TargetEpsilon = Real(0.0, math.inf, high_open=True)
+    _Discretization = Real(MIN_DISCRETIZATION, MAX_DISCRETIZATION)
 
 
 class _Step(_Strict):
@@ -62,9 +93,9 @@ class ShuffleStep(_Step):
     cohort). At most one of the two."""
 
     type: Literal["shuffle"]
-    randomizer: RandomizerSpec
+    randomizer: _RandomizerField
     users: Users
-    honest_fraction: Real(0.0, 1.0, low_open=True) = 1.0
+    honest_fraction: _HonestFraction = 1.0
     sampling_probability: Optional[Probability] = None
     sample_size: Optional[Users] = None
 
@@ -95,7 +126,7 @@ class ShuffleStep(_Step):
 class PersonalizedGroup(_Strict):
     """One group of a ``personalized_shuffle`` step: ``users`` users applying ``randomizer``."""
 
-    randomizer: RandomizerSpec
+    randomizer: _RandomizerField
     users: Users
 
 
@@ -108,7 +139,7 @@ class PersonalizedShuffleStep(_Step):
 
     type: Literal["personalized_shuffle"]
     groups: list[PersonalizedGroup]
-    honest_fraction: Real(0.0, 1.0, low_open=True) = 1.0
+    honest_fraction: _HonestFraction = 1.0
     sampling_probability: Optional[Probability] = None
 
     def single_event(self) -> dp_event.DpEvent:
@@ -126,11 +157,11 @@ class ParallelStep(_Step):
     picks a branch, ``users`` is one number) or ``"disjoint"`` (``users`` lists the group sizes)."""
 
     type: Literal["parallel"]
-    branches: list[RandomizerSpec]
+    branches: list[_RandomizerField]
     users: Annotated[object, BeforeValidator(_users_or_groups)]
     probabilities: Optional[list[Probability]] = None
     mode: Literal["random", "disjoint"] = "random"
-    honest_fraction: Real(0.0, 1.0, low_open=True) = 1.0
+    honest_fraction: _HonestFraction = 1.0
 
     def single_event(self) -> dp_event.DpEvent:
         if self.mode == "random" and isinstance(self.users, list):
@@ -154,8 +185,8 @@ class LDPStep(_Step):
     (:class:`~dpacct_shuffle.events.LDPCompositionEvent`)."""
 
     type: Literal["ldp"]
-    epsilons: list[Real(0.0, math.inf, high_open=True)]
-    deltas: Optional[list[Real(0.0, 1.0, high_open=True)]] = None
+    epsilons: list[_LocalEpsilon]
+    deltas: Optional[list[_LocalDelta]] = None
     mode: Literal["sequential", "chained"] = "sequential"
 
     def single_event(self) -> dp_event.DpEvent:
@@ -169,7 +200,7 @@ class DPSGDStep(_Step):
     a synonym of ``steps``; giving both is an error."""
 
     type: Literal["dpsgd"]
-    noise_multiplier: Real(0.0, math.inf, low_open=True, high_open=True)
+    noise_multiplier: _NoiseMultiplier
     sampling_probability: Probability
     steps: Count
 
@@ -194,7 +225,7 @@ class GaussianStep(_Step):
     """One Gaussian release (``GaussianDpEvent``; replace-one: sensitivity 2 in the PLD)."""
 
     type: Literal["gaussian"]
-    noise_multiplier: Real(0.0, math.inf, low_open=True, high_open=True)
+    noise_multiplier: _NoiseMultiplier
 
     def single_event(self) -> dp_event.DpEvent:
         return dp_event.GaussianDpEvent(self.noise_multiplier)
@@ -210,17 +241,21 @@ _STEP_MODELS: dict[str, type[_Step]] = {"shuffle": ShuffleStep,
 def _step_tag(value: object) -> Optional[str]:
     if isinstance(value, _Step):
         return "step:" + str(value.type)  # type: ignore[attr-defined]
-    if isinstance(value, Mapping) and isinstance(value.get("type"), str) \
-            and value["type"] in _STEP_MODELS:
-        return "step:" + value["type"]
+    kind = value.get("type") if isinstance(value, Mapping) else None
+    if isinstance(kind, str) and kind in _STEP_MODELS:
+        return "step:" + kind
     return None
 
 
-Step = Annotated[
-    Union[tuple(Annotated[model, Tag("step:" + name)] for name, model in _STEP_MODELS.items())],
-    Discriminator(_step_tag, custom_error_type="step_type",
-                  custom_error_message="'type' must be one of " + ", ".join(map(repr, STEP_TYPES))),
-]
+if TYPE_CHECKING:  # the discriminated union built at run time: a step model to type checkers
+    Step = _Step
+else:
+    Step = Annotated[
+        Union[tuple(Annotated[model, Tag("step:" + name)] for name, model in _STEP_MODELS.items())],
+        Discriminator(_step_tag, custom_error_type="step_type",
+                      custom_error_message="'type' must be one of "
+                      + ", ".join(map(repr, STEP_TYPES))),
+    ]
 
 
 class Pipeline(_Strict):
@@ -228,9 +263,9 @@ class Pipeline(_Strict):
     ``value_discretization_interval`` None lets the accountant choose the PLD grid."""
 
     steps: list[Step]
-    delta: Optional[Real(0.0, 1.0, low_open=True, high_open=True)] = None
-    epsilon: Optional[Real(0.0, math.inf, high_open=True)] = None
-    value_discretization_interval: Optional[Real(MIN_DISCRETIZATION, MAX_DISCRETIZATION)] = None
+    delta: Optional[_TargetDelta] = None
+    epsilon: Optional[_TargetEpsilon] = None
+    value_discretization_interval: Optional[_Discretization] = None
 
     @model_validator(mode="after")
     def _has_target(self) -> "Pipeline":

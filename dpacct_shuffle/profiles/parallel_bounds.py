@@ -135,9 +135,11 @@ def parallel_composite_bound(branches: Sequence[RandomizerDescription],
     items = tuple(candidates)
 
     def structured_deltas(epsilons: NDArray[np.float64], n: int) -> NDArray[np.float64]:
-        return np.min([bound.deltas_upper(epsilons, n) if bound.deltas_upper is not None
-                       else np.array([bound.delta_upper(float(eps), n) for eps in epsilons])
-                       for bound in items[1:]], axis=0)
+        least: NDArray[np.float64] = np.min(
+            [bound.deltas_upper(epsilons, n) if bound.deltas_upper is not None
+             else np.array([bound.delta_upper(float(eps), n) for eps in epsilons])
+             for bound in items[1:]], axis=0)
+        return least
 
     # above `limit` users the structured bounds are read at `limit` users (valid: the bound is
     # non-increasing in n), lazily: only where they can lower the composite bound at n
@@ -154,8 +156,9 @@ def parallel_composite_bound(branches: Sequence[RandomizerDescription],
     def deltas_upper(epsilons: NDArray[np.float64], n: int) -> NDArray[np.float64]:
         eps = np.asarray(epsilons, dtype=np.float64)
         composite = items[0]
-        value = (composite.deltas_upper(eps, n) if composite.deltas_upper is not None
-                 else np.array([composite.delta_upper(float(e), n) for e in eps]))
+        value: NDArray[np.float64] = (
+            composite.deltas_upper(eps, n) if composite.deltas_upper is not None
+            else np.array([composite.delta_upper(float(e), n) for e in eps]))
         if len(items) == 1 or (at_limit is None and n > limit):
             return value
         if n <= limit:

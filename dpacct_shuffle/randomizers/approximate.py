@@ -38,7 +38,7 @@ from dpacct_shuffle.core.validation import (check_delta, check_epsilon, check_ep
                                             check_num_users, check_range)
 from dpacct_shuffle.randomizers.base import PairBound, Randomizer
 from dpacct_shuffle.randomizers.catalog import binary_rr
-from dpacct_shuffle.randomizers.lower_bounds import InstanceLowerBound
+from dpacct_shuffle.randomizers.lower_bounds import InstanceLowerBound, LowerBoundInstance
 
 #: When fewer values of the leak count M lie above its tail quantile, each is summed on its own.
 EXACT_LEAK_CELLS = 8
@@ -146,7 +146,37 @@ class LeakyMixtureBound(PairBound):
         return f"LeakyMixtureBound({self.inner!r}, delta0={self.delta0!r})"
 
 
-class LeakyInstanceLowerBound:
+class _RevealedInput:
+    """The instance "others all holding x¹": a message "x⁰ revealed" appears with probability δ0
+    under x⁰ and never under x¹, so δ(ε) ≥ δ0 at every ε."""
+
+    def __init__(self, delta0: float) -> None:
+        self.delta0 = delta0
+
+    def delta(self, epsilon: float) -> float:
+        check_epsilon(epsilon)
+        return self.delta0
+
+    def max_loss(self) -> float:
+        return math.inf
+
+
+class _NoLeak:
+    """An instance of the inner randomizer seen when no user leaked (probability ``no_leak`` in
+    both worlds): δ(ε) ≥ no_leak·δ_instance(ε), rounded down."""
+
+    def __init__(self, instance: LowerBoundInstance, no_leak: float) -> None:
+        self.instance = instance
+        self.no_leak = no_leak
+
+    def delta(self, epsilon: float) -> float:
+        return _down(self.no_leak * self.instance.delta(epsilon))
+
+    def max_loss(self) -> float:
+        return self.instance.max_loss()
+
+
+class LeakyInstanceLowerBound(InstanceLowerBound):
     """Certified lower bound for R_δ0 with E(x) = "reveal x" (a message tagged with the input).
 
     Two explicit instances (docs/theory.md, "Approximate local randomizers"):
@@ -156,22 +186,25 @@ class LeakyInstanceLowerBound:
     * the inner randomizer's instance: mapping every outcome with a revealed message to one
       symbol (post-processing; no user leaked with probability (1 − δ0)^n in both worlds) gives
       δ(ε) ≥ (1 − δ0)^n·δ_inner(ε).
+
+    ``pairs`` lists them one by one (the inner instances scaled by (1 − δ0)^n), so the bound
+    combines with further instances like any :class:`InstanceLowerBound`.
     """
 
     def __init__(self, inner: InstanceLowerBound | None, delta0: float, n: int) -> None:
+        leak = check_delta0(delta0)
+        no_leak = _down(math.exp(check_num_users(n) * math.log1p(-leak)))
+        inner_pairs = () if inner is None else tuple(_NoLeak(pair, no_leak) for pair in inner.pairs)
+        super().__init__([_RevealedInput(leak), *inner_pairs],
+                         f"leak of the input with probability {leak!r}"
+                         + ("" if inner is None else f"; {inner.description}"))
         self.inner = inner
-        self.delta0 = check_delta0(delta0)
-        self.no_leak = _down(math.exp(check_num_users(n) * math.log1p(-self.delta0)))
-        self.description = (f"leak of the input with probability {self.delta0!r}"
-                            + ("" if inner is None else f"; {inner.description}"))
-        self.is_exact = False
-
-    def delta(self, epsilon: float) -> float:
-        eps = check_epsilon(epsilon)
-        inner = 0.0 if self.inner is None else _down(self.no_leak * self.inner.delta(eps))
-        return max(self.delta0, inner)
+        self.delta0 = leak
+        self.no_leak = no_leak
 
     def epsilon(self, delta: float) -> float:
+        """ε(δ) of the two instances in closed form: ∞ below δ0, else the inner bound's ε at
+        δ/(1 − δ0)^n (rounded up)."""
         target = check_delta(delta)
         if target < self.delta0:
             return math.inf

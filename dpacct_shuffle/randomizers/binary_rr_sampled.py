@@ -75,6 +75,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from dpacct_shuffle.core.problem import UNIT_ROUNDOFF
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users, check_range
@@ -112,7 +113,7 @@ class _CountLaw:
     of total mass ≤ dropped (mass cut by windows, lost at the edges, or absolute rounding of
     subnormal results)."""
 
-    values: np.ndarray
+    values: NDArray[np.float64]
     t_offset: int
     k_offset: int
     rel_error: float
@@ -201,7 +202,7 @@ def _add_symmetric_users(law: _CountLaw, users: int, rate: float, silent: float,
     return _CountLaw(values, law.t_offset, law.k_offset, rel, dropped)
 
 
-def _victim_law(others: _CountLaw, gamma: float, one: float, zero: float) -> np.ndarray:
+def _victim_law(others: _CountLaw, gamma: float, one: float, zero: float) -> NDArray[np.float64]:
     """The output law with a victim reporting 1 w.p. ``one``, 0 w.p. ``zero``, nothing w.p. 1 − γ
     (one more row and column; cell (t, k) gets L(t, k), L(t − 1, k), L(t − 1, k − 1))."""
     values = others.values
@@ -212,7 +213,7 @@ def _victim_law(others: _CountLaw, gamma: float, one: float, zero: float) -> np.
     return out
 
 
-def _absent_law(others: _CountLaw) -> np.ndarray:
+def _absent_law(others: _CountLaw) -> NDArray[np.float64]:
     """The output law without the victim, on the cells of :func:`_victim_law`."""
     values = others.values
     out = np.zeros((values.shape[0] + 1, values.shape[1] + 1))
@@ -220,8 +221,8 @@ def _absent_law(others: _CountLaw) -> np.ndarray:
     return out
 
 
-def _grid_bounds(big: np.ndarray, small: np.ndarray, rel_error: float, dropped: float,
-                 epsilons: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _grid_bounds(big: NDArray[np.float64], small: NDArray[np.float64], rel_error: float, dropped: float,
+                 epsilons: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Certified (lower, upper) on D_{e^ε}(P‖Q) at every ε of ``epsilons`` (module docstring,
     "Many ε in one pass"); ``big``, ``small``: P̂, Q̂ on the same cells, errors (η, D)."""
     p_hat, q_hat = big.ravel(), small.ravel()
@@ -304,7 +305,7 @@ class SampledBinaryRRProfile:
         # replace-one: m and N − 1 − m are the same (relabel); add/remove: victim holding 0, all m
         self.last = self.others // 2 if relation == "replace_one" else self.others
         self.budget = self._budget()
-        self._grid: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._grid: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]] | None = None
         self._exact = True
         self.laws_evaluated = 0
 
@@ -365,7 +366,7 @@ class SampledBinaryRRProfile:
         raw = max(1e-280, _TRUNCATION_SHARE * self.rtol * self.floor)
         return 10.0 ** math.floor(math.log10(raw))
 
-    def _epsilons(self) -> np.ndarray:
+    def _epsilons(self) -> NDArray[np.float64]:
         top = self.epsilon0
         if self.relation == "add_remove":
             top = max(self.epsilon0, -math.log1p(-self.gamma)) + 1.0
@@ -375,8 +376,8 @@ class SampledBinaryRRProfile:
         grid[-1] = top
         return np.concatenate(([0.0], grid))
 
-    def _curves(self, holders: int, others_zero: int, epsilons: np.ndarray, symmetric: int = 0
-                ) -> tuple[np.ndarray, np.ndarray]:
+    def _curves(self, holders: int, others_zero: int, epsilons: NDArray[np.float64], symmetric: int = 0
+                ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(lower, upper) of max over both directions of the configuration with ``holders``
         users holding 1, ``others_zero`` holding 0 and ``symmetric`` users whose message is the
         part ν common to both inputs (a fair bit w.p. 2γ(1 − a)/(1 − f), module docstring), on
@@ -403,15 +404,15 @@ class SampledBinaryRRProfile:
             lower[absent] = np.maximum(low0[absent], 0.0)
         return lower, upper
 
-    def _configuration(self, m: int, epsilons: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _configuration(self, m: int, epsilons: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         return self._curves(m, self.others - m, epsilons)
 
-    def _profile(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _profile(self) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         if self._grid is None:
             self._grid = self._search()
         return self._grid
 
-    def _settled(self, upper: np.ndarray, lower: np.ndarray, shift: int) -> bool:
+    def _settled(self, upper: NDArray[np.float64], lower: NDArray[np.float64], shift: int) -> bool:
         relaxed = np.concatenate((np.full(shift, lower[0]), lower[: lower.size - shift]))
         allowed = np.maximum(np.maximum(relaxed, lower * (1.0 + self.rtol)), self.floor)
         return bool(np.all(upper <= allowed))
@@ -434,8 +435,8 @@ class SampledBinaryRRProfile:
                       if block is not None]
         return blocks[::-1]
 
-    def _block_upper(self, first: int, last: int, epsilons: np.ndarray, best_lower: np.ndarray,
-                     shift: int) -> np.ndarray:
+    def _block_upper(self, first: int, last: int, epsilons: NDArray[np.float64], best_lower: NDArray[np.float64],
+                     shift: int) -> NDArray[np.float64]:
         """Upper curve of every δ_m, m ∈ [first, last] (module docstring, "Configurations"):
         the free users' messages revealed; if that does not settle the block, the smaller of it
         and the bound keeping the common part ν of the free users' messages."""
@@ -449,7 +450,7 @@ class SampledBinaryRRProfile:
         common = np.minimum(1.0, common + kept.dropped * (1.0 + 4.0 * UNIT_ROUNDOFF))
         return np.minimum(revealed, common)
 
-    def _search(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _search(self) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         epsilons = self._epsilons()
         shift = max(1, int(math.ceil(math.log1p(self.rtol) / math.log(GRID_RATIO))))
         best_lower = np.zeros_like(epsilons)
@@ -536,12 +537,12 @@ class BinaryRRCohortProfile(SampledBinaryRRProfile):
         super().__init__(epsilon0, population, size / population, "replace_one", rtol=rtol,
                          floor=floor, max_laws=max_laws)
 
-    def _block_upper(self, first: int, last: int, epsilons: np.ndarray, best_lower: np.ndarray,
-                     shift: int) -> np.ndarray:
+    def _block_upper(self, first: int, last: int, epsilons: NDArray[np.float64], best_lower: NDArray[np.float64],
+                     shift: int) -> NDArray[np.float64]:
         return self._curves(first, self.others - last, epsilons)[1]
 
-    def _curves(self, holders: int, others_zero: int, epsilons: np.ndarray, symmetric: int = 0
-                ) -> tuple[np.ndarray, np.ndarray]:
+    def _curves(self, holders: int, others_zero: int, epsilons: NDArray[np.float64], symmetric: int = 0
+                ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         self.laws_evaluated += 1
         gamma, u = self.gamma, UNIT_ROUNDOFF
         free = self.others - holders - others_zero

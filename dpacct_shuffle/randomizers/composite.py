@@ -38,7 +38,7 @@ import numpy as np
 
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.multilevel import PrivacyLossLevels
-from dpacct_shuffle.randomizers.base import Randomizer, SupportsShuffleBound
+from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.randomizers.matrix import from_matrix
 from dpacct_shuffle.randomizers.multilevel import matrix_levels
 
@@ -59,7 +59,7 @@ def parallel_matrix(matrices: Sequence[np.ndarray], probabilities: Sequence[floa
     return np.array(rows)
 
 
-def parallel_randomizer(branches: Sequence[SupportsShuffleBound], probabilities: Sequence[float]
+def parallel_randomizer(branches: Sequence[object], probabilities: Sequence[float]
                         ) -> Randomizer | None:
     """The composite of finite branches (each with a ``matrix``) as an analysed matrix, or None
     (a branch without a matrix, or more than ``MAX_COMPOSITE_ROWS`` rows / ``MAX_COMPOSITE_CELLS``
@@ -100,7 +100,7 @@ def _same_answer_levels(matrix: np.ndarray) -> tuple[PrivacyLossLevels, ...] | N
     return tuple(found)
 
 
-def branch_levels(branch: SupportsShuffleBound, variation_ratios: Sequence[VariationRatio]) -> BranchLevels:
+def branch_levels(branch: object, variation_ratios: Sequence[VariationRatio]) -> BranchLevels:
     """Level sets of one branch (module docstring).
 
     With a matrix whose blanket applies: its pair levels (differ) and row levels (same). Otherwise

@@ -48,7 +48,7 @@ from collections.abc import Sequence
 from typing import Protocol, Union
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 Report = Union[int, list[int]]
 
@@ -81,11 +81,11 @@ class FrequencyOracle(Protocol):
     def estimate_frequencies(self, reports: Sequence[Report]) -> NDArray[np.float64]:
         """The unbiased estimates f̂_v (they sum to 1 only in expectation and may be negative)."""
 
-    def standard_deviations(self, frequencies: Sequence[float],
+    def standard_deviations(self, frequencies: ArrayLike,
                             num_reports: int) -> NDArray[np.float64]:
         """Standard deviation of each f̂_v for the true ``frequencies``."""
 
-    def variances(self, frequencies: Sequence[float] | float,
+    def variances(self, frequencies: ArrayLike,
                   num_reports: float) -> NDArray[np.float64]:
         """Variance of f̂_v for the true fraction(s) ``frequencies`` from ``num_reports`` reports."""
 
@@ -108,7 +108,7 @@ class _PureOracle:
                 / (self.support_true - self.support_false))
 
 
-    def variances(self, frequencies: Sequence[float] | float,
+    def variances(self, frequencies: ArrayLike,
                   num_reports: float) -> NDArray[np.float64]:
         """Variance of f̂_v from ``num_reports`` reports when the true fraction of users holding v
         is f (each entry of ``frequencies``): C_v is a sum of independent Bernoulli variables,
@@ -123,7 +123,7 @@ class _PureOracle:
         return np.asarray((f * p * (1 - p) + (1 - f) * q * (1 - q)) / (n * (p - q) ** 2),
                           dtype=np.float64)
 
-    def standard_deviations(self, frequencies: Sequence[float],
+    def standard_deviations(self, frequencies: ArrayLike,
                             num_reports: int) -> NDArray[np.float64]:
         """Standard deviation of each f̂_v from ``num_reports`` reports when the true
         fractions are ``frequencies`` (the square root of :meth:`variances`)."""
@@ -186,7 +186,9 @@ class UnaryEncodingOracle(_PureOracle):
                 raise ValueError(f"reports[{i}] must be a list of {self.domain_size} bits (0/1), "
                                  f"got {report!r}")
             rows.append(report)
-        return np.asarray(rows, dtype=np.int64).reshape(-1, self.domain_size).sum(axis=0)
+        table = np.asarray(rows, dtype=np.int64).reshape(-1, self.domain_size)
+        counts: NDArray[np.int64] = table.sum(axis=0)
+        return counts
 
 
 class LocalHashingOracle(_PureOracle):
@@ -308,7 +310,7 @@ class HadamardResponseOracle(_PureOracle):
         return int(generator.choice(np.flatnonzero(inside)))
 
     def support_counts(self, reports: Sequence[Report]) -> NDArray[np.int64]:
-        values = []
+        values: list[int] = []
         for i, report in enumerate(reports):
             if (isinstance(report, bool) or not isinstance(report, numbers.Integral)
                     or not 0 <= report < self.num_outputs):

@@ -148,7 +148,7 @@ class PersonalizedShuffle:
         # per victim group: list of (p, β, π, [t_g for every group])
         self._shapes: list[list[tuple[float, float, tuple[float, float, float], tuple[float, ...]]]] = []
         for v, matrix in enumerate(matrices):
-            found = {}
+            found: dict[tuple[float, float, tuple[float, float, float], tuple[float, ...]], None] = {}
             for mu0, mu1 in _victim_pairs(matrix):
                 shape = _pair_shape(mu0, mu1, floors[v])
                 if shape is None:

@@ -78,4 +78,30 @@ CATALOG = {
     "mix_dump": mix_dump,
 }
 
-__all__ = list(CATALOG) + list(ALIASES) + ["CATALOG", "ALIASES"]
+# the CATALOG entries, the ALIASES, then the two tables (spelled out: type checkers read it)
+__all__ = [
+    "worst_case_ldp",
+    "binary_rr",
+    "krr",
+    "rappor",
+    "optimized_unary_encoding",
+    "subset_selection",
+    "local_hashing",
+    "hadamard_response",
+    "pckv_grr",
+    "collision",
+    "sampling_rappor",
+    "laplace",
+    "piecewise",
+    "duchi",
+    "harmony",
+    "metric_ldp",
+    "metric_laplace",
+    "balcer_binary_summation",
+    "cheu_binary_summation",
+    "balls_into_bins",
+    "mix_dump",
+    "oue",
+    "CATALOG",
+    "ALIASES",
+]
