@@ -109,6 +109,14 @@ def fmt(value: float | None, digits: int = 3) -> str:
     return f"{value:.{digits}g}"
 
 
+_SUPERSCRIPTS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def power_of_ten(value: int) -> str:
+    """``value`` as 10 to a power, e.g. 10⁶ (the nearest power)."""
+    return "10" + str(round(math.log10(value))).translate(_SUPERSCRIPTS)
+
+
 @dataclass(frozen=True)
 class Table:
     """One scenario's table: a title, the text above it, the header and a row function."""
@@ -138,7 +146,7 @@ def apple_row(epsilon0: float, per_day: int, days: int, users: int, domain: int)
     hadamard = randomizers.hadamard_response(epsilon0, outputs, domain_size=domain)
     any_ldp = Campaign(randomizers.worst_case_ldp(epsilon0), users, rounds).epsilon(delta)
     ours = Campaign(hadamard, users, rounds).epsilon(delta)
-    return (fmt(epsilon0), f"{per_day} × {days}", f"10^{round(math.log10(users))}",
+    return (fmt(epsilon0), f"{per_day} × {days}", power_of_ten(users),
             f"{domain:,}", fmt(delta), fmt(rounds * epsilon0),
             fmt(fmt_campaign_epsilon(epsilon0, users, rounds, delta)), fmt(any_ldp), fmt(ours),
             fmt(frequency_std(hadamard, users)))
@@ -216,7 +224,7 @@ def rappor_row(users: int) -> tuple[str, ...]:
         closed = None
     q_star, p_star = CHROME.one_probabilities
     bit_std = math.sqrt(float(UnaryEncodingOracle(CHROME.bits, q_star, p_star).variances(0.0, users)))
-    return (f"10^{round(math.log10(users))}", fmt(delta), fmt(epsilon1), fmt(CHROME.permanent_epsilon),
+    return (power_of_ten(users), fmt(delta), fmt(epsilon1), fmt(CHROME.permanent_epsilon),
             fmt(closed), fmt(any_ldp), fmt(bit_std))
 
 
