@@ -12,7 +12,10 @@
   the true ε lies between the two lines; shown on the lower-bounds and tightness pages;
 * ``epsilon-vs-rounds.svg`` — ε(δ) of a campaign of R daily rounds against R, every user
   reporting or each with probability γ (:func:`dpacct_shuffle.plots.epsilon_vs_rounds`, composed
-  by ``ShufflePLDAccountant``); shown on the planning page.
+  by ``ShufflePLDAccountant``); shown on the planning page;
+* ``error-vs-epsilon.svg`` — the standard deviation of one round's frequency estimate against the
+  total ε, each frequency oracle at its own largest certified ε0
+  (:func:`dpacct_shuffle.plots.error_vs_epsilon`); shown on the planning page.
 
 Every number comes from the library; drawing is :func:`dpacct_shuffle.plots.draw_curves` (the
 ``plot`` extra, matplotlib). Usage, from the repository root::
@@ -41,7 +44,7 @@ from dpacct_shuffle.shuffle_round import epsilon_bounds  # noqa: E402
 
 DELTA = 1e-8
 FIGURES = ("epsilon-vs-users.svg", "sampled-vs-unsampled.svg", "upper-vs-lower.svg",
-           "epsilon-vs-rounds.svg")
+           "epsilon-vs-rounds.svg", "error-vs-epsilon.svg")
 
 
 @dataclass(frozen=True)
@@ -54,14 +57,21 @@ class Configuration:
     users_upper_lower: int
     rounds: tuple[int, ...]  # epsilon-vs-rounds
     users_rounds: int
+    totals: tuple[float, ...]  # error-vs-epsilon
+    users_error: int
+    domain_error: int
+    oracles: tuple[str, ...]
 
 
 FULL = Configuration(users=(10**3, 3 * 10**3, 10**4, 3 * 10**4, 10**5, 3 * 10**5, 10**6, 10**7),
                      populations=(10**3, 3 * 10**3, 10**4, 3 * 10**4, 10**5, 10**6),
                      epsilon0s=(0.5, 1.0, 2.0, 3.0, 4.0, 6.0), users_upper_lower=10**4,
-                     rounds=(1, 3, 10, 30, 100, 365), users_rounds=10**5)
+                     rounds=(1, 3, 10, 30, 100, 365), users_rounds=10**5,
+                     totals=(0.05, 0.1, 0.2, 0.5, 1.0, 2.0), users_error=10**5, domain_error=100,
+                     oracles=("krr", "oue", "rappor", "hadamard_response"))
 SMALL = Configuration(users=(10**3, 10**4), populations=(500, 1000), epsilon0s=(1.0, 2.0),
-                      users_upper_lower=500, rounds=(1, 10), users_rounds=1000)
+                      users_upper_lower=500, rounds=(1, 10), users_rounds=1000,
+                      totals=(2.0,), users_error=500, domain_error=4, oracles=("krr",))
 
 
 def epsilon_vs_users(configuration: Configuration, output: Path) -> Path:
@@ -118,11 +128,23 @@ def epsilon_vs_rounds(configuration: Configuration, output: Path) -> Path:
                              f"delta = {DELTA:g}")
 
 
+def error_vs_epsilon(configuration: Configuration, output: Path) -> Path:
+    """Std of one round's frequency estimate against the total ε (one round), each oracle at its
+    own certified ε0."""
+    curves = plots.error_vs_epsilon(configuration.totals, configuration.users_error, DELTA,
+                                    domain_size=configuration.domain_error,
+                                    candidates=configuration.oracles, progress=False)
+    return plots.draw_curves(curves, output / FIGURES[4],
+                             title=f"one round of {configuration.users_error:,} users, "
+                             f"d = {configuration.domain_error}, delta = {DELTA:g}")
+
+
 def make_figures(output: Path, configuration: Configuration = FULL) -> list[Path]:
     """Write every figure of :data:`FIGURES` into ``output`` (an existing directory)."""
     plots.check_output_path(output / FIGURES[0])
     return [epsilon_vs_users(configuration, output), sampled_vs_unsampled(configuration, output),
-            upper_vs_lower(configuration, output), epsilon_vs_rounds(configuration, output)]
+            upper_vs_lower(configuration, output), epsilon_vs_rounds(configuration, output),
+            error_vs_epsilon(configuration, output)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -187,6 +187,8 @@ class _Search:
         self.epsilons: dict[float, float] = {}
 
     def passes(self, value: float) -> bool:
+        if value in self.epsilons:  # evaluated already (e.g. a bracket's end probed again)
+            return self.epsilons[value] <= self.target
         self.evaluations += 1
         self.reporter.tick()
         epsilon = self.build(value).epsilon(self.delta)
@@ -201,17 +203,22 @@ class _Search:
 
 
 def _largest_passing(search: _Search, start: float, floor: float, ceiling: float,
-                     rtol: float) -> float:
-    """Largest value in [floor, ceiling] that passes, to ``rtol``: halve ``start`` until it passes
-    (ValueError below ``floor``), double it until it fails (``ceiling`` returned if it passes),
-    then bisect."""
-    low = start
+                     rtol: float, growth: float = 2.0) -> float:
+    """Largest value in [floor, ceiling] that passes, to ``rtol``: if ``start`` passes, probe
+    ``growth``·start and double from there until a value fails (``ceiling`` returned if it
+    passes); if it fails, divide it by ``growth`` and then halve until a value passes (ValueError
+    below ``floor``); then bisect between the last passing and the last failing value."""
+    low, failing, step = start, None, growth
     while not search.passes(low):
         if low <= floor:
             raise ValueError(f"no value down to {floor!r} meets the target: the campaign already "
                              "exceeds it (e.g. its other events alone)")
-        low = max(floor, 0.5 * low)
-    bracket = expand_bracket(search.passes, low, min(2.0 * low, ceiling), ceiling=ceiling)
+        failing = low
+        low = max(floor, low / step)
+        step = 2.0
+    if failing is not None:
+        return bisect(search.passes, low, failing, rtol=rtol)
+    bracket = expand_bracket(search.passes, low, min(growth * low, ceiling), ceiling=ceiling)
     if bracket is None:
         return ceiling
     feasible, infeasible = bracket
@@ -221,23 +228,29 @@ def _largest_passing(search: _Search, start: float, floor: float, ceiling: float
 def largest_campaign_epsilon0(family: Callable[[float], RandomizerDescription],
                               target_epsilon: float, delta: float, campaign: Campaign, *,
                               rtol: float = CAMPAIGN_RTOL, max_epsilon0: float = 20.0,
-                              start_epsilon0: Optional[float] = None,
+                              start_epsilon0: Optional[float] = None, growth: float = 2.0,
                               progress: ProgressOption = None) -> CampaignCalibration:
     """Largest ε0 such that ``campaign`` with ``family(ε0)`` as its randomizer is certified
     (target_epsilon, delta)-DP (module docstring).
 
     The search starts at ε0 = target_epsilon/R (basic composition: it passes for ε0-LDP families
-    without other events) or at ``start_epsilon0``, halves until a pass, doubles until a failure (up to ``max_epsilon0``,
-    returned if it still passes), then bisects to a bracket of relative width ``rtol``.
+    without other events) or at ``start_epsilon0``; it steps down (divides by ``growth``, then
+    halves) until a pass, or up (multiplies by ``growth``, then doubles) until a failure (up to
+    ``max_epsilon0``, returned if it still passes), then bisects to a bracket of relative width
+    ``rtol``.
 
     Args:
       family: ε0 ↦ randomizer (e.g. ``lambda e: randomizers.krr(e, 100)``).
       campaign: the campaign; its ``randomizer`` is replaced by ``family(ε0)``.
+      growth: factor of the first step from the start, > 1 (default 2): a start known to lie
+        within a few percent of the answer (a previous calibration) warrants a smaller one, and
+        the bisection then starts from a narrower bracket.
       progress: as in :mod:`dpacct_shuffle.progress`, counting composed campaigns.
     """
     eps, target = _check_target(target_epsilon, delta)
     tolerance = check_range("rtol", rtol, 0.0, 1.0, low_open=True, high_open=True)
     ceiling = check_range("max_epsilon0", max_epsilon0, MIN_EPSILON0, MAX_EPSILON0)
+    factor = check_range("growth", growth, 1.0, math.inf, low_open=True, high_open=True)
     if not callable(family):
         raise TypeError(f"family must be callable epsilon0 -> randomizer, got "
                         f"{type(family).__name__}")
@@ -251,7 +264,7 @@ def largest_campaign_epsilon0(family: Callable[[float], RandomizerDescription],
         search = _Search(build, eps, target, reporter)
         first = eps / campaign.rounds if start_epsilon0 is None else start_epsilon0
         start = min(ceiling, max(MIN_EPSILON0, first))
-        value = _largest_passing(search, start, MIN_EPSILON0, ceiling, tolerance)
+        value = _largest_passing(search, start, MIN_EPSILON0, ceiling, tolerance, factor)
     return search.result(value)
 
 

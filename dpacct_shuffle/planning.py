@@ -13,7 +13,11 @@ estimate (:mod:`dpacct_shuffle.accuracy`):
   the smallest power of two above d) and ``subset_selection`` (k = round(d/(e^ε0 + 1)), Ye & Barg
   2018), ranked by the std of f̂_v for an item of true frequency 0;
 * :func:`plan_mean` — the mean of values in [a, b]: ``laplace``, ``piecewise``, ``duchi``, ranked by
-  the std of the mean estimate at the worst input.
+  the std of the mean estimate at the worst input. Harmony on one coordinate is Duchi's mechanism
+  (the same report law, variation-ratio parameters and variance), so it is not listed twice. The
+  Gaussian report has no ε0 to calibrate — its noise is calibrated, by
+  :func:`~dpacct_shuffle.campaign.smallest_campaign_noise` — and a campaign of its blanket bound
+  takes seconds to tens of seconds to compose, so it is calibrated on its own.
 
 Entries whose shape depends on ε0 (local hashing's l, subset selection's k) are calibrated twice:
 first with the shape tuned at every ε0 tried, then with the shape of that result fixed (so the
@@ -24,8 +28,9 @@ Accounting. By default each candidate is accounted through its cover — the var
 bounds every catalog entry is built on (:class:`~dpacct_shuffle.randomizers.Randomizer`'s
 ``cover``), a valid upper bound for it — without the entries' fallback bounds (multi-level bounds,
 exact binary-RR curves): those are tighter for some entries but a round's PLD evaluates them at
-about a hundred points, at up to seconds each. ``fallbacks=True`` accounts the catalog randomizer
-itself. Either way every reported ε is certified by ``ShufflePLDAccountant`` for the randomizer
+about a hundred points, at up to seconds each (at n = 10⁵, R = 100, ε0 = 3.7: k-RR's fallback
+gives the same ε as its cover; RAPPOR's took minutes for one campaign, with the same ε as the
+cover to five digits). ``fallbacks=True`` accounts the catalog randomizer itself. Either way every reported ε is certified by ``ShufflePLDAccountant`` for the randomizer
 returned, and its ε0 is near-largest for the bound used.
 
 The ranking at a common ε0 (the smallest of the calibrated ε0, which every candidate affords) is
@@ -47,12 +52,15 @@ from dpacct_shuffle.campaign import Campaign, largest_campaign_epsilon0
 from dpacct_shuffle.core.validation import check_range
 from dpacct_shuffle.progress import ProgressOption, ProgressReporter
 from dpacct_shuffle.randomizers.base import Randomizer
+from dpacct_shuffle.randomizers.catalog import ALIASES
 from dpacct_shuffle.sampling import NeighborRel
 
 Shape = dict[str, int]
 
 #: Relative width of each ε0 search's final bracket: 1.02·ε0 lies beyond its failing end.
 PLAN_RTOL = 1e-2
+#: First step of a search started from another candidate's ε0 (they are alike).
+NEIGHBOUR_GROWTH = 1.25
 
 
 @dataclass(frozen=True)
@@ -155,19 +163,23 @@ def _calibrate(candidate: Candidate, target_epsilon: float, delta: float, campai
                rtol: float, fallbacks: bool,
                start: Optional[float]) -> tuple[Randomizer, float, float, int]:
     """(randomizer, ε0, certified ε, evaluations) of one candidate (two stages if it has a shape),
-    the search starting at ``start`` (None: ε/R)."""
+    the search starting at ``start`` (None: ε/R, first step ×2; else first step
+    ×:data:`NEIGHBOUR_GROWTH`). The second stage starts at the first's result, which passes with
+    the shape fixed (the same randomizer), with a first step of 3·rtol: the fixed-shape optimum
+    lies within a few percent of it."""
     accounted: Callable[[Randomizer], Randomizer] = (
         (lambda randomizer: randomizer) if fallbacks else cover_only)
     first = largest_campaign_epsilon0(lambda e: accounted(candidate.build(e, candidate.tune(e))),
                                       target_epsilon, delta, campaign, rtol=rtol,
-                                      start_epsilon0=start)
+                                      start_epsilon0=start,
+                                      growth=2.0 if start is None else NEIGHBOUR_GROWTH)
     shape = candidate.tune(first.value)
     if not shape:
         return (candidate.build(first.value, shape), first.value, first.epsilon,
                 first.evaluations)
     fixed = largest_campaign_epsilon0(lambda e: accounted(candidate.build(e, shape)),
                                       target_epsilon, delta, campaign, rtol=rtol,
-                                      start_epsilon0=first.value)
+                                      start_epsilon0=first.value, growth=1.0 + 3.0 * rtol)
     return (candidate.build(fixed.value, shape), fixed.value, fixed.epsilon,
             first.evaluations + fixed.evaluations)
 
@@ -223,7 +235,8 @@ def plan_frequency(domain_size: int, num_users: int, rounds: int, target_epsilon
       sampling_probability: γ, Poisson sampling (see :class:`~dpacct_shuffle.campaign.Campaign`).
       sample_size: m, a fixed-size cohort.
       neighboring_relation: as in :class:`~dpacct_shuffle.campaign.Campaign`.
-      candidates: names among :func:`frequency_candidates` (default: all).
+      candidates: names among :func:`frequency_candidates` or their catalog aliases (e.g.
+        ``oue``; default: all).
       fallbacks: account the catalog randomizers with their fallback bounds (module docstring,
         "Accounting"); default: their cover only.
       progress: a bar over the candidates (:mod:`dpacct_shuffle.progress`).
@@ -274,11 +287,13 @@ def _choose(available: list[Candidate], names: Optional[Sequence[str]]) -> list[
     if names is None:
         return available
     known = {candidate.name: candidate for candidate in available}
-    unknown = [name for name in names if name not in known]
+    canonical = [ALIASES.get(name, name) if isinstance(name, str) else name for name in names]
+    unknown = [name for name in canonical if name not in known]
     if unknown or not names:
-        raise ValueError(f"candidates must be names among {sorted(known)}, got {list(names)!r}")
-    return [known[name] for name in names]
+        raise ValueError(f"candidates must be names among {sorted(known)} (or their aliases), "
+                         f"got {list(names)!r}")
+    return [known[name] for name in canonical]
 
 
-__all__ = ["PLAN_RTOL", "Candidate", "Plan", "PlanResult", "cover_only", "frequency_candidates", "mean_candidates",
+__all__ = ["NEIGHBOUR_GROWTH", "PLAN_RTOL", "Candidate", "Plan", "PlanResult", "cover_only", "frequency_candidates", "mean_candidates",
            "plan_frequency", "plan_mean"]

@@ -1,5 +1,5 @@
-"""Figures of shuffle-model bounds: ε vs n, ε vs ε0 and a campaign's ε vs its number of rounds
-(matplotlib is optional, imported lazily).
+"""Figures of shuffle-model bounds: ε vs n, ε vs ε0, a campaign's ε vs its number of rounds and the
+error each randomizer buys vs the campaign's total ε (matplotlib is optional, imported lazily).
 
 Data and drawing are separate: :func:`epsilon_vs_users` and :func:`epsilon_vs_epsilon0` compute
 :class:`Curve` objects with numpy/scipy only (through the library), :func:`draw_curves` draws them
@@ -17,7 +17,10 @@ Curve kinds (one figure can hold all of them for several randomizers):
   :func:`dpacct_shuffle.lemmas.fmt_shuffle_bound`), valid for any ε0-LDP randomizer; points outside
   its validity condition ε0 ≤ ln(n/(8 ln(2/δ)) − 1) are NaN (a gap in the line), never extrapolated;
 * ``published`` — the published variation-ratio pair (Wang et al., arXiv:2304.05007), labelled "not
-  a guarantee" (docs/theory.md, "Published pair"); only drawn when requested.
+  a guarantee" (docs/theory.md, "Published pair"); only drawn when requested;
+* ``std`` — (:func:`error_vs_epsilon`) the standard deviation of one round's estimate against the
+  campaign's total ε, each randomizer at its own largest certified ε0
+  (:mod:`dpacct_shuffle.planning`).
 """
 
 from __future__ import annotations
@@ -39,9 +42,10 @@ KIND_LABELS = {
     "lower": "lower bound (explicit instance)",
     "fmt": "FMT closed form",
     "published": "published pair (NOT a guarantee)",
+    "std": "std at its certified eps0",
 }
-_LINESTYLES = {"upper": "-", "lower": "--", "fmt": ":", "published": "-."}
-_MARKERS = {"upper": "o", "lower": "v", "fmt": "", "published": "x"}
+_LINESTYLES = {"upper": "-", "lower": "--", "fmt": ":", "published": "-.", "std": "-"}
+_MARKERS = {"upper": "o", "lower": "v", "fmt": "", "published": "x", "std": "o"}
 
 
 @dataclass(frozen=True)
@@ -50,10 +54,11 @@ class Curve:
 
     Attributes:
       label: the randomizer (or, for ``fmt``, the ε0) the curve belongs to.
-      kind: ``"upper"``, ``"lower"``, ``"fmt"`` or ``"published"`` (module docstring).
-      x_name: ``"users"``, ``"epsilon0"`` or ``"rounds"``.
-      x: the abscissae (numbers of users or ε0 values).
-      y: ε at each abscissa (NaN where the bound does not apply).
+      kind: ``"upper"``, ``"lower"``, ``"fmt"``, ``"published"`` or ``"std"`` (module docstring).
+      x_name: ``"users"``, ``"epsilon0"``, ``"rounds"`` or ``"epsilon"`` (a campaign's total ε).
+      x: the abscissae (numbers of users, ε0 values, numbers of rounds or total ε).
+      y: ε at each abscissa (NaN where the bound does not apply); for ``std``, the standard
+        deviation.
       seconds: the computing time of each point.
     """
 
@@ -296,8 +301,58 @@ def epsilon_vs_rounds(
     return curves
 
 
+def error_vs_epsilon(
+    epsilons: Sequence[float],
+    users: int,
+    delta: float,
+    *,
+    domain_size: int | None = None,
+    value_range: tuple[float, float] | None = None,
+    rounds: int = 1,
+    candidates: Sequence[str] | None = None,
+    sampling_probability: float | None = None,
+    progress: ProgressOption = None,
+) -> list[Curve]:
+    """The error each randomizer buys against the campaign's total ε: at every total ε of
+    ``epsilons`` (at ``delta``), each candidate calibrated to its own largest certified ε0 for R
+    rounds of ``users`` users, and its standard deviation of one round's estimate — of an item's
+    frequency over ``domain_size`` values (:func:`dpacct_shuffle.planning.plan_frequency`), or of
+    the mean of values in ``value_range`` (:func:`dpacct_shuffle.planning.plan_mean`); exactly one
+    of the two. One ``std`` curve per randomizer (x_name ``"epsilon"``), best first at the first
+    total ε; ``candidates`` names a subset (default: every applicable one). ``progress``
+    counts plans (one per total ε)."""
+    from dpacct_shuffle import planning
+
+    totals = [check_range(f"epsilons[{i}]", e, 0.0, math.inf, low_open=True, high_open=True)
+              for i, e in enumerate(epsilons)]
+    if not totals:
+        raise ValueError("epsilons must contain at least one total epsilon")
+    if (domain_size is None) == (value_range is None):
+        raise ValueError("give exactly one of domain_size (frequency estimation) or value_range "
+                         "(the mean of values in [a, b])")
+    columns: dict[str, list[float]] = {}
+    with ProgressReporter(len(totals), "error vs epsilon", progress, unit="plan") as counter:
+        for total in totals:
+            if domain_size is not None:
+                result = planning.plan_frequency(
+                    domain_size, users, rounds, total, delta, candidates=candidates,
+                    sampling_probability=sampling_probability, progress=False)
+            else:
+                assert value_range is not None
+                result = planning.plan_mean(
+                    value_range, users, rounds, total, delta, candidates=candidates,
+                    sampling_probability=sampling_probability, progress=False)
+            for plan in result.plans:
+                columns.setdefault(plan.randomizer.name, []).append(plan.std)
+            counter.tick()
+    xs = tuple(totals)
+    return [Curve(label, "std", "epsilon", xs, tuple(ys)) for label, ys in columns.items()]
+
+
 _X_LABELS = {"users": "number of users n", "epsilon0": "local epsilon0",
-             "rounds": "number of rounds R"}
+             "rounds": "number of rounds R", "epsilon": "total epsilon of the campaign at delta"}
+_Y_LABELS = {"rounds": "campaign epsilon at delta",
+             "epsilon": "std of one round's estimate (each at its certified eps0)"}
 
 
 def draw_curves(
@@ -341,12 +396,12 @@ def draw_curves(
         ax.plot(curve.x, curve.y, linestyle=_LINESTYLES[curve.kind], marker=_MARKERS[curve.kind],
                 markersize=4, color=colour, label=name)
     x_name = curves[0].x_name
-    if logx if logx is not None else x_name in ("users", "rounds"):
+    if logx if logx is not None else x_name in ("users", "rounds", "epsilon"):
         ax.set_xscale("log")
     if logy:
         ax.set_yscale("log")
     ax.set_xlabel(_X_LABELS.get(x_name, x_name))
-    ax.set_ylabel("campaign epsilon at delta" if x_name == "rounds" else "shuffled epsilon at delta")
+    ax.set_ylabel(_Y_LABELS.get(x_name, "shuffled epsilon at delta"))
     if title:
         ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
@@ -359,5 +414,5 @@ def draw_curves(
 
 
 __all__ = ["Curve", "KIND_LABELS", "check_epsilon0_list", "check_output_path", "check_users_list",
-           "draw_curves", "epsilon_vs_epsilon0", "epsilon_vs_rounds", "epsilon_vs_users",
+           "draw_curves", "epsilon_vs_epsilon0", "error_vs_epsilon", "epsilon_vs_rounds", "epsilon_vs_users",
            "require_matplotlib"]

@@ -111,3 +111,23 @@ def test_bad_campaigns_are_refused():
         largest_campaign_epsilon0(krr10, -1.0, DELTA, Campaign(krr10(1.0), 100, 2))
     with pytest.raises(ValueError, match="one round"):
         largest_campaign_rounds(Campaign(krr10(5.0), 10, 1), 0.1, DELTA)
+
+
+def test_a_start_near_the_answer_with_a_small_first_step_costs_fewer_evaluations():
+    """From a start just below the answer (growth 1.03) or above it (a failing start, bracketed by
+    itself), the result is the same certified, near-largest ε0 as from ε/R, in fewer evaluations."""
+    users, rounds = 2000, 10
+    campaign = Campaign(krr10(1.0), users, rounds)
+    reference = largest_campaign_epsilon0(krr10, TARGET, DELTA, campaign)
+    near = largest_campaign_epsilon0(krr10, TARGET, DELTA, campaign, growth=1.03,
+                                     start_epsilon0=0.99 * reference.value)
+    above = largest_campaign_epsilon0(krr10, TARGET, DELTA, campaign, growth=1.25,
+                                      start_epsilon0=1.1 * reference.value)
+    for result in (near, above):
+        certified = _recomposed_epsilon(krr10(result.value), users, rounds)
+        assert certified == pytest.approx(result.epsilon, rel=1e-9) and certified <= TARGET
+        assert _recomposed_epsilon(krr10(1.02 * result.value), users, rounds) > TARGET
+        assert result.evaluations < reference.evaluations
+    assert near.evaluations <= 6
+    with pytest.raises(ValueError, match="growth"):
+        largest_campaign_epsilon0(krr10, TARGET, DELTA, campaign, growth=1.0)

@@ -160,3 +160,37 @@ def test_cli_plot_epsilon_vs_rounds_with_and_without_sampling(tmp_path: Path) ->
     assert full["y"][0] < full["y"][1]
     assert all(s < f for s, f in zip(sampled["y"], full["y"]))
     assert b"<svg" in target.read_bytes()[:2000]
+
+
+def test_error_vs_epsilon_is_each_randomizers_planned_std(tmp_path: Path) -> None:
+    """``plot --x epsilon``: each point is the std of the plan at that total ε (the randomizer at
+    its own certified ε0), and a larger budget buys a smaller error."""
+    import json
+
+    from dpacct_shuffle import planning
+
+    out = io.StringIO()
+    target = tmp_path / "error.svg"
+    code = main(["plot", "--x", "epsilon", "--domain", "4", "--users", "500", "--rounds", "2",
+                 "--epsilon-list", "0.5,2", "--randomizer", "krr", "--delta", "1e-6",
+                 "--output", str(target), "--quiet", "--json"],
+                stdout=out, stderr=io.StringIO())
+    assert code == 0
+    (curve,) = json.loads(out.getvalue())["curves"]
+    assert (curve["label"], curve["kind"], curve["x_name"], curve["x"]) == (
+        "krr", "std", "epsilon", [0.5, 2.0])
+    plan = planning.plan_frequency(4, 500, 2, 2.0, 1e-6, candidates=["krr"]).plans[0]
+    assert curve["y"][1] == plan.std and curve["y"][1] < curve["y"][0]
+    assert b"<svg" in target.read_bytes()[:2000]
+
+
+def test_error_vs_epsilon_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="exactly one of domain_size"):
+        plots.error_vs_epsilon([1.0], 100, 1e-6)
+    with pytest.raises(ValueError, match="epsilons"):
+        plots.error_vs_epsilon([], 100, 1e-6, domain_size=4)
+    with pytest.raises(ValueError, match=r"epsilons\[0\]"):
+        plots.error_vs_epsilon([-1.0], 100, 1e-6, domain_size=4)
+    code = main(["plot", "--x", "epsilon", "--users", "100", "--output", "x.svg"],
+                stdout=io.StringIO(), stderr=io.StringIO())
+    assert code == 2

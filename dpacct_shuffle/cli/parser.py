@@ -329,7 +329,9 @@ examples:
   dpacct-shuffle plot --randomizer krr --randomizer worst_case_ldp --domain 100 --epsilon0 2 \\
       --users-list 1e3:1e5:6 --delta 1e-8 --output eps_vs_n.png
   dpacct-shuffle plot --x epsilon0 --randomizer krr --domain 100 --users 1e4 \\
-      --epsilon0-list 0.5:4:8 --delta 1e-8 --output eps_vs_eps0.svg""",
+      --epsilon0-list 0.5:4:8 --delta 1e-8 --output eps_vs_eps0.svg
+  dpacct-shuffle plot --x epsilon --domain 100 --users 1e5 --rounds 30 \\
+      --epsilon-list 0.1,0.3,1,3,10 --delta 1e-8 --output error_vs_epsilon.svg""",
 }
 
 
@@ -492,8 +494,18 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Upper bound, lower bound and FMT closed form on one figure.",
                        epilog=_EXAMPLES["plot"], formatter_class=formatter)
     _add_randomizer_options(p, multiple=True)
-    p.add_argument("--x", choices=("users", "epsilon0", "rounds"), default="users",
-                   help="x axis (default users; rounds: a campaign's epsilon vs its rounds)")
+    p.add_argument("--x", choices=("users", "epsilon0", "rounds", "epsilon"), default="users",
+                   help="x axis (default users; rounds: a campaign's epsilon vs its rounds; "
+                   "epsilon: each randomizer's error vs the campaign's total epsilon)")
+    p.add_argument("--rounds", type=positive_integer("number of rounds"), default=1, metavar="R",
+                   help="--x epsilon: rounds of the campaign (default 1)")
+    p.add_argument("--epsilon-list", type=parse_list(parse_real),
+                   default=[0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0], metavar="LIST",
+                   help="--x epsilon: total epsilons, 0.5,1,2 or start:stop:count (default "
+                   "0.1,0.2,0.5,1,2,5,10)")
+    p.add_argument("--range", type=parse_real, nargs=2, metavar=("A", "B"),
+                   help="--x epsilon: the numeric randomizers' error of the mean of values in "
+                   "[A, B] (instead of --domain's frequency estimation)")
     p.add_argument("--rounds-list", type=parse_list(positive_integer("number of rounds"),
                                                     log_spaced=True),
                    default=[1, 3, 10, 30, 100, 300, 1000], metavar="LIST",
