@@ -25,6 +25,7 @@ from dpacct_shuffle.profiles import (
     honest_users,
 )
 from dpacct_shuffle.randomizers.base import Randomizer
+from dpacct_shuffle.randomizers.cover_rule import cover_fallback_bound
 from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 from dpacct_shuffle.sampling.entry_bounds import (
     _bound_deltas,
@@ -51,16 +52,14 @@ def _void_view(randomizer: RandomizerDescription, gamma: float, lowering: float
         return _min_over(void_variation_ratios(randomizer, gamma), lowering)
     if isinstance(randomizer, Randomizer):
         covers = [_void_entry(e, gamma, lowering) for e in randomizer.cover]
-        if any(entry is None for entry in covers):
+        cover = [entry for entry in covers if entry is not None]
+        if len(cover) < len(covers):
             return None
         fallbacks = [f for f in (_void_entry(e, gamma, lowering) for e in randomizer.fallbacks)
                      if f is not None]
 
         def randomizer_deltas(epsilons: FloatArray, n: int) -> FloatArray:
-            value = np.max([entry(epsilons, n) for entry in covers], axis=0)  # type: ignore[misc]
-            for entry in fallbacks:
-                value = np.minimum(value, entry(epsilons, n))
-            return value
+            return cover_fallback_bound(cover, fallbacks, lambda entry: entry(epsilons, n))
 
         return randomizer_deltas
     if not isinstance(randomizer, ShuffleBound) and hasattr(randomizer, "variation_ratio"):
