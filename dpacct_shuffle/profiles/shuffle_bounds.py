@@ -43,7 +43,8 @@ class ShuffleBound:
 
 #: What :func:`as_shuffle_bound` adapts (its docstring lists the forms; objects carrying a
 #: ``variation_ratio`` and bare ``delta(ε, n)``/``epsilon0`` profiles are accepted too).
-RandomizerDescription = Union[SupportsShuffleBound, ShuffleBound, Sequence[SupportsShuffleBound]]
+RandomizerDescription = Union[SupportsShuffleBound, ShuffleBound, "BatchedRandomizer",
+                              Sequence[SupportsShuffleBound]]
 
 
 def _max_delta(bounds: Sequence[ShuffleBound]) -> Callable[[float, int], float]:
@@ -82,9 +83,10 @@ def batched_entry_deltas(bound: PairBound, epsilons: NDArray[np.float64], n: int
         if curved is not None:
             return curved
         return bound.deltas_at_rtol(epsilons, n, CORE_RTOL)
-    return np.min([batched_delta(vr, n, lowering).deltas(epsilons) if supports_batched_delta(vr)
-                   else np.array([vr.delta(float(eps), n, rtol=CORE_RTOL) for eps in epsilons])
-                   for vr in candidates], axis=0)
+    return np.asarray(np.min(
+        [batched_delta(vr, n, lowering).deltas(epsilons) if supports_batched_delta(vr)
+         else np.array([vr.delta(float(eps), n, rtol=CORE_RTOL) for eps in epsilons])
+         for vr in candidates], axis=0), dtype=np.float64)
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)

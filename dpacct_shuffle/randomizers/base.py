@@ -186,7 +186,9 @@ class LocalPairBound(PairBound):
                 return (1.0 - unit) * scale * mu
             with np.errstate(divide="ignore", over="ignore"):
                 logs = np.log(mu)
-                return np.exp(eps + logs) * (1.0 - unit - 2.0**-52 * (eps + np.abs(logs)))
+                scaled_mu: np.ndarray = np.exp(eps + logs) * (
+                    1.0 - unit - 2.0**-52 * (eps + np.abs(logs)))
+                return scaled_mu
 
         with np.errstate(invalid="ignore", over="ignore"):
             # where μ0 ≤ μ1 the exact term is ≤ 0 (e^ε ≥ 1): no rounding to cover there

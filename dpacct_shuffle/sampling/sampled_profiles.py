@@ -65,12 +65,14 @@ def _void_view(randomizer: RandomizerDescription, gamma: float, lowering: float
     if not isinstance(randomizer, ShuffleBound) and hasattr(randomizer, "variation_ratio"):
         return _void_view(randomizer.variation_ratio, gamma, lowering)
     if isinstance(randomizer, Sequence) and not isinstance(randomizer, str) and randomizer:
-        items = [_void_view(item, gamma, lowering) for item in randomizer]
-        if any(item is None for item in items):
+        views = [_void_view(item, gamma, lowering) for item in randomizer]
+        items = [view for view in views if view is not None]
+        if len(items) < len(views):
             return None
 
         def sequence_deltas(epsilons: FloatArray, n: int) -> FloatArray:
-            return np.max([item(epsilons, n) for item in items], axis=0)  # type: ignore[misc]
+            # each item covers some victim pairs: the cover rule without fallbacks
+            return cover_fallback_bound(items, (), lambda item: item(epsilons, n))
 
         return sequence_deltas
     return None
@@ -108,7 +110,7 @@ def void_view_profile(randomizer: RandomizerDescription, num_users: int,
     matrix = None if analyzed is None else _bound_deltas(analyzed, DEFAULT_LOWERING)
 
     def deltas_upper(epsilons: FloatArray) -> FloatArray:
-        value = view(epsilons, population)  # type: ignore[misc]
+        value = view(epsilons, population)
         if matrix is not None:
             value = np.minimum(value, matrix(epsilons, population))
         return np.minimum(1.0, value)

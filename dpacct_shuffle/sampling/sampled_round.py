@@ -122,7 +122,8 @@ class _SampledRound:
             items = [self._deltas_function(item) for item in randomizer]
 
             def sequence_deltas(epsilons: FloatArray) -> FloatArray:
-                return np.max([item(epsilons) for item in items], axis=0)
+                # each item covers some victim pairs: the cover rule without fallbacks
+                return cover_fallback_bound(items, (), lambda item: item(epsilons))
 
             return sequence_deltas
         return self._best(None, _bound_deltas(randomizer, lowering))
