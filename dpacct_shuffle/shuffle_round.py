@@ -19,20 +19,21 @@ The number, by kind of round (replace-one neighbours unless said otherwise):
   maximum over its cover lowered by its fallbacks (:mod:`dpacct_shuffle.randomizers.cover_rule`),
   the neutral-aware variation-ratio bound (docs/theory.md, "Neutral-aware bound") for a
   ``VariationRatio``;
-* each of the ``users`` (the population) reports with probability γ = ``sampling_probability``:
-  δ(ε) of :func:`dpacct_shuffle.sampling.poisson_sampled_profile` (the void view and the
-  participant-count bound; add/remove-one too) — under replace-one the smaller of its two
-  evaluations, every VariationRatio by the core and by its batched pair curve at
-  ``profiles.ROUND_LOWERING`` (the accountants' profile), both certified at every ε;
-* a cohort of exactly m = ``sample_size`` of the ``users``, drawn without replacement: δ(ε) of
-  :func:`dpacct_shuffle.without_replacement.shuffled_cohort_profile`;
+* a sampled round: the profile of its event, ``PoissonSampledDpEvent(γ, ShuffleEvent(R, users))``
+  (each of the ``users``, the population, reports with probability γ = ``sampling_probability``;
+  add/remove-one too) or ``SampledWithoutReplacementDpEvent(users, m, ShuffleEvent(R, m))`` (a
+  cohort of exactly m = ``sample_size``), from :func:`dpacct_shuffle.event_profiles.event_profile`
+  at its point-query precision — the void view and the participant-count bound with every
+  VariationRatio by the core and by its batched pair curve, the smaller kept
+  (:func:`dpacct_shuffle.sampling.poisson_sampled_profile`), resp.
+  :func:`dpacct_shuffle.without_replacement.shuffled_cohort_profile` with the core;
 
 and for a sampled round ε(δ) is the point the one monotone search
 (:func:`dpacct_shuffle.core.search.epsilon_search`) finds on that δ(ε): a point where the certified
 δ(ε) was evaluated and found ≤ δ, within a relative ``ROUND_EPSILON_RTOL`` of the smallest such ε.
 These are the round's own bounds, without the discretisation a composition needs: the
 accountants (:class:`~dpacct_shuffle.accountants.ShufflePLDAccountant`, for rounds composed with
-other events) report a value at least as large up to their discretisation.
+other events) build a PLD from the same event's curve profile.
 
 :func:`epsilon_bounds` and :func:`delta_bounds` return a :class:`RoundBounds`:
 
@@ -60,16 +61,19 @@ import time
 from dataclasses import dataclass
 from typing import Literal, Optional, Union
 
+from dp_accounting import dp_event
+
 from dpacct_shuffle.core.bound import VariationRatio, published_pair
 from dpacct_shuffle.core.search import epsilon_search
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users
+from dpacct_shuffle.event_profiles import event_profile
+from dpacct_shuffle.events import ShuffleEvent
 from dpacct_shuffle.lemmas import fmt_shuffle_bound
-from dpacct_shuffle.profiles import ROUND_LOWERING, PrivacyProfile, min_profile
+from dpacct_shuffle.profiles import PrivacyProfile
 from dpacct_shuffle.randomizers.base import LOWER_BOUND_MAX_USERS, Randomizer, ShuffledRandomizer
 from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 from dpacct_shuffle.sampling import (NeighborRel, check_sampling_probability, exact_sampled_profile,
-                                     poisson_sampled_profile, void_personalized_round)
-from dpacct_shuffle.without_replacement import shuffled_cohort_profile
+                                     void_personalized_round)
 
 Quantity = Literal["epsilon", "delta"]
 #: One randomizer for every user, or groups of users with their own (``users`` is then their total).
@@ -84,8 +88,8 @@ ROUND_EPSILON_RTOL = 1e-4
 def _sampled_profile(randomizer: AnyRoundRandomizer, users: int,
                      sampling_probability: Optional[float], sample_size: Optional[int],
                      neighboring_relation: NeighborRel) -> Optional[PrivacyProfile]:
-    """The δ(ε) of a sampled round (module docstring), None for a round where every user
-    reports (then only replace-one is valid)."""
+    """The δ(ε) of a sampled round: the point-query profile of its event (module docstring);
+    None for a round where every user reports (then only replace-one is valid)."""
     if not isinstance(randomizer, (Randomizer, PersonalizedShuffle, VariationRatio)):
         raise TypeError("randomizer must be a dpacct_shuffle Randomizer, PersonalizedShuffle or "
                         f"VariationRatio, got {type(randomizer).__name__}")
@@ -97,16 +101,15 @@ def _sampled_profile(randomizer: AnyRoundRandomizer, users: int,
         if neighboring_relation is not NeighborRel.REPLACE_ONE:
             raise ValueError("a fixed-size cohort (sample_size) has a guarantee for REPLACE_ONE "
                              f"only, got {neighboring_relation!r}")
-        return shuffled_cohort_profile(randomizer, sample_size, population)
+        size = check_num_users(sample_size, "sample_size")
+        if size > population:
+            raise ValueError(f"sample_size must be <= population_size ({population}), got {size}")
+        return event_profile(dp_event.SampledWithoutReplacementDpEvent(
+            population, size, ShuffleEvent(randomizer, size)))
     if sampling_probability is not None:
         gamma = check_sampling_probability(sampling_probability)
-        core = poisson_sampled_profile(randomizer, population, gamma,
-                                       neighboring_relation=neighboring_relation)
-        if (neighboring_relation is not NeighborRel.REPLACE_ONE
-                or isinstance(randomizer, PersonalizedShuffle)):
-            return core  # no batched form: the same profile
-        return min_profile([core, poisson_sampled_profile(
-            randomizer, population, gamma, lowering=ROUND_LOWERING)])
+        return event_profile(dp_event.PoissonSampledDpEvent(
+            gamma, ShuffleEvent(randomizer, population)), neighboring_relation)
     if neighboring_relation is not NeighborRel.REPLACE_ONE:
         raise ValueError("an unsampled shuffle round has a guarantee for REPLACE_ONE only (its "
                          "report count reveals whether the victim is present); give "

@@ -481,7 +481,9 @@ class Randomizer:
 
 
 class ShuffledRandomizer:
-    """Shuffled protocol of n users: certified upper bounds and certified lower bounds.
+    """Shuffled protocol of n users: certified upper bounds and certified lower bounds. Its
+    :meth:`epsilon`/:meth:`delta` are one round's canonical numbers, those of
+    :func:`dpacct_shuffle.shuffle_round.round_epsilon`/``round_delta`` for this round.
 
     Lower bounds are evaluated only for n <= ``lower_bound_max_users`` (default
     :data:`LOWER_BOUND_MAX_USERS`; None for no limit); above it they are 0.0 and a
