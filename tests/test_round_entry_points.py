@@ -9,10 +9,14 @@ import io
 import json
 
 import pytest
+from dp_accounting import dp_event
 
 from dpacct_shuffle import VariationRatio, randomizers
 from dpacct_shuffle.calibration import calibrate_epsilon0, shuffled_delta
 from dpacct_shuffle.cli import main
+from dpacct_shuffle.event_profiles import event_profile
+from dpacct_shuffle.events import ShuffleEvent
+from dpacct_shuffle.randomizers.binary_rr_sampled import SampledBinaryRRProfile
 from dpacct_shuffle.sampling import NeighborRel
 from dpacct_shuffle.shuffle_round import (ROUND_EPSILON_RTOL, delta_bounds, epsilon_bounds,
                                           round_delta, round_epsilon)
@@ -50,6 +54,14 @@ def test_every_epsilon_entry_point_is_the_canonical_round_epsilon(
     assert round_delta(KRR, USERS, canonical, **options) <= DELTA
 
 
+def _event(options: dict[str, float]) -> dp_event.DpEvent:
+    if "sampling_probability" in options:
+        return dp_event.PoissonSampledDpEvent(options["sampling_probability"],
+                                              ShuffleEvent(KRR, USERS))
+    size = int(options["sample_size"])
+    return dp_event.SampledWithoutReplacementDpEvent(USERS, size, ShuffleEvent(KRR, size))
+
+
 @pytest.mark.parametrize("options, flags", ROUNDS, ids=IDS)
 def test_every_delta_entry_point_is_the_canonical_round_delta(
         options: dict[str, float], flags: tuple[str, ...]) -> None:
@@ -60,6 +72,22 @@ def test_every_delta_entry_point_is_the_canonical_round_delta(
     assert _cli("delta", *CLI_KRR, "--epsilon", str(EPSILON), *flags)["delta_upper"] == canonical
     if not options:
         assert KRR.shuffled(USERS).delta(EPSILON) == canonical == KRR.delta(EPSILON, USERS)
+    else:  # the point-query profile of the round's event
+        assert event_profile(_event(options)).delta(EPSILON) == canonical
+
+
+@pytest.mark.parametrize("relation", ["replace_one", "add_remove"])
+def test_a_sampled_binary_rr_round_is_within_the_exact_interval(relation: str) -> None:
+    """Binary RR's sampled round is known exactly (a certified interval around the worst case
+    over every configuration of the others): the canonical δ lies in it."""
+    rr = randomizers.binary_rr(1.0)
+    neighbours = (NeighborRel.REPLACE_ONE if relation == "replace_one"
+                  else NeighborRel.ADD_OR_REMOVE_ONE)
+    exact = SampledBinaryRRProfile(1.0, 200, 0.1, relation)
+    for eps in (0.01, 0.05):
+        lower, upper = exact.delta_interval(eps)
+        value = round_delta(rr, 200, eps, sampling_probability=0.1, neighboring_relation=neighbours)
+        assert lower <= value <= upper
 
 
 def test_sampling_amplifies() -> None:
