@@ -15,10 +15,10 @@ number:
 
 The number, by kind of round (replace-one neighbours unless said otherwise):
 
-* every user reports: the randomizer's certified point bound — for a catalog ``Randomizer`` the
-  maximum over its cover lowered by its fallbacks (:mod:`dpacct_shuffle.randomizers.cover_rule`),
-  the neutral-aware variation-ratio bound (docs/theory.md, "Neutral-aware bound") for a
-  ``VariationRatio``;
+* every user reports (also a cohort of all ``users``, and γ = 1 under replace-one): the
+  randomizer's certified point bound — for a catalog ``Randomizer`` the maximum over its cover
+  lowered by its fallbacks (:mod:`dpacct_shuffle.randomizers.cover_rule`), the neutral-aware
+  variation-ratio bound (docs/theory.md, "Neutral-aware bound") for a ``VariationRatio``;
 * a sampled round: the profile of its event, ``PoissonSampledDpEvent(γ, ShuffleEvent(R, users))``
   (each of the ``users``, the population, reports with probability γ = ``sampling_probability``;
   add/remove-one too) or ``SampledWithoutReplacementDpEvent(users, m, ShuffleEvent(R, m))`` (a
@@ -89,7 +89,8 @@ def _sampled_profile(randomizer: AnyRoundRandomizer, users: int,
                      sampling_probability: Optional[float], sample_size: Optional[int],
                      neighboring_relation: NeighborRel) -> Optional[PrivacyProfile]:
     """The δ(ε) of a sampled round: the point-query profile of its event (module docstring);
-    None for a round where every user reports (then only replace-one is valid)."""
+    None for a round where every user reports (then only replace-one is valid), which a cohort of
+    all the users and, under replace-one, a sampling probability of 1 are."""
     if not isinstance(randomizer, (Randomizer, PersonalizedShuffle, VariationRatio)):
         raise TypeError("randomizer must be a dpacct_shuffle Randomizer, PersonalizedShuffle or "
                         f"VariationRatio, got {type(randomizer).__name__}")
@@ -104,10 +105,14 @@ def _sampled_profile(randomizer: AnyRoundRandomizer, users: int,
         size = check_num_users(sample_size, "sample_size")
         if size > population:
             raise ValueError(f"sample_size must be <= population_size ({population}), got {size}")
+        if size == population:
+            return None  # every user reports
         return event_profile(dp_event.SampledWithoutReplacementDpEvent(
             population, size, ShuffleEvent(randomizer, size)))
     if sampling_probability is not None:
         gamma = check_sampling_probability(sampling_probability)
+        if gamma == 1.0 and neighboring_relation is NeighborRel.REPLACE_ONE:
+            return None  # every user reports
         return event_profile(dp_event.PoissonSampledDpEvent(
             gamma, ShuffleEvent(randomizer, population)), neighboring_relation)
     if neighboring_relation is not NeighborRel.REPLACE_ONE:

@@ -90,6 +90,13 @@ def test_a_sampled_binary_rr_round_is_within_the_exact_interval(relation: str) -
         assert lower <= value <= upper
 
 
+def test_a_cohort_of_everyone_and_sampling_everyone_are_the_every_user_round() -> None:
+    every = round_epsilon(KRR, USERS, DELTA)
+    assert round_epsilon(KRR, USERS, DELTA, sample_size=USERS) == every
+    assert round_epsilon(KRR, USERS, DELTA, sampling_probability=1.0) == every
+    assert round_delta(KRR, USERS, EPSILON, sampling_probability=1.0) == KRR.delta(EPSILON, USERS)
+
+
 def test_sampling_amplifies() -> None:
     """A Poisson round with 50 expected reports and a cohort of 50 of the 500 users have a
     smaller ε than a round of 50 users who all report."""
