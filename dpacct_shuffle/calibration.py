@@ -4,8 +4,8 @@ Both searches test the certified shuffled bound at the *target* point: a candida
 upper bound δ_upper(ε_target) of one shuffle round, the canonical
 :func:`dpacct_shuffle.shuffle_round.round_delta`, is ≤ δ_target (docs/theory.md, "Neutral-aware
 bound"; for a catalog Randomizer the maximum over its cover lowered by its fallbacks, see
-:mod:`dpacct_shuffle.randomizers.cover_rule`). Every value returned has passed that test, so the shuffled
-protocol is (ε_target, δ_target)-DP (replace-one neighbours) whatever the shape of the bound;
+:mod:`dpacct_shuffle.randomizers.cover_rule`). Every value returned has passed that test, so the
+shuffled protocol is (ε_target, δ_target)-DP (replace-one neighbours) whatever the shape of the bound;
 "largest"/"smallest" hold up to the tolerance if the bound is monotone in ε0 (resp. non-increasing
 in n).
 

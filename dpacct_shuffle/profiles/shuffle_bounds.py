@@ -93,8 +93,8 @@ def batched_entry_deltas(bound: PairBound, epsilons: NDArray[np.float64], n: int
 class BatchedRandomizer:
     """A VariationRatio or catalog Randomizer whose shuffled bound uses the batched pair curve.
 
-    Same rule as the randomizer (:func:`~dpacct_shuffle.randomizers.cover_rule.cover_fallback_bound`:
-    max over the cover, min over the fallbacks), with every VariationRatio that
+    Same rule as the randomizer (max over the cover, min over the fallbacks:
+    :func:`~dpacct_shuffle.randomizers.cover_rule.cover_fallback_bound`), with every VariationRatio that
     :func:`~dpacct_shuffle.core.batched.supports_batched_delta` accepts evaluated by the curve of
     :func:`~dpacct_shuffle.core.batched.batched_delta` — built once per number of users for all ε,
     at most about 0.3 % above the core's ε (docs/theory.md, "Batched evaluation from the dominating
