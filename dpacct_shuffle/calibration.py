@@ -1,19 +1,19 @@
 """Local-side calibration: the largest ε0, or the smallest number of users, for a shuffled target.
 
 Both searches test the certified shuffled bound at the *target* point: a candidate passes when the
-upper bound δ_upper(ε_target) of one shuffle round is ≤ δ_target (docs/theory.md, "Neutral-aware
-bound"; for a catalog Randomizer the maximum over its cover, see
-:mod:`dpacct_shuffle.randomizers.base`). Every value returned has passed that test, so the shuffled
-protocol is (ε_target, δ_target)-DP (replace-one neighbours) whatever the shape of the bound;
+upper bound δ_upper(ε_target) of one shuffle round, the canonical
+:func:`dpacct_shuffle.shuffle_round.round_delta`, is ≤ δ_target (docs/theory.md, "Neutral-aware
+bound"; for a catalog Randomizer the maximum over its cover lowered by its fallbacks, see
+:mod:`dpacct_shuffle.randomizers.cover_rule`). Every value returned has passed that test, so the
+shuffled protocol is (ε_target, δ_target)-DP (replace-one neighbours) whatever the shape of the bound;
 "largest"/"smallest" hold up to the tolerance if the bound is monotone in ε0 (resp. non-increasing
 in n).
 
 With ``sampling_probability`` γ the round is client-sampled: ``n`` is the population, each user
-takes part with probability γ, and the test uses the sampled round's bound
-(:func:`dpacct_shuffle.sampling.poisson_sampled_profile`), under replace-one or, for sampled
-rounds only, add/remove-one neighbours. With ``sample_size`` m the round is a fixed-size cohort:
-exactly m of the ``n`` users are drawn uniformly without replacement and their reports shuffled
-(:func:`dpacct_shuffle.without_replacement.shuffled_cohort_profile`, replace-one).
+takes part with probability γ, under replace-one or, for sampled rounds only, add/remove-one
+neighbours. With ``sample_size`` m the round is a fixed-size cohort: exactly m of the ``n`` users
+are drawn uniformly without replacement and their reports shuffled (replace-one). Both are the
+sampled rounds of :func:`~dpacct_shuffle.shuffle_round.round_delta`.
 """
 
 from __future__ import annotations
@@ -27,57 +27,27 @@ from dpacct_shuffle.core.search import bisect, expand_bracket, smallest_true_int
 from dpacct_shuffle.core.validation import check_delta, check_num_users, check_range
 from dpacct_shuffle.progress import ProgressOption, ProgressReporter
 from dpacct_shuffle.randomizers.base import Randomizer
-from dpacct_shuffle.sampling import NeighborRel, check_sampling_probability, poisson_sampled_profile
-from dpacct_shuffle.without_replacement import shuffled_cohort_profile
+from dpacct_shuffle.sampling import NeighborRel
+from dpacct_shuffle.shuffle_round import round_delta, round_epsilon
 
 
 def shuffled_delta(randomizer: Randomizer | VariationRatio, epsilon: float, n: int,
                    sampling_probability: float | None = None,
                    neighboring_relation: NeighborRel = NeighborRel.REPLACE_ONE,
                    sample_size: int | None = None) -> float:
-    """Certified upper bound on δ(ε) of one shuffle round of ``n`` users.
-
-    Args:
-      randomizer: a catalog :class:`~dpacct_shuffle.randomizers.Randomizer` (its
-        ``shuffled(n).delta``) or a :class:`~dpacct_shuffle.VariationRatio` (its ``delta``).
-      sampling_probability: None (every user reports), or γ ∈ [0, 1]: a Poisson-sampled round
-        from a population of ``n`` (:func:`~dpacct_shuffle.sampling.poisson_sampled_profile`).
-      neighboring_relation: ``REPLACE_ONE``; ``ADD_OR_REMOVE_ONE`` for a sampled round only (an
-        unsampled round's report count reveals whether the victim is present).
-      sample_size: None, or m ∈ [1, n]: a cohort of exactly m of the ``n`` users, replace-one
-        (:func:`~dpacct_shuffle.without_replacement.shuffled_cohort_profile`); not together with
-        ``sampling_probability``.
-    """
-    if not isinstance(randomizer, (Randomizer, VariationRatio)):
-        raise TypeError("randomizer must be a dpacct_shuffle Randomizer or VariationRatio, got "
-                        f"{type(randomizer).__name__}")
-    if sample_size is not None:
-        if sampling_probability is not None:
-            raise ValueError("give sampling_probability (Poisson sampling) or sample_size (a "
-                             "fixed-size cohort), not both")
-        if neighboring_relation is not NeighborRel.REPLACE_ONE:
-            raise ValueError("a fixed-size cohort (sample_size) has a guarantee for REPLACE_ONE "
-                             f"only, got {neighboring_relation!r}")
-        return shuffled_cohort_profile(randomizer, sample_size, n).delta(epsilon)
-    if sampling_probability is not None:
-        gamma = check_sampling_probability(sampling_probability)
-        return poisson_sampled_profile(randomizer, n, gamma,
-                                       neighboring_relation=neighboring_relation).delta(epsilon)
-    if neighboring_relation is not NeighborRel.REPLACE_ONE:
-        raise ValueError("an unsampled shuffle round has a guarantee for REPLACE_ONE only (its "
-                         "report count reveals whether the victim is present); give "
-                         f"sampling_probability for add/remove-one, got {neighboring_relation!r}")
-    if isinstance(randomizer, Randomizer):
-        return randomizer.shuffled(n).delta(epsilon)
-    if isinstance(randomizer, VariationRatio):
-        return randomizer.delta(epsilon, n)
-    raise TypeError("randomizer must be a dpacct_shuffle Randomizer or VariationRatio, got "
-                    f"{type(randomizer).__name__}")
+    """Certified upper bound on δ(ε) of one shuffle round of ``n`` users: an alias of the
+    canonical :func:`dpacct_shuffle.shuffle_round.round_delta` (``round_delta(randomizer, n,
+    epsilon, sampling_probability=..., sample_size=..., neighboring_relation=...)``), whose
+    docstring describes the arguments (``n`` is the population of a sampled round)."""
+    return round_delta(randomizer, n, epsilon, sampling_probability=sampling_probability,
+                       sample_size=sample_size, neighboring_relation=neighboring_relation)
 
 
 def _meets(randomizer: Randomizer | VariationRatio, epsilon: float, delta: float, n: int,
            sampling: tuple[float | None, NeighborRel, int | None]) -> bool:
-    return shuffled_delta(randomizer, epsilon, n, *sampling) <= delta
+    gamma, relation, size = sampling
+    return round_delta(randomizer, n, epsilon, sampling_probability=gamma, sample_size=size,
+                       neighboring_relation=relation) <= delta
 
 
 def largest_epsilon0(family: Callable[..., Randomizer | VariationRatio], target_epsilon: float,
@@ -102,11 +72,13 @@ def largest_epsilon0(family: Callable[..., Randomizer | VariationRatio], target_
       n: number of users shuffled together, ≥ 1.
       max_epsilon0: search ceiling (> target_epsilon).
       rtol: relative width of the final bracket, in (0, 1).
-      sampling_probability: as in :func:`shuffled_delta` (``n`` is then the population).
-      neighboring_relation: as in :func:`shuffled_delta`. Under add/remove-one the sampled
-        round's δ does not vanish at ε0, so the search starts at the smallest ε0 tried and raises
-        ValueError if even that fails.
-      sample_size: as in :func:`shuffled_delta` (a cohort of m of the ``n`` users).
+      sampling_probability: as in :func:`~dpacct_shuffle.shuffle_round.round_delta` (``n`` is
+        then the population).
+      neighboring_relation: as in :func:`~dpacct_shuffle.shuffle_round.round_delta`. Under
+        add/remove-one the sampled round's δ does not vanish at ε0, so the search starts at the
+        smallest ε0 tried and raises ValueError if even that fails.
+      sample_size: as in :func:`~dpacct_shuffle.shuffle_round.round_delta` (a cohort of m of the
+        ``n`` users).
     """
     eps = check_range("target_epsilon", target_epsilon, 0.0, math.inf, low_open=True,
                       high_open=True)
@@ -176,7 +148,7 @@ def calibrate_epsilon0(family: Callable[[float], Randomizer], target_epsilon: fl
 
         epsilon0 = largest_epsilon0(counted, target_epsilon, delta, n, max_epsilon0=max_epsilon0,
                                     rtol=rtol)
-    return Epsilon0Calibration(epsilon0, family(epsilon0).shuffled(n).epsilon(delta))
+    return Epsilon0Calibration(epsilon0, round_epsilon(family(epsilon0), n, delta))
 
 
 def smallest_num_users(randomizer: Randomizer | VariationRatio, target_epsilon: float,
@@ -189,7 +161,8 @@ def smallest_num_users(randomizer: Randomizer | VariationRatio, target_epsilon: 
     Doubling, then integer bisection (the bound is non-increasing in n). The returned n passes the
     certified test and n − 1 fails it; 1 if the randomizer alone already meets the target
     (ε0 ≤ target_epsilon). With ``sampling_probability`` γ, n is the population of a
-    client-sampled round (:func:`shuffled_delta`; the void-view bound is non-increasing in n).
+    client-sampled round (:func:`~dpacct_shuffle.shuffle_round.round_delta`; the void-view bound
+    is non-increasing in n).
 
     Raises:
       ValueError: no n ≤ ``max_users`` meets the target.
@@ -199,8 +172,7 @@ def smallest_num_users(randomizer: Randomizer | VariationRatio, target_epsilon: 
     target = check_delta(delta)
     ceiling = check_num_users(max_users, "max_users")
     sampling = (sampling_probability, neighboring_relation, None)
-    shuffled_delta(randomizer, eps, 1, *sampling)  # type and relation checks before the search
-    if _meets(randomizer, eps, target, 1, sampling):
+    if _meets(randomizer, eps, target, 1, sampling):  # type and relation checked before the search
         return 1
 
     def meets(users: int) -> bool:

@@ -24,7 +24,9 @@ branch's structure (``structure_max_users``: the multi-level bound costs about 0
 
 * ``Precision()`` (default of :func:`event_profile`, point queries): the core at every ε and the
   structured bounds up to ``profiles.PARALLEL_STRUCTURE_MAX_USERS`` = 1000 users — the smaller of
-  both bounds everywhere;
+  both bounds everywhere; a Poisson-sampled ``ShuffleEvent`` (replace-one) likewise, and a whole
+  cohort with its m-user round by the core. One round's ε and δ
+  (:func:`dpacct_shuffle.shuffle_round.round_epsilon`) are read from this profile;
 * :data:`dpacct_shuffle.event_plds.PLD_PRECISION` (the profile a PLD or RDP is built from, about
   a hundred points): the curve alone (a PLD's grid stops refining at δ ≤ 1e-16, where only the
   first point below matters) and the structured bounds up to
@@ -62,6 +64,7 @@ from dpacct_shuffle.profiles import (
     round_randomizer,
     shuffle_profile,
 )
+from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 from dpacct_shuffle.relations import relation_message, supported_relation
 from dpacct_shuffle.sampling import poisson_sampled_profile
 from dpacct_shuffle.without_replacement import (
@@ -183,13 +186,22 @@ def _poisson_profile(event: dp_event.PoissonSampledDpEvent, relation: NeighborRe
                      precision: Precision) -> PrivacyProfile:
     """``PoissonSampledDpEvent(γ, round)``: the void view
     (:func:`dpacct_shuffle.sampling.poisson_sampled_profile`) under ``relation``, its
-    VariationRatios read from batched pair curves at ``ROUND_LOWERING``; a random-mode parallel
-    round under replace-one also keeps the participant-count bound of its composite bound."""
+    VariationRatios read from batched pair curves at ``ROUND_LOWERING`` and, for a
+    ``ShuffleEvent`` under replace-one, by the core too wherever the curve is at most
+    ``precision.pointwise_below`` (the smaller value kept, as for an unsampled round); a
+    random-mode parallel round under replace-one also keeps the participant-count bound of its
+    composite bound."""
     inner, gamma = event.event, event.sampling_probability
     if isinstance(inner, ShuffleEvent):
-        return poisson_sampled_profile(inner.randomizer, inner.num_users, gamma,
-                                       inner.honest_fraction, relation,
-                                       lowering=ROUND_LOWERING)
+        curve = poisson_sampled_profile(inner.randomizer, inner.num_users, gamma,
+                                        inner.honest_fraction, relation, lowering=ROUND_LOWERING)
+        randomizer = inner.randomizer
+        if (precision.pointwise_below <= 0.0 or relation is not NeighborRel.REPLACE_ONE
+                or isinstance(randomizer, PersonalizedShuffle) and len(randomizer.groups) > 1):
+            return curve  # the point form would be the same profile
+        point = poisson_sampled_profile(randomizer, inner.num_users, gamma,
+                                        inner.honest_fraction, relation)
+        return _tail_refined(curve, point, precision.pointwise_below)
     if inner.mode is ParallelMode.RANDOM:
         void = poisson_sampled_profile(parallel_composite_randomizer(inner), inner.num_users, gamma,
                                        inner.honest_fraction, relation,
@@ -230,7 +242,9 @@ def _without_replacement_profile(event: dp_event.SampledWithoutReplacementDpEven
     than m, e.g. drop-outs independent of the data, only make its bound larger): the subsampling
     theorem (:func:`dpacct_shuffle.without_replacement.without_replacement_profile`). A round of
     exactly the m sampled users (:func:`is_whole_cohort`) gets the minimum of that theorem and
-    the Poisson-round bound of :func:`dpacct_shuffle.without_replacement.shuffled_cohort_profile`.
+    the Poisson-round bound of :func:`dpacct_shuffle.without_replacement.shuffled_cohort_profile`
+    (its m-user round read from the batched curve when ``precision.pointwise_below`` is 0, as for
+    a PLD, else from the core).
     """
     inner = event.event
     if isinstance(inner, dp_event.GaussianDpEvent):
@@ -240,9 +254,10 @@ def _without_replacement_profile(event: dp_event.SampledWithoutReplacementDpEven
             raise ValueError(
                 f"the shuffle round inside SampledWithoutReplacementDpEvent shuffles "
                 f"{shuffled_reports(inner)} reports, more than sample_size={event.sample_size}")
-        if is_whole_cohort(event):
-            return shuffled_cohort_profile(inner.randomizer, event.sample_size,
-                                           event.source_dataset_size, lowering=ROUND_LOWERING)
+        if is_whole_cohort(event):  # the m-user round by its curve, or by the core for points
+            return shuffled_cohort_profile(
+                inner.randomizer, event.sample_size, event.source_dataset_size,
+                lowering=ROUND_LOWERING if precision.pointwise_below <= 0.0 else None)
         base = _shuffle_round_profile(inner, precision)
     return without_replacement_profile(base, event.sample_size, event.source_dataset_size)
 

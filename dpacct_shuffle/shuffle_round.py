@@ -1,14 +1,44 @@
-"""Both bounds of one shuffle round, and the labelled references printed beside them.
+"""ε(δ) and δ(ε) of one shuffle round — the canonical point queries — and both bounds of a round
+with the labelled references printed beside them.
 
-:func:`epsilon_bounds` and :func:`delta_bounds` evaluate one round of ``users`` users of a
-randomizer and return a :class:`RoundBounds`:
+The canonical signature: :func:`round_epsilon` ``(randomizer, users, delta, *,
+sampling_probability=None, sample_size=None, neighboring_relation=REPLACE_ONE)`` and
+:func:`round_delta` (the same with ε in place of δ). Every other entry point returns exactly their
+number:
 
-* ``upper`` — the certified upper bound: ``randomizer.shuffled(n).epsilon(δ)`` (resp. ``.delta(ε)``),
-  the neutral-aware variation-ratio bound (docs/theory.md, "Neutral-aware bound"); for a
-  Poisson-sampled round (each of the ``users`` reports with probability γ, replace-one neighbours)
-  the value of :class:`~dpacct_shuffle.accountants.ShufflePLDAccountant` composed with
-  ``PoissonSampledDpEvent(γ, ShuffleEvent(randomizer, users))`` (the void view of
-  :mod:`dpacct_shuffle.sampling`);
+* ``randomizer.shuffled(n).epsilon(δ)`` / ``.delta(ε)`` (and ``randomizer.epsilon(δ, n)``) is the
+  round in which every one of n users reports: :func:`round_epsilon` returns it unchanged;
+* :func:`epsilon_bounds` / :func:`delta_bounds` (the ``epsilon`` and ``delta`` commands) report it
+  as ``upper``, beside a certified lower bound;
+* :func:`dpacct_shuffle.calibration.shuffled_delta` is an alias of :func:`round_delta`, and the
+  calibration searches test :func:`round_delta` at the target.
+
+The number, by kind of round (replace-one neighbours unless said otherwise):
+
+* every user reports (also a cohort of all ``users``, and γ = 1 under replace-one): the
+  randomizer's certified point bound — for a catalog ``Randomizer`` the maximum over its cover
+  lowered by its fallbacks (:mod:`dpacct_shuffle.randomizers.cover_rule`), the neutral-aware
+  variation-ratio bound (docs/theory.md, "Neutral-aware bound") for a ``VariationRatio``;
+* a sampled round: the profile of its event, ``PoissonSampledDpEvent(γ, ShuffleEvent(R, users))``
+  (each of the ``users``, the population, reports with probability γ = ``sampling_probability``;
+  add/remove-one too) or ``SampledWithoutReplacementDpEvent(users, m, ShuffleEvent(R, m))`` (a
+  cohort of exactly m = ``sample_size``), from :func:`dpacct_shuffle.event_profiles.event_profile`
+  at its point-query precision — the void view and the participant-count bound with every
+  VariationRatio by the core and by its batched pair curve, the smaller kept
+  (:func:`dpacct_shuffle.sampling.poisson_sampled_profile`), resp.
+  :func:`dpacct_shuffle.without_replacement.shuffled_cohort_profile` with the core;
+
+and for a sampled round ε(δ) is the point the one monotone search
+(:func:`dpacct_shuffle.core.search.epsilon_search`) finds on that δ(ε), started from the ε of the
+event's curve-only profile (``CURVE_PRECISION``, cheap): a point where the certified δ(ε) was
+evaluated and found ≤ δ, within a relative ``ROUND_EPSILON_RTOL`` of the smallest such ε.
+These are the round's own bounds, without the discretisation a composition needs: the
+accountants (:class:`~dpacct_shuffle.accountants.ShufflePLDAccountant`, for rounds composed with
+other events) build a PLD from the same event's curve profile.
+
+:func:`epsilon_bounds` and :func:`delta_bounds` return a :class:`RoundBounds`:
+
+* ``upper`` — the certified upper bound, :func:`round_epsilon` (resp. :func:`round_delta`);
 * ``lower`` — the certified lower bound of the entry's explicit instance
   (:mod:`dpacct_shuffle.randomizers.lower_bounds`), with a :class:`LowerBoundStatus` saying why there is
   none when it is absent (not requested, a sampled round, more than ``lower_max_users`` users — its
@@ -34,19 +64,119 @@ from typing import Literal, Optional, Union
 
 from dp_accounting import dp_event
 
-from dpacct_shuffle.accountants import ShufflePLDAccountant
-from dpacct_shuffle.core.bound import published_pair
-from dpacct_shuffle.core.validation import check_num_users
+from dpacct_shuffle.core.bound import VariationRatio, published_pair
+from dpacct_shuffle.core.search import epsilon_search
+from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users
+from dpacct_shuffle.event_profiles import Precision, event_profile
 from dpacct_shuffle.events import ShuffleEvent
 from dpacct_shuffle.lemmas import fmt_shuffle_bound
 from dpacct_shuffle.randomizers.base import LOWER_BOUND_MAX_USERS, Randomizer, ShuffledRandomizer
 from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
-from dpacct_shuffle.sampling import (check_sampling_probability, exact_sampled_profile,
+from dpacct_shuffle.sampling import (NeighborRel, check_sampling_probability, exact_sampled_profile,
                                      void_personalized_round)
 
 Quantity = Literal["epsilon", "delta"]
 #: One randomizer for every user, or groups of users with their own (``users`` is then their total).
 RoundRandomizer = Union[Randomizer, PersonalizedShuffle]
+#: What :func:`round_epsilon` and :func:`round_delta` accept: a round randomizer or the
+#: variation-ratio parameters of one (:class:`~dpacct_shuffle.VariationRatio`).
+AnyRoundRandomizer = Union[Randomizer, PersonalizedShuffle, VariationRatio]
+#: Relative tolerance of the ε search of a sampled round (:func:`round_epsilon`): a few more
+#: evaluations from the curve's ε, far below what a PLD's discretisation adds to a round's ε.
+ROUND_EPSILON_RTOL = 1e-6
+#: The precision of the profile a sampled round's ε search starts from: batched curves only.
+CURVE_PRECISION = Precision(pointwise_below=0.0)
+
+
+def _sampled_event(randomizer: AnyRoundRandomizer, users: int,
+                   sampling_probability: Optional[float], sample_size: Optional[int],
+                   neighboring_relation: NeighborRel) -> Optional[dp_event.DpEvent]:
+    """The event of a sampled round (module docstring); None for a round where every user
+    reports (then only replace-one is valid), which a cohort of all the users and, under
+    replace-one, a sampling probability of 1 are."""
+    if not isinstance(randomizer, (Randomizer, PersonalizedShuffle, VariationRatio)):
+        raise TypeError("randomizer must be a dpacct_shuffle Randomizer, PersonalizedShuffle or "
+                        f"VariationRatio, got {type(randomizer).__name__}")
+    population = check_num_users(users, "users")
+    if sample_size is not None:
+        if sampling_probability is not None:
+            raise ValueError("give sampling_probability (Poisson sampling) or sample_size (a "
+                             "fixed-size cohort), not both")
+        if neighboring_relation is not NeighborRel.REPLACE_ONE:
+            raise ValueError("a fixed-size cohort (sample_size) has a guarantee for REPLACE_ONE "
+                             f"only, got {neighboring_relation!r}")
+        size = check_num_users(sample_size, "sample_size")
+        if size > population:
+            raise ValueError(f"sample_size must be <= population_size ({population}), got {size}")
+        if size == population:
+            return None  # every user reports
+        return dp_event.SampledWithoutReplacementDpEvent(population, size,
+                                                         ShuffleEvent(randomizer, size))
+    if sampling_probability is not None:
+        gamma = check_sampling_probability(sampling_probability)
+        if gamma == 1.0 and neighboring_relation is NeighborRel.REPLACE_ONE:
+            return None  # every user reports
+        return dp_event.PoissonSampledDpEvent(gamma, ShuffleEvent(randomizer, population))
+    if neighboring_relation is not NeighborRel.REPLACE_ONE:
+        raise ValueError("an unsampled shuffle round has a guarantee for REPLACE_ONE only (its "
+                         "report count reveals whether the victim is present); give "
+                         f"sampling_probability for add/remove-one, got {neighboring_relation!r}")
+    return None
+
+
+def round_delta(randomizer: AnyRoundRandomizer, users: int, epsilon: float, *,
+                sampling_probability: Optional[float] = None, sample_size: Optional[int] = None,
+                neighboring_relation: NeighborRel = NeighborRel.REPLACE_ONE) -> float:
+    """Certified upper bound on δ(ε) of one shuffle round (the canonical query; module docstring).
+
+    Args:
+      randomizer: a catalog :class:`~dpacct_shuffle.randomizers.Randomizer` (or a ``from_matrix``
+        result), a :class:`~dpacct_shuffle.randomizers.PersonalizedShuffle` (users with different
+        randomizers; ``users`` is then their total) or a :class:`~dpacct_shuffle.VariationRatio`.
+      users: number of users, ≥ 1 (the population of a sampled round).
+      epsilon: ε ≥ 0.
+      sampling_probability: None (every user reports), or γ ∈ [0, 1]: each of the ``users``
+        reports independently with probability γ.
+      sample_size: None, or m ∈ [1, users]: a cohort of exactly m of the ``users``, drawn
+        uniformly without replacement (replace-one); not together with ``sampling_probability``.
+      neighboring_relation: ``REPLACE_ONE``; ``ADD_OR_REMOVE_ONE`` for a Poisson-sampled round
+        only (an unsampled round's report count reveals whether the victim is present).
+
+    Raises:
+      TypeError: ``randomizer`` of another type.
+      ValueError: a parameter out of range, both sampling options, or a relation the round has no
+        guarantee for.
+    """
+    eps = check_epsilon(epsilon)
+    event = _sampled_event(randomizer, users, sampling_probability, sample_size,
+                           neighboring_relation)
+    if event is None:
+        return randomizer.delta(eps, users)
+    return event_profile(event, neighboring_relation).delta(eps)
+
+
+def round_epsilon(randomizer: AnyRoundRandomizer, users: int, delta: float, *,
+                  sampling_probability: Optional[float] = None, sample_size: Optional[int] = None,
+                  neighboring_relation: NeighborRel = NeighborRel.REPLACE_ONE) -> float:
+    """Certified upper bound on ε(δ) of one shuffle round: the round is (ε, δ)-DP at the returned
+    ε (the canonical query; arguments as in :func:`round_delta`, with δ ∈ (0, 1) in place of ε).
+
+    Every user reporting: ``randomizer.epsilon(delta, users)``, the number of
+    ``randomizer.shuffled(users).epsilon(delta)``. A sampled round: the one monotone search on
+    :func:`round_delta` (module docstring)."""
+    target = check_delta(delta)
+    event = _sampled_event(randomizer, users, sampling_probability, sample_size,
+                           neighboring_relation)
+    if event is None:
+        return randomizer.epsilon(target, users)
+    # the search starts from the ε of the event's curve-only profile (cheap, at most a few tenths
+    # of a percent away): a few evaluations of the point profile instead of a few dozen
+    curve = event_profile(event, neighboring_relation, precision=CURVE_PRECISION)
+    guess = epsilon_search(curve.delta, target, 1.0, curve.epsilon_cap, 1.0, ROUND_EPSILON_RTOL)
+    profile = event_profile(event, neighboring_relation)
+    cap = profile.epsilon_cap
+    start = guess if 0.0 < guess < cap else min(1.0, 0.5 * cap)
+    return epsilon_search(profile.delta, target, 1.0, cap, start, ROUND_EPSILON_RTOL)
 
 
 class LowerBoundStatus(enum.Enum):
@@ -95,42 +225,16 @@ class RoundBounds:
     sample_size: Optional[int] = None
 
 
-def _sampled_event(randomizer: RoundRandomizer, users: int, sampling_probability: Optional[float],
-                   sample_size: Optional[int]) -> dp_event.DpEvent:
-    """``PoissonSampledDpEvent(γ, ShuffleEvent(R, users))`` or
-    ``SampledWithoutReplacementDpEvent(users, m, ShuffleEvent(R, m))``."""
-    if sample_size is not None:
-        if sampling_probability is not None:
-            raise ValueError("give sampling_probability (Poisson sampling) or sample_size (a "
-                             "fixed-size cohort), not both")
-        size = check_num_users(sample_size, "sample_size")
-        if size > users:
-            raise ValueError(f"sample_size must be <= users ({users}), got {size}")
-        return dp_event.SampledWithoutReplacementDpEvent(users, size, ShuffleEvent(randomizer, size))
-    gamma = check_sampling_probability(sampling_probability)
-    return dp_event.PoissonSampledDpEvent(gamma, ShuffleEvent(randomizer, users))
-
-
-def _sampled_round(event: dp_event.DpEvent, quantity: Quantity, level: float) -> float:
-    accountant = ShufflePLDAccountant(progress=False).compose(event)
-    if quantity == "epsilon":
-        return float(accountant.get_epsilon(level))
-    return float(accountant.get_delta(level))
-
-
 def _round_bounds(randomizer: RoundRandomizer, users: int, quantity: Quantity, level: float,
                   sampling_probability: Optional[float], lower: bool,
                   lower_max_users: Optional[int], sample_size: Optional[int]) -> RoundBounds:
+    start = time.perf_counter()
+    query = round_epsilon if quantity == "epsilon" else round_delta
+    upper = query(randomizer, users, level, sampling_probability=sampling_probability,
+                  sample_size=sample_size)
+    upper_seconds = time.perf_counter() - start
     # the lower bound's cost is limited by lower_max_users here, not by the library's default
     shuffled: ShuffledRandomizer = randomizer.shuffled(users, lower_bound_max_users=None)
-    sampled = sampling_probability is not None or sample_size is not None
-    start = time.perf_counter()
-    if not sampled:
-        upper = shuffled.epsilon(level) if quantity == "epsilon" else shuffled.delta(level)
-    else:
-        event = _sampled_event(randomizer, users, sampling_probability, sample_size)
-        upper = _sampled_round(event, quantity, level)
-    upper_seconds = time.perf_counter() - start
     value: Optional[float] = None
     seconds: Optional[float] = None
     if not lower:
@@ -171,7 +275,8 @@ def epsilon_bounds(randomizer: RoundRandomizer, users: int, delta: float, *,
                    sampling_probability: Optional[float] = None, lower: bool = True,
                    lower_max_users: Optional[int] = LOWER_BOUND_MAX_USERS,
                    sample_size: Optional[int] = None) -> RoundBounds:
-    """Certified upper and lower bound on ε(δ) of one shuffle round of ``users`` users.
+    """Certified upper and lower bound on ε(δ) of one shuffle round of ``users`` users: ``upper``
+    is :func:`round_epsilon` with the same arguments.
 
     Args:
       randomizer: the local randomizer (a catalog entry or a :func:`~dpacct_shuffle.randomizers.from_matrix` result),
@@ -184,8 +289,8 @@ def epsilon_bounds(randomizer: RoundRandomizer, users: int, delta: float, *,
       lower: evaluate the explicit lower-bound instance (if the entry has one).
       lower_max_users: evaluate the instance only for ``users`` ≤ this (None: always).
       sample_size: m ∈ [1, users] for a fixed-size cohort (m of the ``users`` users drawn
-        uniformly without replacement, replace-one: ``SampledWithoutReplacementDpEvent`` through
-        the PLD accountant), None otherwise; not together with ``sampling_probability``.
+        uniformly without replacement, replace-one), None otherwise; not together with
+        ``sampling_probability``.
     """
     return _round_bounds(randomizer, users, "epsilon", delta, sampling_probability, lower,
                          lower_max_users, sample_size)
@@ -196,7 +301,7 @@ def delta_bounds(randomizer: RoundRandomizer, users: int, epsilon: float, *,
                  lower_max_users: Optional[int] = LOWER_BOUND_MAX_USERS,
                  sample_size: Optional[int] = None) -> RoundBounds:
     """Certified upper and lower bound on δ(ε) of one shuffle round (arguments as in
-    :func:`epsilon_bounds`, with ε ≥ 0 in place of δ)."""
+    :func:`epsilon_bounds`, with ε ≥ 0 in place of δ): ``upper`` is :func:`round_delta`."""
     return _round_bounds(randomizer, users, "delta", epsilon, sampling_probability, lower,
                          lower_max_users, sample_size)
 
@@ -238,7 +343,10 @@ def published_pair_epsilon(randomizer: Randomizer, users: int, delta: float) -> 
 
 
 __all__ = [
+    "AnyRoundRandomizer",
+    "CURVE_PRECISION",
     "ClosedFormReference",
+    "ROUND_EPSILON_RTOL",
     "LowerBoundStatus",
     "RoundBounds",
     "RoundRandomizer",
@@ -246,4 +354,6 @@ __all__ = [
     "epsilon_bounds",
     "fmt_closed_form",
     "published_pair_epsilon",
+    "round_delta",
+    "round_epsilon",
 ]

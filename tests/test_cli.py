@@ -23,6 +23,7 @@ from dpacct_shuffle.accountants import ShufflePLDAccountant
 from dpacct_shuffle.cli import format_lower, format_upper, main
 from dpacct_shuffle.events import ShuffleEvent
 from dpacct_shuffle.sampling import void_personalized_round
+from dpacct_shuffle.shuffle_round import round_delta, round_epsilon
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -135,13 +136,11 @@ def test_groups_by_spec_and_by_epsilon0_are_the_same_round() -> None:
     assert code == 2 and "omit it with --group" in err
 
 
-def test_groups_with_client_sampling_equal_the_accountant() -> None:
+def test_groups_with_client_sampling_are_the_canonical_round() -> None:
     result = run_json("delta", "--randomizer", "krr", "--domain", "2", "--group", "1:6",
                       "--group", "2:6", "--epsilon", "0.5", "--sampling-probability", "0.3")
     round_ = randomizers.personalized_krr(2, [(1.0, 6), (2.0, 6)])
-    accountant = ShufflePLDAccountant().compose(
-        dp_event.PoissonSampledDpEvent(0.3, ShuffleEvent(round_, 12)))
-    assert result["delta_upper"] == accountant.get_delta(0.5)
+    assert result["delta_upper"] == round_delta(round_, 12, 0.5, sampling_probability=0.3)
     void = void_personalized_round(round_, 0.3, round_up=False)
     assert result["sampling_probability"] == 0.3
     assert 0.0 < result["delta_lower"] == void.shuffled().delta_lower(0.5) <= result["delta_upper"]
@@ -491,12 +490,11 @@ def test_compare_benchmark_rows_are_consistent() -> None:
                                               "reference": []})
 
 
-def test_epsilon_of_a_fixed_size_cohort_is_the_accountants_and_bad_sizes_exit_2() -> None:
+def test_epsilon_of_a_fixed_size_cohort_is_the_canonical_round_and_bad_sizes_exit_2() -> None:
     payload = run_json("epsilon", "--randomizer", "worst_case_ldp", "--epsilon0", "1",
                        "--users", "40", "--sample-size", "10", "--delta", "1e-3")
-    event = dp_event.SampledWithoutReplacementDpEvent(
-        40, 10, ShuffleEvent(randomizers.worst_case_ldp(1.0), 10))
-    assert payload["epsilon_upper"] == ShufflePLDAccountant().compose(event).get_epsilon(1e-3)
+    assert payload["epsilon_upper"] == round_epsilon(randomizers.worst_case_ldp(1.0), 40, 1e-3,
+                                                     sample_size=10)
     assert payload["sample_size"] == 10 and payload["epsilon_lower"] is None
     code, out, err = run("delta", "--randomizer", "worst_case_ldp", "--epsilon0", "1",
                          "--users", "40", "--sample-size", "41", "--epsilon", "0.1")

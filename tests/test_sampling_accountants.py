@@ -12,6 +12,7 @@ from dpacct_shuffle import VariationRatio, randomizers
 from dpacct_shuffle.accountants import ShufflePLDAccountant, ShuffleRdpAccountant
 from dpacct_shuffle.events import ShuffleEvent
 from dpacct_shuffle.sampling import poisson_sampled_profile, void_variation_ratios
+from dpacct_shuffle.shuffle_round import ROUND_EPSILON_RTOL, round_epsilon
 
 NR = privacy_accountant.NeighboringRelation
 VR = VariationRatio.worst_case(1.0)
@@ -177,8 +178,13 @@ def test_cli_sampling_probability() -> None:
                        str(GAMMA), "--json")
     assert code == 0
     payload = json.loads(out)
-    expected = ShufflePLDAccountant().compose(SAMPLED).get_epsilon(1e-4)
+    expected = round_epsilon(randomizers.worst_case_ldp(1.0), POPULATION, 1e-4,
+                             sampling_probability=GAMMA)
     assert payload["epsilon_upper"] == expected and payload["sampling_probability"] == GAMMA
+    # the round's own profile, below the accountant's (a PLD of the curve form, discretised)
+    # up to the tolerance of the ε search
+    composed = ShufflePLDAccountant().compose(SAMPLED).get_epsilon(1e-4)
+    assert expected <= composed * (1.0 + ROUND_EPSILON_RTOL)
     assert payload["epsilon_lower"] is None
     code, out, _ = run("delta", *args, "--epsilon", "0.3", "--sampling-probability", str(GAMMA),
                        "--no-lower")

@@ -24,10 +24,13 @@ def cmd_epsilon(args: argparse.Namespace, out: TextIO) -> int:
     bounds = round_bounds_from_args(args, "epsilon")
     payload = round_payload(bounds)
     if args.compare:
+        from dpacct_shuffle.randomizers.base import Randomizer
         from dpacct_shuffle.shuffle_round import fmt_closed_form, published_pair_epsilon
 
-        fmt = fmt_closed_form(bounds.randomizer, bounds.users, bounds.level)
-        published = published_pair_epsilon(bounds.randomizer, bounds.users, bounds.level)
+        randomizer = bounds.randomizer
+        assert isinstance(randomizer, Randomizer)  # --group (users with several) refused above
+        fmt = fmt_closed_form(randomizer, bounds.users, bounds.level)
+        published = published_pair_epsilon(randomizer, bounds.users, bounds.level)
         payload["fmt_closed_form"] = fmt.value
         payload["published_pair_not_a_guarantee"] = published
         if fmt.value is None:

@@ -11,7 +11,7 @@ from dpacct_shuffle.cli.output import describe_randomizer, format_lower, format_
 from dpacct_shuffle.cli.parser import personalized_from_args, randomizer_from_args
 
 if TYPE_CHECKING:
-    from dpacct_shuffle.shuffle_round import Quantity, RoundBounds
+    from dpacct_shuffle.shuffle_round import Quantity, RoundBounds, RoundRandomizer
 
 #: The option holding the given level of each quantity (δ for ε(δ), ε for δ(ε)).
 LEVEL_OPTION = {"epsilon": "delta", "delta": "epsilon"}
@@ -25,6 +25,7 @@ def round_bounds_from_args(args: argparse.Namespace, quantity: Quantity) -> Roun
     from dpacct_shuffle.sampling import check_sampling_probability
     from dpacct_shuffle.shuffle_round import delta_bounds, epsilon_bounds
 
+    randomizer: RoundRandomizer
     if args.group:
         randomizer = personalized_from_args(args)
         users = randomizer.num_users

@@ -93,13 +93,17 @@ def poisson_sampled_shuffle_profile(randomizer: RandomizerDescription, num_users
         return min(1.0, gamma * value)
 
     array_form = bound.deltas_upper
+    if array_form is None:
+        return PrivacyProfile(delta_upper, bound.epsilon0,
+                              f"poisson({gamma!r}, shuffle({bound.source!r}, n>={users}))")
+    deltas_of = array_form
 
     def deltas_upper(epsilons: NDArray[np.float64]) -> NDArray[np.float64]:
         if gamma == 0.0:
             return np.zeros(len(epsilons))
         local = np.array([randomized_response_delta(bound.epsilon0, float(e)) for e in epsilons])
-        return np.minimum(1.0, gamma * (array_form(epsilons, users) + tail_mass * local))
+        return np.minimum(1.0, gamma * (deltas_of(epsilons, users) + tail_mass * local))
 
     return PrivacyProfile(delta_upper, bound.epsilon0,
                           f"poisson({gamma!r}, shuffle({bound.source!r}, n>={users}))",
-                          None if array_form is None else deltas_upper)
+                          deltas_upper)

@@ -19,6 +19,7 @@ from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.profiles.tuning import CORE_RTOL, ROUND_LOWERING
 from dpacct_shuffle.randomizers.base import PairBound, Randomizer, SupportsShuffleBound
+from dpacct_shuffle.randomizers.cover_rule import cover_fallback_bound
 from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 
 
@@ -42,7 +43,8 @@ class ShuffleBound:
 
 #: What :func:`as_shuffle_bound` adapts (its docstring lists the forms; objects carrying a
 #: ``variation_ratio`` and bare ``delta(ε, n)``/``epsilon0`` profiles are accepted too).
-RandomizerDescription = Union[SupportsShuffleBound, ShuffleBound, Sequence[SupportsShuffleBound]]
+RandomizerDescription = Union[SupportsShuffleBound, ShuffleBound, "BatchedRandomizer",
+                              Sequence[SupportsShuffleBound]]
 
 
 def _max_delta(bounds: Sequence[ShuffleBound]) -> Callable[[float, int], float]:
@@ -81,17 +83,18 @@ def batched_entry_deltas(bound: PairBound, epsilons: NDArray[np.float64], n: int
         if curved is not None:
             return curved
         return bound.deltas_at_rtol(epsilons, n, CORE_RTOL)
-    return np.min([batched_delta(vr, n, lowering).deltas(epsilons) if supports_batched_delta(vr)
-                   else np.array([vr.delta(float(eps), n, rtol=CORE_RTOL) for eps in epsilons])
-                   for vr in candidates], axis=0)
+    return np.asarray(np.min(
+        [batched_delta(vr, n, lowering).deltas(epsilons) if supports_batched_delta(vr)
+         else np.array([vr.delta(float(eps), n, rtol=CORE_RTOL) for eps in epsilons])
+         for vr in candidates], axis=0), dtype=np.float64)
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
 class BatchedRandomizer:
     """A VariationRatio or catalog Randomizer whose shuffled bound uses the batched pair curve.
 
-    Same rule as the randomizer (:meth:`~dpacct_shuffle.randomizers.Randomizer.combine`: max over
-    the cover, min over the fallbacks), with every VariationRatio that
+    Same rule as the randomizer (max over the cover, min over the fallbacks:
+    :func:`~dpacct_shuffle.randomizers.cover_rule.cover_fallback_bound`), with every VariationRatio that
     :func:`~dpacct_shuffle.core.batched.supports_batched_delta` accepts evaluated by the curve of
     :func:`~dpacct_shuffle.core.batched.batched_delta` — built once per number of users for all ε,
     at most about 0.3 % above the core's ε (docs/theory.md, "Batched evaluation from the dominating
@@ -112,20 +115,18 @@ class BatchedRandomizer:
         """Certified upper bound on the shuffled δ(ε) with n users (see the class docstring)."""
         if isinstance(self.randomizer, VariationRatio):
             return batched_delta(self.randomizer, n, self.lowering).delta(epsilon)
-        return self.randomizer.combine(
-            lambda bound: _batched_entry_delta(bound, epsilon, n, self.lowering))
+        return float(cover_fallback_bound(
+            self.randomizer.cover, self.randomizer.fallbacks,
+            lambda bound: np.array([_batched_entry_delta(bound, epsilon, n, self.lowering)]))[0])
 
     def deltas(self, epsilons: NDArray[np.float64], n: int) -> NDArray[np.float64]:
         """:meth:`delta` at every ε ≥ 0 of ``epsilons`` (each curve read once for all of them)."""
         eps = np.asarray(epsilons, dtype=np.float64)
         if isinstance(self.randomizer, VariationRatio):
             return batched_delta(self.randomizer, n, self.lowering).deltas(eps)
-        # the rule of Randomizer.combine, elementwise: max over the cover, min over the fallbacks
-        value = np.max([batched_entry_deltas(bound, eps, n, self.lowering)
-                        for bound in self.randomizer.cover], axis=0)
-        for bound in self.randomizer.fallbacks:
-            value = np.minimum(value, batched_entry_deltas(bound, eps, n, self.lowering))
-        return value
+        return cover_fallback_bound(
+            self.randomizer.cover, self.randomizer.fallbacks,
+            lambda bound: batched_entry_deltas(bound, eps, n, self.lowering))
 
 
 def batched_randomizer(randomizer: RandomizerDescription,

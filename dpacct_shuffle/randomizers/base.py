@@ -3,22 +3,20 @@
 A randomizer's worst case may depend on the victim pair (x⁰, x¹) — e.g. Hadamard response with
 several blocks has two kinds of pairs with different (β, s). The core :class:`VariationRatio`
 describes one kind, so a Randomizer carries a *cover*: a tuple of :class:`PairBound` such that for
-every victim pair at least one of them is a valid bound for that pair. The shuffled δ(ε) is then
-the maximum over the cover (each pair's neighbouring datasets are bounded by its own entry).
-In addition, *fallbacks* — bounds valid for every pair at once, e.g. one summary VariationRatio
-with p = max p, β = max β, q = max q and the generic neutral share (valid for all pairs by the
-monotonicity of the bound in β, docs/theory.md, "Monotonicity in β") — can only lower the reported
-value:
+every victim pair at least one of them is a valid bound for that pair. In addition, *fallbacks* —
+bounds valid for every pair at once, e.g. one summary VariationRatio with p = max p, β = max β,
+q = max q and the generic neutral share (valid for all pairs by the monotonicity of the bound in β,
+docs/theory.md, "Monotonicity in β") — can only lower the reported value:
 
-    δ_upper(ε) = min( max_{cover} δ_k(ε), min_{fallbacks} δ_f(ε) ).
+    δ_upper(ε) = min( max_{cover} δ_k(ε), min_{fallbacks} δ_f(ε) ),
+    ε_upper(δ) = min( max_k ε_k(δ), min_f ε_f(δ) ).
 
-Inverting: ε_upper(δ) = min( max_k ε_k(δ), min_f ε_f(δ) ), where each ε_k(δ) is a point at which
-that entry's certified δ is ≤ δ (the dominating pairs' divergences are non-increasing in ε).
-
-This rule lives in :meth:`Randomizer.delta` and :meth:`Randomizer.epsilon` only; everything that
-needs the shuffled bound of a randomizer (``shuffled(n)``, the privacy profiles, the events) asks
-those, through the :class:`SupportsShuffleBound` protocol that Randomizer and
-:class:`~dpacct_shuffle.VariationRatio` both satisfy.
+That rule is :func:`~dpacct_shuffle.randomizers.cover_rule.cover_fallback_bound`;
+:meth:`Randomizer.delta` and :meth:`Randomizer.epsilon` apply it to the entries' point bounds, and
+everything that needs the shuffled bound of a randomizer (``shuffled(n)``, the privacy profiles,
+the events) asks those, through the :class:`SupportsShuffleBound` protocol that Randomizer and
+:class:`~dpacct_shuffle.VariationRatio` both satisfy, or applies the same function to its own
+evaluation of the entries (batched curves, sampled rounds).
 """
 
 from __future__ import annotations
@@ -26,7 +24,6 @@ from __future__ import annotations
 import math
 import types
 import warnings
-from collections import OrderedDict
 from typing import Callable, Hashable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -35,6 +32,8 @@ from numpy.typing import NDArray
 from dpacct_shuffle.core.bound import DELTA_RTOL, VariationRatio
 from dpacct_shuffle.core.search import bisect, expand_bracket
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users, check_range
+from dpacct_shuffle.randomizers.answer_cache import ANSWER_CACHE_SIZE, ANSWERS, clear_answer_cache
+from dpacct_shuffle.randomizers.cover_rule import cover_fallback_bound
 from dpacct_shuffle.randomizers.exact_small_n import ExactShuffle, MatrixExact
 from dpacct_shuffle.randomizers.lower_bounds import ExactLowerInstance, InstanceLowerBound
 from dpacct_shuffle.randomizers.frequency import FrequencyOracle, Report
@@ -80,44 +79,6 @@ Rebuild = Callable[[], "Randomizer"]
 #: Relative margin by which a candidate's lower estimate must exceed δ before its ε search is
 #: skipped (:meth:`VariationRatioBound.epsilon_below`): far above the estimate's float error.
 SKIP_MARGIN = 1e-6
-#: Answers of value-keyed randomizers kept by :class:`_AnswerCache` (least recently used dropped).
-ANSWER_CACHE_SIZE = 4096
-
-
-class _AnswerCache:
-    """Least-recently-used answers of :meth:`Randomizer.epsilon` and :meth:`Randomizer.delta`,
-    keyed by (query, the randomizer's value key, arguments) — never by the object, so a cached
-    answer holds no matrix alive. Only sealed randomizers (origin recorded: their bound-defining
-    attributes can no longer be reassigned, and equal keys mean equal bounds) are cached."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._answers: OrderedDict[Hashable, float] = OrderedDict()
-
-    def get(self, key: Hashable, compute: Callable[[], float]) -> float:
-        answer = self._answers.get(key)
-        if answer is not None:
-            self._answers.move_to_end(key)
-            return answer
-        answer = compute()
-        self._answers[key] = answer
-        if len(self._answers) > self._size:
-            self._answers.popitem(last=False)
-        return answer
-
-    def clear(self) -> None:
-        self._answers.clear()
-
-
-_ANSWERS = _AnswerCache(ANSWER_CACHE_SIZE)
-
-
-def clear_answer_cache() -> None:
-    """Forget every cached answer of :meth:`Randomizer.epsilon` and :meth:`Randomizer.delta`
-    (for timing cold queries; the answers never change)."""
-    _ANSWERS.clear()
-
-
 class PairBound:
     """Upper bound for a set of victim pairs. Subclasses implement delta/epsilon for n users."""
 
@@ -225,7 +186,9 @@ class LocalPairBound(PairBound):
                 return (1.0 - unit) * scale * mu
             with np.errstate(divide="ignore", over="ignore"):
                 logs = np.log(mu)
-                return np.exp(eps + logs) * (1.0 - unit - 2.0**-52 * (eps + np.abs(logs)))
+                scaled_mu: np.ndarray = np.exp(eps + logs) * (
+                    1.0 - unit - 2.0**-52 * (eps + np.abs(logs)))
+                return scaled_mu
 
         with np.errstate(invalid="ignore", over="ignore"):
             # where μ0 ≤ μ1 the exact term is ≤ 0 (e^ε ≥ 1): no rounding to cover there
@@ -420,35 +383,30 @@ class Randomizer:
         width = check_range("rtol", rtol, 0.0, 1.0, low_open=True)
 
         def compute() -> float:
-            return self.combine(lambda bound: bound.delta_at_rtol(eps, users, width))
+            return float(cover_fallback_bound(
+                self.cover, self.fallbacks,
+                lambda bound: np.array([bound.delta_at_rtol(eps, users, width)]))[0])
 
         if self._identity is None:
             return compute()
-        return _ANSWERS.get(("delta", self._identity, eps, users, width), compute)
-
-    def combine(self, bound_delta: Callable[[PairBound], float]) -> float:
-        """The rule of :meth:`delta` for any evaluation of the entries: the maximum of
-        ``bound_delta`` over the cover, lowered by its value at every fallback (each entry's value
-        must be a certified upper bound for its pairs)."""
-        value = max(bound_delta(bound) for bound in self.cover)
-        for bound in self.fallbacks:
-            value = min(value, bound_delta(bound))
-        return value
+        return ANSWERS.get(("delta", self._identity, eps, users, width), compute)
 
     def epsilon(self, delta: float, n: int) -> float:
         """Certified upper bound on ε(δ) of the shuffled protocol with n users: the maximum over
-        the cover, lowered by every fallback (module docstring)."""
+        the cover, lowered by every fallback (module docstring); a fallback's search is skipped
+        where it cannot improve on the value reached (:meth:`PairBound.epsilon_below`)."""
         target, users = check_delta(delta), check_num_users(n)
 
         def compute() -> float:
-            value = max(bound.epsilon(target, users) for bound in self.cover)
-            for bound in self.fallbacks:
-                value = min(value, bound.epsilon_below(target, users, value))
-            return value
+            return float(cover_fallback_bound(
+                self.cover, self.fallbacks,
+                lambda bound: np.array([bound.epsilon(target, users)]),
+                lambda bound, current: np.array(
+                    [bound.epsilon_below(target, users, float(current[0]))]))[0])
 
         if self._identity is None:
             return compute()
-        return _ANSWERS.get(("epsilon", self._identity, target, users), compute)
+        return ANSWERS.get(("epsilon", self._identity, target, users), compute)
 
     @property
     def variation_ratios(self) -> tuple[VariationRatio, ...]:
@@ -523,7 +481,9 @@ class Randomizer:
 
 
 class ShuffledRandomizer:
-    """Shuffled protocol of n users: certified upper bounds and certified lower bounds.
+    """Shuffled protocol of n users: certified upper bounds and certified lower bounds. Its
+    :meth:`epsilon`/:meth:`delta` are one round's canonical numbers, those of
+    :func:`dpacct_shuffle.shuffle_round.round_epsilon`/``round_delta`` for this round.
 
     Lower bounds are evaluated only for n <= ``lower_bound_max_users`` (default
     :data:`LOWER_BOUND_MAX_USERS`; None for no limit); above it they are 0.0 and a

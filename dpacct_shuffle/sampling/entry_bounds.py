@@ -63,7 +63,7 @@ def _min_over(vrs: Sequence[VariationRatio], lowering: float | None) -> DeltasFu
     parts = [_vr_deltas(vr, lowering) for vr in vrs]
 
     def deltas(epsilons: FloatArray, n: int) -> FloatArray:
-        return np.min([part(epsilons, n) for part in parts], axis=0)
+        return np.asarray(np.min([part(epsilons, n) for part in parts], axis=0), dtype=np.float64)
 
     return deltas
 

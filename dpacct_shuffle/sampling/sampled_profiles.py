@@ -25,6 +25,7 @@ from dpacct_shuffle.profiles import (
     honest_users,
 )
 from dpacct_shuffle.randomizers.base import Randomizer
+from dpacct_shuffle.randomizers.cover_rule import cover_fallback_bound
 from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 from dpacct_shuffle.sampling.entry_bounds import (
     _bound_deltas,
@@ -51,27 +52,27 @@ def _void_view(randomizer: RandomizerDescription, gamma: float, lowering: float
         return _min_over(void_variation_ratios(randomizer, gamma), lowering)
     if isinstance(randomizer, Randomizer):
         covers = [_void_entry(e, gamma, lowering) for e in randomizer.cover]
-        if any(entry is None for entry in covers):
+        cover = [entry for entry in covers if entry is not None]
+        if len(cover) < len(covers):
             return None
         fallbacks = [f for f in (_void_entry(e, gamma, lowering) for e in randomizer.fallbacks)
                      if f is not None]
 
         def randomizer_deltas(epsilons: FloatArray, n: int) -> FloatArray:
-            value = np.max([entry(epsilons, n) for entry in covers], axis=0)  # type: ignore[misc]
-            for entry in fallbacks:
-                value = np.minimum(value, entry(epsilons, n))
-            return value
+            return cover_fallback_bound(cover, fallbacks, lambda entry: entry(epsilons, n))
 
         return randomizer_deltas
     if not isinstance(randomizer, ShuffleBound) and hasattr(randomizer, "variation_ratio"):
         return _void_view(randomizer.variation_ratio, gamma, lowering)
     if isinstance(randomizer, Sequence) and not isinstance(randomizer, str) and randomizer:
-        items = [_void_view(item, gamma, lowering) for item in randomizer]
-        if any(item is None for item in items):
+        views = [_void_view(item, gamma, lowering) for item in randomizer]
+        items = [view for view in views if view is not None]
+        if len(items) < len(views):
             return None
 
         def sequence_deltas(epsilons: FloatArray, n: int) -> FloatArray:
-            return np.max([item(epsilons, n) for item in items], axis=0)  # type: ignore[misc]
+            # each item covers some victim pairs: the cover rule without fallbacks
+            return cover_fallback_bound(items, (), lambda item: item(epsilons, n))
 
         return sequence_deltas
     return None
@@ -109,7 +110,7 @@ def void_view_profile(randomizer: RandomizerDescription, num_users: int,
     matrix = None if analyzed is None else _bound_deltas(analyzed, DEFAULT_LOWERING)
 
     def deltas_upper(epsilons: FloatArray) -> FloatArray:
-        value = view(epsilons, population)  # type: ignore[misc]
+        value = view(epsilons, population)
         if matrix is not None:
             value = np.minimum(value, matrix(epsilons, population))
         return np.minimum(1.0, value)

@@ -24,6 +24,7 @@ from dpacct_shuffle.profiles import (
 )
 from dpacct_shuffle.profiles.lazy_minimum import LazyMinimum
 from dpacct_shuffle.randomizers.base import Randomizer
+from dpacct_shuffle.randomizers.cover_rule import cover_fallback_bound
 from dpacct_shuffle.randomizers.personalized import PersonalizedShuffle
 from dpacct_shuffle.sampling.entry_bounds import (
     _bound_deltas,
@@ -110,10 +111,9 @@ class _SampledRound:
                          for e in randomizer.fallbacks]
 
             def randomizer_deltas(epsilons: FloatArray) -> FloatArray:
-                value = np.max([entry(epsilons) for entry in covers], axis=0)
-                for entry in fallbacks:
-                    value = entry(epsilons, value)  # min(value, the fallback's bound)
-                return value
+                # each fallback is evaluated below the value reached (its lazy count bound)
+                return cover_fallback_bound(covers, fallbacks, lambda entry: entry(epsilons),
+                                            lambda entry, value: entry(epsilons, value))
 
             return randomizer_deltas
         if not isinstance(randomizer, ShuffleBound) and hasattr(randomizer, "variation_ratio"):
@@ -122,7 +122,8 @@ class _SampledRound:
             items = [self._deltas_function(item) for item in randomizer]
 
             def sequence_deltas(epsilons: FloatArray) -> FloatArray:
-                return np.max([item(epsilons) for item in items], axis=0)
+                # each item covers some victim pairs: the cover rule without fallbacks
+                return cover_fallback_bound(items, (), lambda item: item(epsilons))
 
             return sequence_deltas
         return self._best(None, _bound_deltas(randomizer, lowering))
