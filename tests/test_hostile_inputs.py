@@ -148,3 +148,12 @@ def test_multi_message_parameters_whose_ratios_overflow_are_refused() -> None:
         randomizers.balcer_binary_summation(5e-324)
     with pytest.raises(ValueError, match="flip_probability"):
         randomizers.cheu_binary_summation(1e-160)
+
+
+def test_gaussian_with_tiny_noise_skips_the_vacuous_local_bound() -> None:
+    # μ = 10^4: δ_μ(ε0) = 1 even at ε0 = 500, and the (ε0, δ0) route raised about delta0 = 1.0
+    shuffled = randomizers.gaussian(1e-4).shuffled(100)
+    epsilon = shuffled.epsilon(1e-6)
+    assert 4.9e7 < epsilon < 5.1e7  # the report's own ε: about μ²/2 = 5·10^7
+    assert shuffled.delta(epsilon) <= 1e-6
+    assert shuffled.delta(1.0) == 1.0
