@@ -157,3 +157,36 @@ def test_gaussian_with_tiny_noise_skips_the_vacuous_local_bound() -> None:
     assert 4.9e7 < epsilon < 5.1e7  # the report's own ε: about μ²/2 = 5·10^7
     assert shuffled.delta(epsilon) <= 1e-6
     assert shuffled.delta(1.0) == 1.0
+
+
+@pytest.mark.parametrize("event", [
+    "GaussianDpEvent(0.001)", "GaussianDpEvent(1e-300)",
+    "PoissonSampledDpEvent(0.1, dp_event.GaussianDpEvent(0.001))",
+])
+def test_dp_accounting_leaves_whose_grid_cannot_be_built_are_refused(event: str) -> None:
+    # GaussianDpEvent(0.001): dp-accounting's connect-the-dots grid asked for 152 GiB
+    from dp_accounting import dp_event
+
+    from dpacct_shuffle.accountants import ShufflePLDAccountant
+
+    accountant = ShufflePLDAccountant()
+    with pytest.raises(ValueError, match="value_discretization_interval"):
+        accountant.compose(eval(f"dp_event.{event}"))
+
+
+def test_dp_accounting_leaves_below_the_grid_limit_are_composed() -> None:
+    from dp_accounting import dp_event
+    from dp_accounting.pld import pld_privacy_accountant
+    from dp_accounting.privacy_accountant import NeighboringRelation
+
+    from dpacct_shuffle.accountants import ShufflePLDAccountant
+
+    # GaussianDpEvent(0.01): 2.4·10^8 points at the default interval 1e-4, 2.4·10^5 at 0.1
+    with pytest.raises(ValueError, match=r"2\.39e\+08 points"):
+        ShufflePLDAccountant().compose(dp_event.GaussianDpEvent(0.01))
+    relation = NeighboringRelation.ADD_OR_REMOVE_ONE  # dp-accounting's default
+    ours = ShufflePLDAccountant(relation, value_discretization_interval=0.1)
+    ours.compose(dp_event.GaussianDpEvent(0.01))
+    theirs = pld_privacy_accountant.PLDAccountant(relation, value_discretization_interval=0.1)
+    theirs.compose(dp_event.GaussianDpEvent(0.01))
+    assert ours.get_epsilon(1e-6) == theirs.get_epsilon(1e-6)
