@@ -22,6 +22,8 @@ import enum
 import math
 from typing import Optional, Union
 
+import numpy as np
+
 from dp_accounting import dp_event
 from dp_accounting import privacy_accountant
 from dp_accounting.privacy_accountant import NeighboringRelation as NeighborRel
@@ -92,9 +94,10 @@ def _gaussian_loss_range(standard_deviation: float, sensitivity: float, replace:
     (sampling probability 1: sampling never widens it)."""
     adjacency = (privacy_loss_mechanism.AdjacencyType.REPLACE if replace
                  else privacy_loss_mechanism.AdjacencyType.REMOVE)
-    bounds = privacy_loss_mechanism.GaussianPrivacyLoss(
-        standard_deviation, sensitivity=sensitivity, adjacency_type=adjacency
-    ).connect_dots_bounds()
+    with np.errstate(all="ignore"):  # σ near 0: infinite or NaN bounds, refused by the caller
+        bounds = privacy_loss_mechanism.GaussianPrivacyLoss(
+            standard_deviation, sensitivity=sensitivity, adjacency_type=adjacency
+        ).connect_dots_bounds()
     return float(bounds.epsilon_upper) - float(bounds.epsilon_lower)
 
 
@@ -120,7 +123,7 @@ def _loss_range(event: dp_event.DpEvent, count: int, relation: NeighborRel) -> O
     return _gaussian_loss_range(noise / math.sqrt(count), sensitivity, replace)
 
 
-def _check_grid(event: dp_event.DpEvent, count: int, interval: float,
+def check_leaf_grid(event: dp_event.DpEvent, count: int, interval: float,
                 relation: NeighborRel) -> None:
     """ValueError, before dp-accounting allocates it, if the leaf's grid would exceed
     :data:`MAX_LEAF_GRID_POINTS` (a noise parameter so small that the mechanism is practically
@@ -141,7 +144,7 @@ def leaf_pld(event: dp_event.DpEvent, count: int, value_discretization_interval:
     or an :class:`Outcome`; ValueError if its grid would exceed :data:`MAX_LEAF_GRID_POINTS`.
     Call only when :func:`leaf_error` is None."""
     d = value_discretization_interval
-    _check_grid(event, count, d, relation)
+    check_leaf_grid(event, count, d, relation)
     if isinstance(event, dp_event.NoOpDpEvent):
         return Outcome.NO_OP
     if isinstance(event, dp_event.NonPrivateDpEvent):
@@ -208,4 +211,5 @@ def leaf_pld(event: dp_event.DpEvent, count: int, value_discretization_interval:
         neighboring_relation=relation).self_compose(count)
 
 
-__all__ = ["MAX_LEAF_GRID_POINTS", "LeafPLD", "Outcome", "leaf_error", "leaf_pld"]
+__all__ = ["MAX_LEAF_GRID_POINTS", "LeafPLD", "Outcome", "check_leaf_grid", "leaf_error",
+           "leaf_pld"]

@@ -67,6 +67,7 @@ from dp_accounting.privacy_accountant import NeighboringRelation as NeighborRel
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
 from dpacct_shuffle.accountants import ShufflePLDAccountant
+from dpacct_shuffle.dp_accounting_plds import check_leaf_grid
 from dpacct_shuffle.progress import ProgressOption
 from dpacct_shuffle.relations import relation_message
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_range
@@ -152,6 +153,7 @@ class _StepCachingPLDAccountant(ShufflePLDAccountant):
         if (isinstance(event, dp_event.PoissonSampledDpEvent)
                 and isinstance(event.event, dp_event.GaussianDpEvent)
                 and event.sampling_probability > 0 and event.event.noise_multiplier > 0):
+            check_leaf_grid(event, count, self._interval, self.neighboring_relation)
             step = _dp_sgd_step_pld(float(event.event.noise_multiplier),
                                     float(event.sampling_probability), self.neighboring_relation,
                                     self._interval)

@@ -190,3 +190,14 @@ def test_dp_accounting_leaves_below_the_grid_limit_are_composed() -> None:
     theirs = pld_privacy_accountant.PLDAccountant(relation, value_discretization_interval=0.1)
     theirs.compose(dp_event.GaussianDpEvent(0.01))
     assert ours.get_epsilon(1e-6) == theirs.get_epsilon(1e-6)
+
+
+@pytest.mark.parametrize("sigma", [1e-300, 0.001])
+def test_opacus_step_with_vanishing_noise_is_refused(sigma: float) -> None:
+    # σ = 1e-300: OverflowError (an infinite loss range) inside dp-accounting
+    from dpacct_shuffle.opacus import ShuffleAccountant
+
+    accountant = ShuffleAccountant()
+    accountant.step(noise_multiplier=sigma, sample_rate=0.1)
+    with pytest.raises(ValueError, match="value_discretization_interval"):
+        accountant.get_epsilon(1e-5)
