@@ -30,6 +30,8 @@ from dp_accounting.privacy_accountant import NeighboringRelation as NeighborRel
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from dp_accounting.pld import privacy_loss_mechanism
 
+from dpacct_shuffle.core.validation import check_range
+
 
 _ADD_REMOVE_OR_SPECIAL = (NeighborRel.ADD_OR_REMOVE_ONE, NeighborRel.REPLACE_SPECIAL)
 _REPLACE = (NeighborRel.REPLACE_ONE, NeighborRel.REPLACE_SPECIAL)
@@ -138,12 +140,49 @@ def check_leaf_grid(event: dp_event.DpEvent, count: int, interval: float,
         "larger noise_multiplier or a larger value_discretization_interval")
 
 
+#: real fields of dp-accounting's leaf events: (field, upper end); each must lie in [0, upper end]
+#: (finite where the end is inf); dp-accounting does not check them (NaN raised IndexError or
+#: "cannot convert float NaN to integer" deep inside it)
+_LEAF_FIELDS = {
+    dp_event.GaussianDpEvent: (("noise_multiplier", math.inf),),
+    dp_event.LaplaceDpEvent: (("noise_multiplier", math.inf),),
+    dp_event.DiscreteLaplaceDpEvent: (("noise_parameter", math.inf),),
+    dp_event.RandomizedResponseDpEvent: (("noise_parameter", 1.0),),
+    dp_event.MixtureOfGaussiansDpEvent: (("standard_deviation", math.inf),),
+    dp_event.PoissonSampledDpEvent: (("sampling_probability", 1.0),),
+    dp_event.TruncatedSubsampledGaussianDpEvent: (("sampling_probability", 1.0),
+                                                  ("noise_multiplier", math.inf)),
+}
+
+
+def check_leaf_parameters(event: dp_event.DpEvent) -> None:
+    """ValueError/TypeError naming the field (``GaussianDpEvent.noise_multiplier``) unless every
+    real field of a leaf (and of a Poisson-sampled leaf's inner event) is a number in its range
+    (:data:`_LEAF_FIELDS`; a MixtureOfGaussiansDpEvent's sensitivities finite, its sampling_probs
+    in [0, 1])."""
+    leaves = [event]
+    if isinstance(event, dp_event.PoissonSampledDpEvent):
+        leaves.append(event.event)
+    for leaf in leaves:
+        name = type(leaf).__name__
+        for field, high in _LEAF_FIELDS.get(type(leaf), ()):
+            check_range(f"{name}.{field}", getattr(leaf, field), 0.0, high,
+                        high_open=math.isinf(high))
+        if isinstance(leaf, dp_event.MixtureOfGaussiansDpEvent):
+            for i, value in enumerate(leaf.sensitivities):
+                check_range(f"{name}.sensitivities[{i}]", value, high_open=True, low_open=True)
+            for i, value in enumerate(leaf.sampling_probs):
+                check_range(f"{name}.sampling_probs[{i}]", value, 0.0, 1.0)
+
+
 def leaf_pld(event: dp_event.DpEvent, count: int, value_discretization_interval: float,
              relation: NeighborRel) -> LeafPLD:
     """The PLD of ``count`` copies of a leaf event dp-accounting knows (see the module docstring),
-    or an :class:`Outcome`; ValueError if its grid would exceed :data:`MAX_LEAF_GRID_POINTS`.
+    or an :class:`Outcome`; ValueError for a field out of range (:func:`check_leaf_parameters`) or
+    if its grid would exceed :data:`MAX_LEAF_GRID_POINTS`.
     Call only when :func:`leaf_error` is None."""
     d = value_discretization_interval
+    check_leaf_parameters(event)
     check_leaf_grid(event, count, d, relation)
     if isinstance(event, dp_event.NoOpDpEvent):
         return Outcome.NO_OP
@@ -211,5 +250,5 @@ def leaf_pld(event: dp_event.DpEvent, count: int, value_discretization_interval:
         neighboring_relation=relation).self_compose(count)
 
 
-__all__ = ["MAX_LEAF_GRID_POINTS", "LeafPLD", "Outcome", "check_leaf_grid", "leaf_error",
-           "leaf_pld"]
+__all__ = ["MAX_LEAF_GRID_POINTS", "LeafPLD", "Outcome", "check_leaf_grid",
+           "check_leaf_parameters", "leaf_error", "leaf_pld"]

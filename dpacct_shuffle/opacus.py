@@ -70,6 +70,7 @@ from dpacct_shuffle.accountants import ShufflePLDAccountant
 from dpacct_shuffle.dp_accounting_plds import check_leaf_grid
 from dpacct_shuffle.progress import ProgressOption
 from dpacct_shuffle.relations import relation_message
+from dpacct_shuffle.core.json_text import check_json_depth
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_range
 from dpacct_shuffle.event_serialization import event_from_dict, event_to_dict
 from dpacct_shuffle.events import ParallelCompositionEvent, ShuffleEvent
@@ -394,6 +395,7 @@ class ShuffleAccountant(IAccountant):  # type: ignore[misc]  # Opacus is not typ
           ValueError: Opacus's checks (missing keys, other mechanism), missing or invalid
             shuffle keys, or an event unsupported under the stored relation.
         """
+        check_json_depth("state_dict", state_dict)  # error messages repr its entries
         IAccountant.load_state_dict(ShuffleAccountant(), state_dict)  # Opacus's checks, on a scratch
         missing = [key for key in ("events", "neighboring_relation", "value_discretization_interval")
                    if key not in state_dict]

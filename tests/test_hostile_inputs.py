@@ -201,3 +201,70 @@ def test_opacus_step_with_vanishing_noise_is_refused(sigma: float) -> None:
     accountant.step(noise_multiplier=sigma, sample_rate=0.1)
     with pytest.raises(ValueError, match="value_discretization_interval"):
         accountant.get_epsilon(1e-5)
+
+
+def _nested_lists(depth: int, leaf: object = None) -> object:
+    data: object = [] if leaf is None else leaf
+    for _ in range(depth):
+        data = [data]
+    return data
+
+
+def test_event_decoder_refuses_nan_fields() -> None:
+    from dpacct_shuffle.event_serialization import event_from_dict
+
+    gaussian = {"module_name": "dp_accounting.dp_event", "class_name": "GaussianDpEvent",
+                "noise_multiplier": math.nan}
+    with pytest.raises(ValueError, match=r"event.noise_multiplier must not be NaN"):
+        event_from_dict(gaussian)  # was GaussianDpEvent(noise_multiplier=nan)
+    with pytest.raises(ValueError, match="module_name"):
+        event_from_dict({"event": math.nan})
+    sampled = {"module_name": "dp_accounting.dp_event", "class_name": "PoissonSampledDpEvent",
+               "sampling_probability": 0.5, "event": gaussian}
+    with pytest.raises(ValueError, match=r"event.event.noise_multiplier must not be NaN"):
+        event_from_dict(sampled)
+
+
+@pytest.mark.parametrize("event", [
+    "GaussianDpEvent(math.nan)", "GaussianDpEvent(math.inf)", "GaussianDpEvent(-1.0)",
+    "PoissonSampledDpEvent(math.nan, dp_event.GaussianDpEvent(1.0))",
+    "RandomizedResponseDpEvent(math.nan, 3)",
+])
+def test_dp_accounting_leaves_with_invalid_fields_are_refused_by_name(event: str) -> None:
+    # NaN raised "cannot convert float NaN to integer" or IndexError inside dp-accounting
+    from dp_accounting import dp_event
+
+    from dpacct_shuffle.accountants import ShufflePLDAccountant
+
+    leaf = eval(f"dp_event.{event}")
+    field = "sampling_probability" if "Sampled" in event else (
+        "noise_parameter" if "Response" in event else "noise_multiplier")
+    with pytest.raises(ValueError, match=f"{type(leaf).__name__}.{field}"):
+        ShufflePLDAccountant().compose(leaf)
+
+
+def test_saved_states_nested_too_deep_are_value_errors() -> None:
+    # the error messages repr'd the entries: RecursionError
+    from dpacct_shuffle.opacus import ShuffleAccountant
+
+    state = ShuffleAccountant().state_dict()
+    for bad in ({**state, "events": _nested_lists(5000)},
+                {**state, "history": [_nested_lists(5000, ())]},
+                {**state, "events": [[_nested(5000), 1]]}):
+        with pytest.raises(ValueError, match="more than 100 levels deep"):
+            ShuffleAccountant().load_state_dict(bad)
+
+
+def test_flower_saved_state_nested_too_deep_is_a_value_error() -> None:
+    pytest.importorskip("flwr.serverapp")
+    from flwr.serverapp import NeighboringRelation, PrivacyConfig, SamplingMethod
+
+    from dpacct_shuffle.flower import ShufflePrivacyAccountant
+
+    config = PrivacyConfig(1e-5, 100, NeighboringRelation.REPLACE_ONE,
+                           SamplingMethod.WITHOUT_REPLACEMENT)
+    accountant = ShufflePrivacyAccountant(config)
+    state = accountant.state_dict()
+    with pytest.raises(ValueError, match="more than 100 levels deep"):
+        accountant.load_state_dict({**state, "compositions": [{"event": _nested_lists(5000),
+                                                               "count": 1}]})
