@@ -268,3 +268,14 @@ def test_flower_saved_state_nested_too_deep_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="more than 100 levels deep"):
         accountant.load_state_dict({**state, "compositions": [{"event": _nested_lists(5000),
                                                                "count": 1}]})
+
+
+@pytest.mark.parametrize("n", [100, 10_000])
+def test_optimized_unary_encoding_at_the_largest_epsilon0(n: int) -> None:
+    # c_B = (α − e^ε·pα)/r_B overflowed (r_B = e^{−500}/2): a NaN threshold, IndexError/ValueError
+    shuffled = randomizers.optimized_unary_encoding(500.0, 4).shuffled(n)
+    lower, upper = shuffled.epsilon_interval(1e-6)
+    assert 0.0 <= lower <= upper <= 500.0
+    # the victim's own report: δ(ε) ≤ α(p − e^ε) = (1 − e^{ε − 500})/2, exact for these clone rates
+    assert shuffled.delta(499.0) == pytest.approx(0.5 * -math.expm1(-1.0), rel=1e-9)
+    assert shuffled.delta(upper) <= 1e-6
