@@ -279,3 +279,20 @@ def test_optimized_unary_encoding_at_the_largest_epsilon0(n: int) -> None:
     # the victim's own report: δ(ε) ≤ α(p − e^ε) = (1 − e^{ε − 500})/2, exact for these clone rates
     assert shuffled.delta(499.0) == pytest.approx(0.5 * -math.expm1(-1.0), rel=1e-9)
     assert shuffled.delta(upper) <= 1e-6
+
+
+def test_from_matrix_whose_pair_differs_below_the_rounding_of_one() -> None:
+    # [[2.1e-57, 1], [4.2e-57, 1]]: the rows' positive difference is lost to rounding on one side
+    # (the rows sum to 1 only in floats); the pair analysis took the minimum of an empty array
+    shuffled = randomizers.from_matrix([[2.1202398913136822e-57, 1.0],
+                                        [4.2404797826273644e-57, 1.0]]).shuffled(5)
+    lower, upper = shuffled.delta_interval(0.0)
+    assert 0.0 < lower <= upper <= 2.2e-57  # the total variation 2.12e-57
+    assert shuffled.epsilon(1e-8) == 0.0
+
+
+def test_huge_integer_matrix_entries_are_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="matrix"):
+        randomizers.from_matrix([[10**400]])
+    with pytest.raises(ValueError, match="matrix"):
+        lemmas.randomizer_delta(10**400, 1.0)
