@@ -296,3 +296,13 @@ def test_huge_integer_matrix_entries_are_refused_by_name() -> None:
         randomizers.from_matrix([[10**400]])
     with pytest.raises(ValueError, match="matrix"):
         lemmas.randomizer_delta(10**400, 1.0)
+
+
+@pytest.mark.parametrize("epsilon0", [1e-6, 2e-6])
+def test_piecewise_at_the_smallest_epsilon0(epsilon0: float) -> None:
+    # the blanket mass 2C·p_hi/e lost 4e-10 to the cancellation in h − 1 and fell below 2/(e + 1):
+    # the constructor refused with an error about blanket_mass; it is e^{−ε0/2} in closed form
+    shuffled = randomizers.piecewise(epsilon0).shuffled(100)
+    lower, upper = shuffled.delta_interval(0.0)
+    assert 0.0 < lower <= upper <= 1.0 - math.exp(-epsilon0 / 2.0)  # β = 1 − γ
+    assert shuffled.epsilon(1e-6) == 0.0
