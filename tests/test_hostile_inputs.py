@@ -306,3 +306,12 @@ def test_piecewise_at_the_smallest_epsilon0(epsilon0: float) -> None:
     lower, upper = shuffled.delta_interval(0.0)
     assert 0.0 < lower <= upper <= 1.0 - math.exp(-epsilon0 / 2.0)  # β = 1 − γ
     assert shuffled.epsilon(1e-6) == 0.0
+
+
+def test_pckv_grr_with_the_largest_domain_lists_no_sets() -> None:
+    # the 2**54 disjoint sets were listed before the matrix size check: the constructor never ended
+    entry = randomizers.pckv_grr(1.0, 2**53, 1)
+    assert entry.matrix is None
+    assert randomizers.pckv_grr(1.0, 4, 1).matrix is not None
+    lower, upper = entry.shuffled(1000).delta_interval(0.0)
+    assert 0.0 <= lower <= upper <= 2.0 * (math.e - 1.0) / 2**54  # β = (e − 1)/(e + 2d − 1)
