@@ -315,3 +315,11 @@ def test_pckv_grr_with_the_largest_domain_lists_no_sets() -> None:
     assert randomizers.pckv_grr(1.0, 4, 1).matrix is not None
     lower, upper = entry.shuffled(1000).delta_interval(0.0)
     assert 0.0 <= lower <= upper <= 2.0 * (math.e - 1.0) / 2**54  # β = (e − 1)/(e + 2d − 1)
+
+
+def test_cheu_binary_summation_with_the_smallest_flip_probability() -> None:
+    # f**2 underflowed to 0: ZeroDivisionError before the finiteness check
+    with pytest.raises(ValueError, match="flip_probability must be at least 1e-154"):
+        randomizers.cheu_binary_summation(5e-324)
+    assert randomizers.cheu_binary_summation(1e-154).epsilon0 == pytest.approx(
+        2.0 * math.log(1e154), rel=1e-12)
