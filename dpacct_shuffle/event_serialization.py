@@ -25,6 +25,7 @@ from __future__ import annotations
 import enum
 import importlib
 import json
+import math
 import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -95,6 +96,8 @@ def _decode(value: object, path: str) -> Any:
         return {key: _decode(item, f"{path}[{key!r}]") for key, item in value.items()}
     if isinstance(value, list):
         return [_decode(item, f"{path}[{i}]") for i, item in enumerate(value)]
+    if isinstance(value, float) and math.isnan(value):  # never a valid field of an event
+        raise ValueError(f"{path} must not be NaN")
     if value in ("inf", "-inf"):
         return decode_float(path, value)
     return value

@@ -67,8 +67,10 @@ from dp_accounting.privacy_accountant import NeighboringRelation as NeighborRel
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 
 from dpacct_shuffle.accountants import ShufflePLDAccountant
+from dpacct_shuffle.dp_accounting_plds import check_leaf_grid
 from dpacct_shuffle.progress import ProgressOption
 from dpacct_shuffle.relations import relation_message
+from dpacct_shuffle.core.json_text import check_json_depth
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_range
 from dpacct_shuffle.event_serialization import event_from_dict, event_to_dict
 from dpacct_shuffle.events import ParallelCompositionEvent, ShuffleEvent
@@ -152,6 +154,7 @@ class _StepCachingPLDAccountant(ShufflePLDAccountant):
         if (isinstance(event, dp_event.PoissonSampledDpEvent)
                 and isinstance(event.event, dp_event.GaussianDpEvent)
                 and event.sampling_probability > 0 and event.event.noise_multiplier > 0):
+            check_leaf_grid(event, count, self._interval, self.neighboring_relation)
             step = _dp_sgd_step_pld(float(event.event.noise_multiplier),
                                     float(event.sampling_probability), self.neighboring_relation,
                                     self._interval)
@@ -392,6 +395,7 @@ class ShuffleAccountant(IAccountant):  # type: ignore[misc]  # Opacus is not typ
           ValueError: Opacus's checks (missing keys, other mechanism), missing or invalid
             shuffle keys, or an event unsupported under the stored relation.
         """
+        check_json_depth("state_dict", state_dict)  # error messages repr its entries
         IAccountant.load_state_dict(ShuffleAccountant(), state_dict)  # Opacus's checks, on a scratch
         missing = [key for key in ("events", "neighboring_relation", "value_discretization_interval")
                    if key not in state_dict]

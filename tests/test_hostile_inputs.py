@@ -148,3 +148,178 @@ def test_multi_message_parameters_whose_ratios_overflow_are_refused() -> None:
         randomizers.balcer_binary_summation(5e-324)
     with pytest.raises(ValueError, match="flip_probability"):
         randomizers.cheu_binary_summation(1e-160)
+
+
+def test_gaussian_with_tiny_noise_skips_the_vacuous_local_bound() -> None:
+    # μ = 10^4: δ_μ(ε0) = 1 even at ε0 = 500, and the (ε0, δ0) route raised about delta0 = 1.0
+    shuffled = randomizers.gaussian(1e-4).shuffled(100)
+    epsilon = shuffled.epsilon(1e-6)
+    assert 4.9e7 < epsilon < 5.1e7  # the report's own ε: about μ²/2 = 5·10^7
+    assert shuffled.delta(epsilon) <= 1e-6
+    assert shuffled.delta(1.0) == 1.0
+
+
+@pytest.mark.parametrize("event", [
+    "GaussianDpEvent(0.001)", "GaussianDpEvent(1e-300)",
+    "PoissonSampledDpEvent(0.1, dp_event.GaussianDpEvent(0.001))",
+])
+def test_dp_accounting_leaves_whose_grid_cannot_be_built_are_refused(event: str) -> None:
+    # GaussianDpEvent(0.001): dp-accounting's connect-the-dots grid asked for 152 GiB
+    from dp_accounting import dp_event
+
+    from dpacct_shuffle.accountants import ShufflePLDAccountant
+
+    accountant = ShufflePLDAccountant()
+    with pytest.raises(ValueError, match="value_discretization_interval"):
+        accountant.compose(eval(f"dp_event.{event}"))
+
+
+def test_dp_accounting_leaves_below_the_grid_limit_are_composed() -> None:
+    from dp_accounting import dp_event
+    from dp_accounting.pld import pld_privacy_accountant
+    from dp_accounting.privacy_accountant import NeighboringRelation
+
+    from dpacct_shuffle.accountants import ShufflePLDAccountant
+
+    # GaussianDpEvent(0.01): 2.4·10^8 points at the default interval 1e-4, 2.4·10^5 at 0.1
+    with pytest.raises(ValueError, match=r"2\.39e\+08 points"):
+        ShufflePLDAccountant().compose(dp_event.GaussianDpEvent(0.01))
+    relation = NeighboringRelation.ADD_OR_REMOVE_ONE  # dp-accounting's default
+    ours = ShufflePLDAccountant(relation, value_discretization_interval=0.1)
+    ours.compose(dp_event.GaussianDpEvent(0.01))
+    theirs = pld_privacy_accountant.PLDAccountant(relation, value_discretization_interval=0.1)
+    theirs.compose(dp_event.GaussianDpEvent(0.01))
+    assert ours.get_epsilon(1e-6) == theirs.get_epsilon(1e-6)
+
+
+@pytest.mark.parametrize("sigma", [1e-300, 0.001])
+def test_opacus_step_with_vanishing_noise_is_refused(sigma: float) -> None:
+    # σ = 1e-300: OverflowError (an infinite loss range) inside dp-accounting
+    from dpacct_shuffle.opacus import ShuffleAccountant
+
+    accountant = ShuffleAccountant()
+    accountant.step(noise_multiplier=sigma, sample_rate=0.1)
+    with pytest.raises(ValueError, match="value_discretization_interval"):
+        accountant.get_epsilon(1e-5)
+
+
+def _nested_lists(depth: int, leaf: object = None) -> object:
+    data: object = [] if leaf is None else leaf
+    for _ in range(depth):
+        data = [data]
+    return data
+
+
+def test_event_decoder_refuses_nan_fields() -> None:
+    from dpacct_shuffle.event_serialization import event_from_dict
+
+    gaussian = {"module_name": "dp_accounting.dp_event", "class_name": "GaussianDpEvent",
+                "noise_multiplier": math.nan}
+    with pytest.raises(ValueError, match=r"event.noise_multiplier must not be NaN"):
+        event_from_dict(gaussian)  # was GaussianDpEvent(noise_multiplier=nan)
+    with pytest.raises(ValueError, match="module_name"):
+        event_from_dict({"event": math.nan})
+    sampled = {"module_name": "dp_accounting.dp_event", "class_name": "PoissonSampledDpEvent",
+               "sampling_probability": 0.5, "event": gaussian}
+    with pytest.raises(ValueError, match=r"event.event.noise_multiplier must not be NaN"):
+        event_from_dict(sampled)
+
+
+@pytest.mark.parametrize("event", [
+    "GaussianDpEvent(math.nan)", "GaussianDpEvent(math.inf)", "GaussianDpEvent(-1.0)",
+    "PoissonSampledDpEvent(math.nan, dp_event.GaussianDpEvent(1.0))",
+    "RandomizedResponseDpEvent(math.nan, 3)",
+])
+def test_dp_accounting_leaves_with_invalid_fields_are_refused_by_name(event: str) -> None:
+    # NaN raised "cannot convert float NaN to integer" or IndexError inside dp-accounting
+    from dp_accounting import dp_event
+
+    from dpacct_shuffle.accountants import ShufflePLDAccountant
+
+    leaf = eval(f"dp_event.{event}")
+    field = "sampling_probability" if "Sampled" in event else (
+        "noise_parameter" if "Response" in event else "noise_multiplier")
+    with pytest.raises(ValueError, match=f"{type(leaf).__name__}.{field}"):
+        ShufflePLDAccountant().compose(leaf)
+
+
+def test_saved_states_nested_too_deep_are_value_errors() -> None:
+    # the error messages repr'd the entries: RecursionError
+    from dpacct_shuffle.opacus import ShuffleAccountant
+
+    state = ShuffleAccountant().state_dict()
+    for bad in ({**state, "events": _nested_lists(5000)},
+                {**state, "history": [_nested_lists(5000, ())]},
+                {**state, "events": [[_nested(5000), 1]]}):
+        with pytest.raises(ValueError, match="more than 100 levels deep"):
+            ShuffleAccountant().load_state_dict(bad)
+
+
+def test_flower_saved_state_nested_too_deep_is_a_value_error() -> None:
+    pytest.importorskip("flwr.serverapp")
+    from flwr.serverapp import NeighboringRelation, PrivacyConfig, SamplingMethod
+
+    from dpacct_shuffle.flower import ShufflePrivacyAccountant
+
+    config = PrivacyConfig(1e-5, 100, NeighboringRelation.REPLACE_ONE,
+                           SamplingMethod.WITHOUT_REPLACEMENT)
+    accountant = ShufflePrivacyAccountant(config)
+    state = accountant.state_dict()
+    with pytest.raises(ValueError, match="more than 100 levels deep"):
+        accountant.load_state_dict({**state, "compositions": [{"event": _nested_lists(5000),
+                                                               "count": 1}]})
+
+
+@pytest.mark.parametrize("n", [100, 10_000])
+def test_optimized_unary_encoding_at_the_largest_epsilon0(n: int) -> None:
+    # c_B = (α − e^ε·pα)/r_B overflowed (r_B = e^{−500}/2): a NaN threshold, IndexError/ValueError
+    shuffled = randomizers.optimized_unary_encoding(500.0, 4).shuffled(n)
+    lower, upper = shuffled.epsilon_interval(1e-6)
+    assert 0.0 <= lower <= upper <= 500.0
+    # the victim's own report: δ(ε) ≤ α(p − e^ε) = (1 − e^{ε − 500})/2, exact for these clone rates
+    assert shuffled.delta(499.0) == pytest.approx(0.5 * -math.expm1(-1.0), rel=1e-9)
+    assert shuffled.delta(upper) <= 1e-6
+
+
+def test_from_matrix_whose_pair_differs_below_the_rounding_of_one() -> None:
+    # [[2.1e-57, 1], [4.2e-57, 1]]: the rows' positive difference is lost to rounding on one side
+    # (the rows sum to 1 only in floats); the pair analysis took the minimum of an empty array
+    shuffled = randomizers.from_matrix([[2.1202398913136822e-57, 1.0],
+                                        [4.2404797826273644e-57, 1.0]]).shuffled(5)
+    lower, upper = shuffled.delta_interval(0.0)
+    assert 0.0 < lower <= upper <= 2.2e-57  # the total variation 2.12e-57
+    assert shuffled.epsilon(1e-8) == 0.0
+
+
+def test_huge_integer_matrix_entries_are_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="matrix"):
+        randomizers.from_matrix([[10**400]])
+    with pytest.raises(ValueError, match="matrix"):
+        lemmas.randomizer_delta(10**400, 1.0)
+
+
+@pytest.mark.parametrize("epsilon0", [1e-6, 2e-6])
+def test_piecewise_at_the_smallest_epsilon0(epsilon0: float) -> None:
+    # the blanket mass 2C·p_hi/e lost 4e-10 to the cancellation in h − 1 and fell below 2/(e + 1):
+    # the constructor refused with an error about blanket_mass; it is e^{−ε0/2} in closed form
+    shuffled = randomizers.piecewise(epsilon0).shuffled(100)
+    lower, upper = shuffled.delta_interval(0.0)
+    assert 0.0 < lower <= upper <= 1.0 - math.exp(-epsilon0 / 2.0)  # β = 1 − γ
+    assert shuffled.epsilon(1e-6) == 0.0
+
+
+def test_pckv_grr_with_the_largest_domain_lists_no_sets() -> None:
+    # the 2**54 disjoint sets were listed before the matrix size check: the constructor never ended
+    entry = randomizers.pckv_grr(1.0, 2**53, 1)
+    assert entry.matrix is None
+    assert randomizers.pckv_grr(1.0, 4, 1).matrix is not None
+    lower, upper = entry.shuffled(1000).delta_interval(0.0)
+    assert 0.0 <= lower <= upper <= 2.0 * (math.e - 1.0) / 2**54  # β = (e − 1)/(e + 2d − 1)
+
+
+def test_cheu_binary_summation_with_the_smallest_flip_probability() -> None:
+    # f**2 underflowed to 0: ZeroDivisionError before the finiteness check
+    with pytest.raises(ValueError, match="flip_probability must be at least 1e-154"):
+        randomizers.cheu_binary_summation(5e-324)
+    assert randomizers.cheu_binary_summation(1e-154).epsilon0 == pytest.approx(
+        2.0 * math.log(1e154), rel=1e-12)

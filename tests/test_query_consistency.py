@@ -53,3 +53,23 @@ def test_lower_epsilon_never_exceeds_the_local_epsilon0(epsilon0: float) -> None
     lower, upper = shuffled.epsilon_interval(1e-8)
     assert lower <= upper <= epsilon0
     assert shuffled.delta_lower(epsilon0) == 0.0
+
+
+@pytest.mark.parametrize("epsilon0, delta0, n", [(1.0, 1e-6, 100), (3.0, 0.1, 10), (1.0, 1e-6, 1),
+                                                 (500.0, 1e-300, 10**6), (5.0, 5e-324, 10**6)])
+def test_an_approximate_ldp_class_meets_its_own_guarantee(epsilon0: float, delta0: float,
+                                                          n: int) -> None:
+    # the victim's own report alone is (ε0, δ0)-DP: ε(δ0) ≤ ε0 (was ∞: δ0 was rounded up)
+    shuffled = randomizers.approximate_ldp(epsilon0, delta0).shuffled(n)
+    assert shuffled.epsilon(delta0) <= epsilon0
+    assert shuffled.delta(epsilon0) == delta0
+    assert shuffled.delta(shuffled.epsilon(delta0)) <= delta0
+
+
+@pytest.mark.parametrize("epsilon0, delta0, n", [(1.0, 1e-6, 100), (2.0, 0.3, 5)])
+def test_a_leaky_randomizer_meets_its_own_guarantee(epsilon0: float, delta0: float, n: int) -> None:
+    inner = randomizers.krr(epsilon0, 4)
+    shuffled = randomizers.approximate(inner, delta0).shuffled(n)
+    assert shuffled.epsilon(delta0) == inner.epsilon0  # ε0 = ln p, p = e^ε0 rounded up
+    assert shuffled.delta(inner.epsilon0) == delta0
+    assert shuffled.epsilon(1.5 * delta0) < 0.9 * epsilon0  # above δ0, shuffling amplifies

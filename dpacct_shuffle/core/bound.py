@@ -59,7 +59,7 @@ from collections.abc import Sequence
 from dpacct_shuffle.core.cellwise import cellwise_directional_bracket
 from dpacct_shuffle.core.numerics import directional_bracket
 from dpacct_shuffle.core.problem import Bracket, DirectionalProblem
-from dpacct_shuffle.core.rounding import ratio_down, ratio_up
+from dpacct_shuffle.core.rounding import ratio_down, ratio_up, step_down, step_up
 from dpacct_shuffle.core.search import bisect, epsilon_search
 from dpacct_shuffle.core.tails import chernoff_log_upper
 from dpacct_shuffle.core.validation import (
@@ -401,7 +401,26 @@ def _delta_bracket(vr: VariationRatio, eps: float, n: int,
         return Bracket(0.0, min(1.0, vr.beta))
     # δ is non-increasing in ε, so evaluating at min(ε, 300) is an upper bound (e^ε overflows)
     problems = _directional_problems(vr, min(eps, _MAX_EVALUATED_EPSILON), n, direction)
+    if not _finite_coefficients(problems):
+        return Bracket(0.0, _victim_delta(vr, eps))
     return refined_bracket(problems, vr.beta, rtol, tail, bands, reference, stop_below)
+
+
+def _finite_coefficients(problems: Sequence[DirectionalProblem]) -> bool:
+    """Whether every c_A, c_B, c_K is a finite float (e^ε·pα/r_B overflows when p·q exceeds the
+    float range, e.g. optimized unary encoding at ε0 = 500: r_B = e^{−500}/2)."""
+    return all(math.isfinite(c) for problem in problems
+               for c in (problem.c_a, problem.c_b, problem.c_k))
+
+
+def _victim_delta(vr: VariationRatio, eps: float) -> float:
+    """α·(p − e^ε)⁺ rounded up (β where p = ∞), capped at 1: the hockey-stick divergence of the
+    victim's type, (pα, α, w) against (α, pα, w), of which the shuffled pair is a post-processing
+    (the other users' reports do not depend on the victim's input) — an upper bound at any n."""
+    if math.isinf(vr.p):
+        return min(1.0, vr.beta)
+    gap = max(vr.p - step_down(math.exp(eps)), 0.0)  # e^ε rounded down: the gap rounded up
+    return min(1.0, vr.beta, step_up(vr.alpha * gap))
 
 
 def refined_bracket(problems: Sequence[DirectionalProblem], total_variation: float, rtol: float,
@@ -415,6 +434,8 @@ def refined_bracket(problems: Sequence[DirectionalProblem], total_variation: flo
     end is capped by ``total_variation``, a bound on the victim's total variation (δ(ε) ≤ δ(0) ≤ TV:
     the pair is a post-processing of the victim's report).
     """
+    if not _finite_coefficients(problems):  # overflowed: the cap alone (see above) is certified
+        return Bracket(0.0, min(1.0, total_variation))
     # far in the tail a Chernoff bound settles it without truncating deep into the tails
     chernoff = max(chernoff_log_upper(problem) for problem in problems)
     if chernoff < math.log(max(stop_below, 1e-308)):

@@ -21,14 +21,15 @@ def _reject_constant(name: str) -> Callable[[str], Any]:
 
 
 def json_depth(data: object) -> int:
-    """Nesting depth of parsed JSON (a scalar is 0, ``[]`` is 1), without recursion."""
+    """Nesting depth of parsed JSON (a scalar is 0, ``[]`` is 1), without recursion; tuples
+    count as lists (the Python forms handed to the ``*_from_dict`` decoders and saved states)."""
     deepest = 0
     stack: list[tuple[object, int]] = [(data, 0)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, dict):
             children: list[object] = list(item.values())
-        elif isinstance(item, list):
+        elif isinstance(item, (list, tuple)):
             children = list(item)
         else:
             continue

@@ -94,6 +94,8 @@ def check_distribution(name: str, values: object) -> np.ndarray:
     """A non-empty 1-D vector of finite probabilities ≥ 0 summing to 1 (± PROBABILITY_SUM_TOLERANCE)."""
     try:
         array = np.asarray(values, dtype=float)
+    except OverflowError:  # an integer beyond the float range
+        raise ValueError(f"{name} must contain finite probabilities in [0, 1]") from None
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be a 1-D array of probabilities: {exc}") from None
     if array.ndim != 1 or array.size == 0:
@@ -111,6 +113,8 @@ def check_stochastic_matrix(name: str, matrix: object, *, min_rows: int = 1) -> 
     each row is checked by :func:`check_distribution`."""
     try:
         array = np.asarray(matrix, dtype=float)
+    except OverflowError:  # an integer beyond the float range
+        raise ValueError(f"{name} must contain finite probabilities in [0, 1]") from None
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{name} must be a 2-D row-stochastic array: {exc}") from None
     if array.ndim != 2 or array.shape[0] < min_rows or array.shape[1] < 1:

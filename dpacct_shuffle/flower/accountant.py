@@ -51,6 +51,7 @@ from flwr.serverapp import (
 )
 
 from dpacct_shuffle.accountants import ShufflePLDAccountant
+from dpacct_shuffle.core.json_text import check_json_depth
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_range
 from dpacct_shuffle.flower.serialization import check_serializable, event_from_json, event_to_json
 
@@ -238,6 +239,7 @@ class ShufflePrivacyAccountant:
         """
         if not isinstance(state, dict):
             raise ValueError(f"state must be a dict, got {type(state).__name__}")
+        check_json_depth("state", state)  # error messages repr its entries
         if state.get("schema_version") != STATE_SCHEMA_VERSION:
             raise ValueError(f"unsupported state schema_version {state.get('schema_version')!r} "
                              f"(expected {STATE_SCHEMA_VERSION})")

@@ -127,6 +127,8 @@ class LeakyMixtureBound(PairBound):
         users = check_num_users(n)
         if self.delta0 == 0.0:
             return self._inner_delta(eps, users)
+        if eps >= self.inner_epsilon0:  # δ_R(ε) = 0: the (ε0, δ0) guarantee itself, unrounded
+            return self.delta0
         total = math.fsum(mass * self._inner_delta(eps, m + 1) for m, mass in self._bands(users - 1))
         return min(1.0, _up(self.delta0 + (1.0 - self.delta0) * total * (1.0 + 1e-12)))
 
@@ -135,9 +137,11 @@ class LeakyMixtureBound(PairBound):
         users = check_num_users(n)
         if self.delta0 == 0.0:
             return self.inner.shuffled(users, lower_bound_max_users=1).epsilon(target)
-        if target <= self.delta0:
+        if target < self.delta0:
             return math.inf  # every ε has δ ≥ δ0 (the victim's leak)
         cap = self.inner_epsilon0
+        if target == self.delta0:  # δ(cap) = δ0 exactly (see delta): the cap is certified
+            return cap
         guess = self.inner.shuffled(users, lower_bound_max_users=1).epsilon(
             (target - self.delta0) / (1.0 - self.delta0))
         return _search_epsilon(lambda e: self.delta(e, users), target, cap, guess)
@@ -251,7 +255,7 @@ def fmt_clone_pair(epsilon0: float) -> VariationRatio:
     """
     worst = VariationRatio.worst_case(check_epsilon0(epsilon0))
     p = worst.p
-    return VariationRatio(p, worst.beta, _up(2.0 * p * p / (p + 1.0)))
+    return VariationRatio(p, worst.beta, _up(2.0 * p / (1.0 + 1.0 / p)))  # 2p² overflows at ε0 = 500
 
 
 def fmt_tv_term(epsilon: float, epsilon0: float, delta0: float, n: int) -> float:
@@ -308,8 +312,8 @@ class CloneTVBound(PairBound):
         self.pair = fmt_clone_pair(self.epsilon0)
 
     def _local(self, eps: float) -> float:
-        if eps >= self.epsilon0:
-            return _up(self.delta0)
+        if eps >= self.epsilon0:  # the (ε0, δ0) guarantee itself: no arithmetic to round
+            return self.delta0
         rr = -math.expm1(eps - self.epsilon0) / (1.0 + math.exp(-self.epsilon0))
         return min(1.0, _up(self.delta0 + (1.0 - self.delta0) * rr))
 

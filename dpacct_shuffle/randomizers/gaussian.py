@@ -98,13 +98,22 @@ class GaussianShuffleBound(PairBound):
     def __init__(self, mu: float) -> None:
         self.mu = check_gaussian_mu(mu)
 
-    @functools.lru_cache(maxsize=256)
-    def _bound(self, log_tv: float, n: int) -> DecomposedLDPBound:
-        eps0 = epsilon0_for_local_delta(self.mu, math.exp(log_tv) / n)
-        return DecomposedLDPBound(eps0, gaussian_delta(eps0, self.mu))
+    def _class_bound(self, eps0: float) -> DecomposedLDPBound | None:
+        """The (ε0, δ_μ(ε0)) class bound, or None where δ_μ(ε0) rounds up to 1 (vacuous: μ so
+        large that even ε0 = MAX_EPSILON0 leaves δ0 = 1)."""
+        delta0 = gaussian_delta(eps0, self.mu)
+        return DecomposedLDPBound(eps0, delta0) if delta0 < 1.0 else None
 
-    def _minimise(self, value: Callable[[DecomposedLDPBound], float], n: int) -> float:
-        """Golden-section search of ``value`` over ln t; returns the smallest value evaluated."""
+    @functools.lru_cache(maxsize=256)
+    def _bound(self, log_tv: float, n: int) -> DecomposedLDPBound | None:
+        return self._class_bound(epsilon0_for_local_delta(self.mu, math.exp(log_tv) / n))
+
+    def _minimise(self, bound_value: Callable[[DecomposedLDPBound], float], n: int) -> float:
+        """Golden-section search of ``bound_value`` over ln t; returns the smallest value
+        evaluated (1 where the class bound is vacuous)."""
+        def value(bound: DecomposedLDPBound | None) -> float:
+            return 1.0 if bound is None else bound_value(bound)
+
         lo, hi = LOG_TV_LOW, LOG_TV_HIGH
         x1, x2 = hi - _GOLDEN * (hi - lo), lo + _GOLDEN * (hi - lo)
         f1, f2 = value(self._bound(x1, n)), value(self._bound(x2, n))
@@ -136,8 +145,9 @@ class GaussianShuffleBound(PairBound):
         for share in TV_SHARES:
             # (e^ε + 1)(1 + e^{−ε0}/2) ≤ 4 for ε ≤ 0.6: aim the TV term at the share
             eps0 = epsilon0_for_local_delta(self.mu, share * target / (4.0 * users))
-            bound = DecomposedLDPBound(eps0, gaussian_delta(eps0, self.mu))
-            best = min(best, bound.epsilon_with_budget(target, users, share))
+            bound = self._class_bound(eps0)
+            if bound is not None:
+                best = min(best, bound.epsilon_with_budget(target, users, share))
         return best
 
     def __hash__(self) -> int:

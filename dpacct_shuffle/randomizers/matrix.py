@@ -101,6 +101,8 @@ def _frontier(
 ) -> list[tuple[float, float, float]]:
     """Up to three (r0, r1, s) points of the feasible frontier for one pair (module docstring)."""
     in0, in1 = q0 > 0, q1 > 0
+    if not (np.any(in0) and np.any(in1)):  # one side lost to rounding (β near 1e-57): no clones
+        return []
     has_n = neutral > 0
     outside = ~(in0 | in1) & has_n
     s_cap = float(np.min(col_min[outside] / neutral[outside])) if np.any(outside) else math.inf

@@ -32,10 +32,10 @@ def cheu_binary_summation(flip_probability: float) -> Randomizer:
     """Cheu et al. binary summation with flip probability f ∈ (0, 1/2):
     p = (1 − f)²/f², β = 1 − 2f, q = (1 − f)/f."""
     f = check_range("flip_probability", flip_probability, 0.0, 0.5, low_open=True, high_open=True)
-    p, beta, q = (1.0 - f) ** 2 / f**2, 1.0 - 2.0 * f, (1.0 - f) / f
-    if not math.isfinite(p):
+    if f < 1e-154:  # below it p overflows, and f**2 underflows to 0 below 1e-162
         raise ValueError(f"flip_probability must be at least 1e-154 so that ((1 - f)/f)**2 is a "
                          f"finite float, got {f!r}")
+    p, beta, q = (1.0 - f) ** 2 / f**2, 1.0 - 2.0 * f, (1.0 - f) / f
     vr = VariationRatio(ratio_up(p), beta, ratio_up(q))
     return single_entry("cheu_binary_summation", {"flip_probability": f}, vr, published=(p, beta, q, q),
                    notes="multi-message; no lower-bound instance")

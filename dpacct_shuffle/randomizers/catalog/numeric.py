@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from dpacct_shuffle.core.bound import VariationRatio
-from dpacct_shuffle.core.rounding import ratio_up
+from dpacct_shuffle.core.rounding import ratio_up, step_down
 from dpacct_shuffle.core.validation import check_epsilon0
 from dpacct_shuffle.randomizers.base import Randomizer
 from dpacct_shuffle.randomizers.catalog.entry import (Projection, binary_rr_lower, boost_projection,
@@ -113,7 +113,11 @@ def piecewise(epsilon0: float) -> Randomizer:
     beta = (e - 1.0) / (e + h)
     big_c = (h + 1.0) / (h - 1.0)
     p_hi = (e - h) / (2.0 * h + 2.0)
-    vr = blanket_variation_ratio(ratio_up(e), 2.0 * big_c * p_hi / e)
+    # γ = 2C·p_hi/e = e^{−ε0/2} in closed form: the product loses a relative u/(h − 1) to the
+    # cancellation in h − 1 (ε0 = 1e-6: below 2/(e + 1), refused), so the larger of the two
+    # (the closed form rounded down) is used
+    blanket = max(2.0 * big_c * p_hi / e, step_down(math.exp(-eps0 / 2.0)))
+    vr = blanket_variation_ratio(ratio_up(e), blanket)
     if h < 4.0:
         hi_mass, lo_mass = p_hi * (big_c - 1.0), p_hi / e * (big_c - 1.0)
     else:  # C − 1 loses a relative u·h to cancellation (a mass above 1 from ε0 ≈ 40): in closed

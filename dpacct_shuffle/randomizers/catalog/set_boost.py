@@ -293,7 +293,9 @@ def pckv_grr(epsilon0: float, domain_size: int, set_size: int) -> Randomizer:
     d = integer_parameter("domain_size", domain_size, 1)
     s = integer_parameter("set_size", set_size, 1, d)
     outputs = 2 * d
-    sets = [np.arange(i * s, (i + 1) * s) for i in range(outputs // s)] if outputs // s >= 2 else None
+    count = outputs // s  # sets listed only for a matrix that is built (2**53 of them never end)
+    sets = ([np.arange(i * s, (i + 1) * s) for i in range(count)]
+            if 2 <= count and count * outputs <= MAX_MATRIX_CELLS else None)
     third = (s, s) if outputs // s >= 3 else None  # a third disjoint set: S_j = C_j
     return _set_response("pckv_grr", eps0, outputs, s, {s}, sets,
                          {"epsilon0": eps0, "domain_size": d, "set_size": s}, s, third)
