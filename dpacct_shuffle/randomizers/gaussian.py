@@ -14,8 +14,10 @@ dominates every pair (docs/theory.md, "Gaussian local noise": the hockey-stick o
 blanket grows with the distance of x from the middle of the range), with the certified lattice
 sums of :mod:`dpacct_shuffle.core.gaussian_blanket`.
 
-Vector reports (the reduction to a line fails for other users off that line, docs/theory.md,
-"Gaussian local noise"), and scalars with larger μ, use the (ε0, δ0) route. A report is
+Vector reports (no dimension-free blanket, and projecting on the line of the victim's pair is not
+a reduction for upper bounds: the orthogonal parts label the other users' reports,
+docs/theory.md, "Gaussian local noise", *Vectors*), and scalars with larger μ, use the (ε0, δ0)
+route. A report is
 (ε0, δ_μ(ε0))-LDP for **every** ε0 > 0, with μ = Δ/σ and δ_μ the exact Gaussian
 profile (Balle & Wang, ICML 2018, Theorem 8; :func:`~dpacct_shuffle.core.gaussian.gaussian_delta`).
 Each ε0 gives a valid shuffled bound through the class bound
