@@ -13,8 +13,8 @@ from scipy import special, stats
 
 from dpacct_shuffle import randomizers as rz
 from dpacct_shuffle.core.gaussian import gaussian_delta
-from dpacct_shuffle.core.gaussian_endpoint import (GaussianEndpointInstance, endpoint_delta,
-                                                   endpoint_sum_law)
+from dpacct_shuffle.core.gaussian_endpoint import (MAX_CELLS, GaussianEndpointInstance,
+                                                   endpoint_delta, endpoint_sum_law)
 from dpacct_shuffle.randomizers.gaussian import GaussianSumInstance
 
 
@@ -120,3 +120,14 @@ def test_bad_input() -> None:
     with pytest.raises(ValueError, match="epsilon"):
         endpoint_delta(-1.0, 0.5, 10)
     assert GaussianEndpointInstance(0.5, 3).max_loss() == math.inf
+
+
+def test_heavy_tail_of_a_large_mu_stays_on_a_bounded_number_of_cells() -> None:
+    """μ = 8: L spans about 100 decades; the merges keep at most MAX_CELLS atoms (it once took
+    minutes), and the value stays below the report's own δ_μ(ε) and above the sum's."""
+    for negative in (False, True):
+        positions, _ = endpoint_sum_law(8.0, 1000, negative)
+        assert positions.size <= MAX_CELLS
+    for eps in (10.0, 40.0, 60.0):
+        value = endpoint_delta(eps, 8.0, 1000)
+        assert GaussianSumInstance(8.0, 1000).delta(eps) <= value <= gaussian_delta(eps, 8.0)

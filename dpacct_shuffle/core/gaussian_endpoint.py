@@ -69,6 +69,8 @@ Y_RANGE = 9.0
 #: Equal-width cells of a partial sum, on its mean ± WINDOW standard deviations.
 CELLS = 384
 WINDOW = 10.0
+#: At most this many cells (more only where L's tail spans many decades: then wider ones).
+MAX_CELLS = 2 * CELLS
 #: Cells are nearly uniform within this many scales of the median (the asinh's linear part).
 LINEAR_SCALES = 8.0
 #: Interquartile range of a normal law in standard deviations.
@@ -137,7 +139,8 @@ def merge_atoms(positions: FloatArray, masses: FloatArray, terms: int,
     """Atoms merged on the cells of the module docstring: equal widths in
     z = A·asinh((x − c)/(A·w)) (c the median, w a scale: the smaller of the standard deviation and
     the interquartile range over 1.349, A = ``LINEAR_SCALES``), ``CELLS`` of them on
-    |z| ≤ WINDOW·w — nearly uniform there, growing geometrically in the tails. ``placement``:
+    |z| ≤ WINDOW·w — nearly uniform there, growing geometrically in the tails; at most
+    ``MAX_CELLS`` in all (wider cells in z where the atoms span more). ``placement``:
     (centre, variance, robust variance) if known. ``terms``: the roundings of one position
     (a sum of ``terms`` parts, each exact to u relative)."""
     centre, variance, robust = (placement if placement is not None
@@ -147,7 +150,11 @@ def merge_atoms(positions: FloatArray, masses: FloatArray, terms: int,
         scale = 1e-12 * max(abs(centre), 1.0)
     spread = LINEAR_SCALES * scale
     z = np.arcsinh((positions - centre) * (1.0 / spread))
-    index = np.floor(z * (LINEAR_SCALES * CELLS / (2.0 * WINDOW))).astype(np.int64)
+    per_unit = LINEAR_SCALES * CELLS / (2.0 * WINDOW)
+    z_range = float(z.max() - z.min())
+    if z_range * per_unit > MAX_CELLS:  # a heavy tail over many decades: wider cells in z
+        per_unit = MAX_CELLS / z_range
+    index = np.floor(z * per_unit).astype(np.int64)
     index -= int(index.min())
     cell_mass = np.bincount(index, weights=masses)
     cell_moment = np.bincount(index, weights=masses * positions)
@@ -228,6 +235,6 @@ class GaussianEndpointInstance:
         return math.inf
 
 
-__all__ = ["CELLS", "IQR_PER_SD", "LINEAR_SCALES", "MAX_ENDPOINT_MU", "TINY_MASS", "WINDOW", "Y_CELLS", "Y_RANGE",
+__all__ = ["CELLS", "IQR_PER_SD", "LINEAR_SCALES", "MAX_CELLS", "MAX_ENDPOINT_MU", "TINY_MASS", "WINDOW", "Y_CELLS", "Y_RANGE",
            "GaussianEndpointInstance", "endpoint_delta", "endpoint_sum_law", "merge_atoms",
            "one_user_atoms"]
