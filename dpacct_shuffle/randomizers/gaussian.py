@@ -248,7 +248,7 @@ class GaussianSumInstance:
         return math.inf
 
 
-def _sum_lower(mu: float, n: int) -> InstanceLowerBound:
+def _gaussian_lower(mu: float, n: int) -> InstanceLowerBound:
     """The larger of the sum of the reports and, for μ ≤ MAX_ENDPOINT_MU, the endpoint instance
     (:mod:`~dpacct_shuffle.core.gaussian_endpoint`: all other users at the victim's first input)."""
     instances: list[LowerBoundInstance] = [GaussianSumInstance(mu, n)]
@@ -269,7 +269,7 @@ def _gaussian_randomizer(name: str, parameters: dict[str, object], sensitivity: 
         bound = GaussianShuffleBound(mu)
         notes = f"Gaussian noise, sensitivity/std = {mu!r}; (eps0, delta0(eps0))-LDP"
     return Randomizer(name, {**parameters, "mu": mu}, [bound], variation_ratio=None,
-                      lower_bound=functools.partial(_sum_lower, mu), notes=notes)
+                      lower_bound=functools.partial(_gaussian_lower, mu), notes=notes)
 
 
 def _positive(name: str, value: object) -> float:
