@@ -1,67 +1,110 @@
-"""Benchmark of shuffled Gaussian reports: certified upper ε, certified lower ε and CPU time.
+"""Benchmark of shuffled Gaussian reports and the other entries of the Gaussian/small-n work:
+certified upper ε, certified lower ε and CPU time of each.
 
-For ``gaussian(noise_std)`` on [0, 1] (the blanket bound of the extreme pair,
+First table: ``gaussian(noise_std)`` on [0, 1] (the blanket bound of the extreme pair,
 :class:`~dpacct_shuffle.randomizers.gaussian.GaussianBlanketBound`) and, for comparison,
 ``gaussian_vector(noise_std, clipping_norm=0.5)`` with the same sensitivity 1 (the (ε0, δ0) class
-route), per number of users: the upper ε reported, the certified lower ε (the sum of the reports),
-their ratio and the CPU seconds of one cold ``shuffled(n).epsilon(delta)`` (the Gaussian caches
-emptied first).
+route), per number of users: the upper ε reported, the certified lower ε (the larger of the sum of
+the reports and the endpoint instance, :mod:`~dpacct_shuffle.core.gaussian_endpoint`), their ratio
+and the CPU seconds of one cold ``shuffled(n).epsilon(delta)`` and of one cold
+``shuffled(n).epsilon_lower(delta)`` (every library cache emptied first).
+
+Second table (``--others``): the same columns for ``approximate_ldp(3.5, 7e-12)`` at n = 10³
+(the (ε0, δ0) class without the theorem's condition), ``subset_selection(5, 3, 2)`` at n = 30
+(exact at small n) and ``local_hashing(4, 2)`` at n = 10³.
 
 Usage: ``python benchmarks/bench_gaussian.py [--users 1e2,1e3,1e4,1e5,1e6] [--noise 2]
-[--delta 1e-6] [--markdown docs/tightness.md]`` — prints a markdown table; with ``--markdown``
-also writes its rows into the page's generated table (:mod:`markdown`).
+[--delta 1e-6] [--others] [--markdown docs/tightness.md]`` — prints a markdown table; with
+``--markdown`` also writes its rows into the page's generated table (:mod:`markdown`).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from dpacct_shuffle import randomizers as rz
-from dpacct_shuffle.core import gaussian_blanket
+from dpacct_shuffle.cli import format_lower, format_upper
 
+from bench_tightness import clear_library_caches
 from markdown import update_generated_table
 
-HEADER = ["randomizer", "sigma", "n", "upper", "lower", "upper/lower", "s (CPU)"]
+HEADER = ["randomizer", "sigma", "n", "upper", "lower", "upper/lower", "s upper (CPU)",
+          "s lower (CPU)"]
+OTHERS_HEADER = ["randomizer", "n", "delta", "upper", "lower", "upper/lower", "s upper (CPU)",
+                 "s lower (CPU)"]
+DIGITS = 4
+#: The second table's rows: (name, randomizer factory, n, δ).
+OTHERS: list[tuple[str, Callable[[], rz.Randomizer], int, float]] = [
+    ("approximate_ldp(3.5, 7e-12)", lambda: rz.approximate_ldp(3.5, 7e-12), 1000, 1e-6),
+    ("subset_selection(5, 3, 2)", lambda: rz.subset_selection(5.0, 3, 2), 30, 0.05),
+    ("subset_selection(5, 3, 2)", lambda: rz.subset_selection(5.0, 3, 2), 30, 1e-4),
+    ("local_hashing(4, 2)", lambda: rz.local_hashing(4.0, 2), 1000, 1e-6),
+]
 
 
-def cold_epsilon(randomizer: rz.Randomizer, n: int, delta: float) -> tuple[float, float]:
-    """(ε, CPU seconds) of one ``shuffled(n).epsilon(delta)`` with the Gaussian caches emptied."""
-    gaussian_blanket.blanket_delta.cache_clear()
-    gaussian_blanket.blanket_atoms.cache_clear()
+def cold(query: Callable[[], float]) -> tuple[float, float]:
+    """(value, CPU seconds) of one query with every library cache emptied first."""
+    clear_library_caches()
     start = time.process_time()
-    value = randomizer.shuffled(n).epsilon(delta)
+    value = query()
     return value, time.process_time() - start
 
 
+def measure(make: Callable[[], rz.Randomizer], n: int, delta: float) -> list[str]:
+    """[upper, lower, ratio, seconds upper, seconds lower] cells of one randomizer, n and δ."""
+    upper, upper_seconds = cold(lambda: make().shuffled(n).epsilon(delta))
+    lower, lower_seconds = cold(
+        lambda: make().shuffled(n, lower_bound_max_users=None).epsilon_lower(delta))
+    return [format_upper(upper, DIGITS), format_lower(lower, DIGITS),
+            f"{upper / lower:.2f}" if lower > 0.0 else "—", f"{upper_seconds:.2f}",
+            f"{lower_seconds:.2f}"]
+
+
+def _print_row(cells: list[str]) -> None:
+    print("| " + " | ".join(cells) + " |", flush=True)
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--users", default="1e2,1e3,1e4,1e5,1e6")
     parser.add_argument("--noise", default="2")
     parser.add_argument("--delta", type=float, default=1e-6)
+    parser.add_argument("--others", action="store_true",
+                        help="the second table (the issue's other entries) instead")
     parser.add_argument("--markdown", type=Path, help="page whose generated table gets the rows")
     args = parser.parse_args()
-    users = [int(float(u)) for u in args.users.split(",")]
+    rz.krr(1.0, 3).shuffled(50).epsilon(1e-6)  # load the lazily imported modules
     rows = []
-    print("| " + " | ".join(HEADER) + " |")
-    print("|" + "---|" * len(HEADER))
-    for sigma in (float(s) for s in args.noise.split(",")):
-        for name, randomizer in (("gaussian [0, 1]", rz.gaussian(sigma)),
-                                 ("gaussian_vector C=0.5", rz.gaussian_vector(sigma, 0.5))):
-            for n in users:
-                upper, seconds = cold_epsilon(randomizer, n, args.delta)
-                lower = randomizer.shuffled(n, lower_bound_max_users=None).epsilon_lower(
-                    args.delta)
-                cells = [name, f"{sigma:g}", f"{n:.0e}", f"{upper:.4g}", f"{lower:.4g}",
-                         f"{upper / lower:.2f}" if lower > 0.0 else "—", f"{seconds:.2f}"]
-                rows.append(cells)
-                print("| " + " | ".join(cells) + " |", flush=True)
+    header = OTHERS_HEADER if args.others else HEADER
+    _print_row(header)
+    print("|" + "---|" * len(header))
+    if args.others:
+        for name, make, n, delta in OTHERS:
+            cells = [name, f"{n:.0e}", f"{delta:g}", *measure(make, n, delta)]
+            rows.append(cells)
+            _print_row(cells)
+    else:
+        users = [int(float(u)) for u in args.users.split(",")]
+        for sigma in (float(s) for s in args.noise.split(",")):
+            makers: list[tuple[str, Callable[[], rz.Randomizer]]] = [
+                ("gaussian [0, 1]", lambda: rz.gaussian(sigma)),
+                ("gaussian_vector C=0.5", lambda: rz.gaussian_vector(sigma, 0.5))]
+            for name, make in makers:
+                for n in users:
+                    cells = [name, f"{sigma:g}", f"{n:.0e}", *measure(make, n, args.delta)]
+                    rows.append(cells)
+                    _print_row(cells)
     if args.markdown is not None:
-        note = (f"Generated by `python benchmarks/bench_gaussian.py --markdown {args.markdown}` "
-                f"(δ = {args.delta:g}; upper ends rounded up, lower ends down, 4 significant "
-                "digits; CPU seconds of one cold query).")
-        update_generated_table(args.markdown, "bench_gaussian", note, HEADER, rows)
+        flag = " --others" if args.others else ""
+        note = (f"Generated by `python benchmarks/bench_gaussian.py{flag} --markdown "
+                f"{args.markdown}` (upper ends rounded up, lower ends down, {DIGITS} significant "
+                "digits; CPU seconds of one cold query, every library cache emptied"
+                + ("" if args.others else f"; δ = {args.delta:g}") + ").")
+        block = "bench_gaussian_others" if args.others else "bench_gaussian"
+        update_generated_table(args.markdown, block, note, header, rows)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,10 @@ dominates every pair (docs/theory.md, "Gaussian local noise": the hockey-stick o
 blanket grows with the distance of x from the middle of the range), with the certified lattice
 sums of :mod:`dpacct_shuffle.core.gaussian_blanket`.
 
-Vector reports (the reduction to a line fails for other users off that line, docs/theory.md,
-"Gaussian local noise"), and scalars with larger μ, use the (ε0, δ0) route. A report is
+Vector reports (no dimension-free blanket, and projecting on the line of the victim's pair is not
+a reduction for upper bounds: the orthogonal parts label the other users' reports,
+docs/theory.md, "Gaussian local noise", *Vectors*), and scalars with larger μ, use the (ε0, δ0)
+route. A report is
 (ε0, δ_μ(ε0))-LDP for **every** ε0 > 0, with μ = Δ/σ and δ_μ the exact Gaussian
 profile (Balle & Wang, ICML 2018, Theorem 8; :func:`~dpacct_shuffle.core.gaussian.gaussian_delta`).
 Each ε0 gives a valid shuffled bound through the class bound
@@ -25,9 +27,13 @@ against the total-variation term, of order n·δ_μ(ε0) (smaller for large ε0)
 tried values are those with n·δ_μ(ε0) = t for t on a geometric grid, refined by golden-section
 search in ln t. Any ε0 gives a certified bound, so the search only steers tightness.
 
-Lower bound: the sum of the n reports is Σx_i + N(0, n·σ²·I), a post-processing of the shuffled
-multiset; for inputs at distance Δ it is the Gaussian mechanism with μ/√n, whose exact profile
-(rounded down) is a certified lower bound (:class:`GaussianSumInstance`).
+Lower bound: the larger of two explicit instances. The sum of the n reports is
+Σx_i + N(0, n·σ²·I), a post-processing of the shuffled multiset; for inputs at distance Δ it is
+the Gaussian mechanism with μ/√n, whose exact profile (rounded down) is a certified lower bound
+(:class:`GaussianSumInstance`). With every other user at the victim's first input the shuffled
+likelihood ratio is a mean of n i.i.d. log-normal terms, whose exact δ is evaluated from below by
+:class:`~dpacct_shuffle.core.gaussian_endpoint.GaussianEndpointInstance` (about 7 % above the
+sum's ε at μ = 0.5).
 """
 
 from __future__ import annotations
@@ -42,13 +48,14 @@ from numpy.typing import NDArray
 from dpacct_shuffle.core.gaussian import check_gaussian_mu, gaussian_delta
 from dpacct_shuffle.core.gaussian_blanket import (MAX_MU, blanket_delta, blanket_deltas,
                                                   check_sampling)
+from dpacct_shuffle.core.gaussian_endpoint import MAX_ENDPOINT_MU, GaussianEndpointInstance
 from dpacct_shuffle.core.rounding import round_loss_up, step_down, step_up
 from dpacct_shuffle.core.search import bisect, epsilon_search, expand_bracket
 from dpacct_shuffle.core.validation import (MAX_EPSILON0, MIN_EPSILON0, check_delta, check_epsilon,
                                             check_num_users, check_range)
 from dpacct_shuffle.randomizers.approximate import DecomposedLDPBound
 from dpacct_shuffle.randomizers.base import PairBound, Randomizer
-from dpacct_shuffle.randomizers.lower_bounds import InstanceLowerBound
+from dpacct_shuffle.randomizers.lower_bounds import InstanceLowerBound, LowerBoundInstance
 
 #: ln t (t = n·δ_μ(ε0)) searched in [LOG_TV_LOW, LOG_TV_HIGH].
 LOG_TV_LOW, LOG_TV_HIGH = -22.0 * math.log(10.0), -1.0 * math.log(10.0)
@@ -251,9 +258,15 @@ class GaussianSumInstance:
         return math.inf
 
 
-def _sum_lower(mu: float, n: int) -> InstanceLowerBound:
-    return InstanceLowerBound([GaussianSumInstance(mu, n)],
-                              "sum of the reports: Gaussian mechanism with noise sigma*sqrt(n)")
+def _gaussian_lower(mu: float, n: int) -> InstanceLowerBound:
+    """The larger of the sum of the reports and, for μ ≤ MAX_ENDPOINT_MU, the endpoint instance
+    (:mod:`~dpacct_shuffle.core.gaussian_endpoint`: all other users at the victim's first input)."""
+    instances: list[LowerBoundInstance] = [GaussianSumInstance(mu, n)]
+    description = "sum of the reports: Gaussian mechanism with noise sigma*sqrt(n)"
+    if mu <= MAX_ENDPOINT_MU:
+        instances.append(GaussianEndpointInstance(mu, n))
+        description += "; exact delta of all other users at one endpoint"
+    return InstanceLowerBound(instances, description)
 
 
 def _gaussian_randomizer(name: str, parameters: dict[str, object], sensitivity: float,
@@ -266,7 +279,7 @@ def _gaussian_randomizer(name: str, parameters: dict[str, object], sensitivity: 
         bound = GaussianShuffleBound(mu)
         notes = f"Gaussian noise, sensitivity/std = {mu!r}; (eps0, delta0(eps0))-LDP"
     return Randomizer(name, {**parameters, "mu": mu}, [bound], variation_ratio=None,
-                      lower_bound=functools.partial(_sum_lower, mu), notes=notes)
+                      lower_bound=functools.partial(_gaussian_lower, mu), notes=notes)
 
 
 def _positive(name: str, value: object) -> float:
