@@ -10,7 +10,9 @@ therefore returns a value whose certificate was checked.
 * :func:`smallest_true_integer` bisects integers;
 * :func:`expand_bracket` doubles an end until the predicate flips, with a ceiling;
 * :func:`epsilon_search` finds the smallest ε with a certified δ_upper(ε) ≤ δ by secant steps on
-  ln(−ln δ) against ln ε, safeguarded by bisection.
+  ln(−ln δ) against ln ε, safeguarded by bisection;
+* :func:`largest_below` finds the largest x with a non-decreasing value(x) ≤ a target by secant
+  steps on ln value against ln x, safeguarded by bisection (e.g. a campaign's per-report ε0).
 """
 
 from __future__ import annotations
@@ -195,4 +197,91 @@ def epsilon_search(delta_upper: Callable[[float], float], delta: float, total_va
     return hi
 
 
-__all__ = ["bisect", "epsilon_search", "expand_bracket", "smallest_true_integer"]
+def largest_below(value: Callable[[float], float], target: float, start: float, *,
+                  floor: float, ceiling: float, rtol: float, growth: float = 2.0,
+                  max_step: float = 8.0) -> float | None:
+    """Largest x in [floor, ceiling] (0 < floor ≤ ceiling) with ``value(x) ≤ target``, to relative
+    width ``rtol``, for ``value`` non-decreasing in x; ``None`` if ``floor`` fails.
+
+    Returns the feasible end: an evaluated x with ``value(x) ≤ target``, and (unless it is
+    ``ceiling``) an evaluated x' ∈ (x, (1 + rtol)·x] with ``value(x') > target`` — so the result is
+    certified by its own evaluation whatever the steps were, and near-largest by monotonicity.
+
+    Steps: the root of the secant through the two latest evaluations with finite positive value,
+    in (ln x, ln value) (one evaluation: slope 1, ln value ≈ ln x, the first step kept within a
+    factor ``growth`` of ``start``); outside a bracket a step moves at most a factor ``max_step``.
+    Once the estimate x* lies in the bracket [feasible, infeasible], the probe is x*·(1 ∓ rtol/2),
+    on the side where the bracket's end is farther, so that a good estimate closes the bracket in
+    two evaluations; when the bracket did not halve over three evaluations the probe is its
+    midpoint (bisection).
+    """
+    feasible: float | None = None  # largest evaluated x with value ≤ target
+    infeasible: float | None = None  # smallest evaluated x with value > target
+    points: list[tuple[float, float]] = []  # (ln x, ln value) of finite positive values
+    widths: list[float] = []
+
+    def probe(x: float) -> None:
+        nonlocal feasible, infeasible
+        result = value(x)
+        if result <= target:
+            feasible = x if feasible is None else max(feasible, x)
+        else:
+            infeasible = x if infeasible is None else min(infeasible, x)
+        if 0.0 < result < math.inf:
+            points.append((math.log(x), math.log(result)))
+
+    def estimate() -> float:
+        if len(points) >= 2 and points[-1][0] != points[-2][0] and points[-1][1] != points[-2][1]:
+            (u1, f1), (u2, f2) = points[-2], points[-1]
+            slope = (f2 - f1) / (u2 - u1)
+            if slope > 0.0:
+                return math.exp(min(u2 + (math.log(target) - f2) / slope, 700.0))
+        if points:
+            u2, f2 = points[-1]
+            guess = math.exp(min(u2 + math.log(target) - f2, 700.0))
+            return min(max(guess, math.exp(u2) / growth), math.exp(u2) * growth)
+        return math.nan
+
+    x = min(max(start, floor), ceiling)
+    probe(x)
+    for _ in range(200):
+        if feasible is not None and infeasible is not None and (
+                infeasible - feasible <= rtol * feasible):
+            return feasible
+        if infeasible is None and feasible is not None and feasible >= ceiling:
+            return ceiling
+        if feasible is None and infeasible is not None and infeasible <= floor:
+            return None
+        guess = estimate()
+        if feasible is None or infeasible is None:
+            if feasible is not None:  # only passes so far: step up
+                if not math.isfinite(guess):
+                    guess = feasible * growth
+                x = min(max(guess * (1.0 + 0.5 * rtol), feasible * (1.0 + 0.99 * rtol)),
+                        feasible * max_step, ceiling)
+            else:  # only failures so far: step down
+                assert infeasible is not None
+                if not math.isfinite(guess):
+                    guess = infeasible / growth
+                x = max(min(guess * (1.0 - 0.5 * rtol), infeasible / (1.0 + 0.99 * rtol)),
+                        infeasible / max_step, floor)
+            probe(x)
+            continue
+        widths.append(infeasible - feasible)
+        stalled = len(widths) >= 4 and not widths[-1] <= 0.5 * widths[-4]
+        if stalled or not feasible < guess < infeasible:
+            x = 0.5 * (feasible + infeasible)
+            widths.clear()
+        elif guess - feasible >= infeasible - guess:
+            # the feasible end is farther: a passing probe just below the estimate, at least
+            # close enough to the failing end to close the bracket if it passes
+            x = max(guess * (1.0 - 0.5 * rtol), infeasible / (1.0 + 0.99 * rtol))
+        else:
+            x = min(guess * (1.0 + 0.5 * rtol), feasible * (1.0 + 0.99 * rtol))
+        if not feasible < x < infeasible:
+            x = 0.5 * (feasible + infeasible)
+        probe(x)
+    raise RuntimeError("largest_below did not converge in 200 evaluations")
+
+
+__all__ = ["bisect", "epsilon_search", "expand_bracket", "largest_below", "smallest_true_integer"]
