@@ -210,10 +210,10 @@ def largest_below(value: Callable[[float], float], target: float, start: float, 
     Steps: the root of the secant through the two latest evaluations with finite positive value,
     in (ln x, ln value) (one evaluation: slope 1, ln value ≈ ln x, the first step kept within a
     factor ``growth`` of ``start``); outside a bracket a step moves at most a factor ``max_step``.
-    Once the estimate x* lies in the bracket [feasible, infeasible], the probe is x*·(1 ∓ rtol/2),
-    on the side where the bracket's end is farther, so that a good estimate closes the bracket in
-    two evaluations; when the bracket did not halve over three evaluations the probe is its
-    midpoint (bisection).
+    Inside a bracket [feasible, infeasible] the probe is the estimate x*; once x* is within rtol/2
+    of the previous probe (settled) it is x*·(1 ∓ rtol/2), on the side where the bracket's end is
+    farther, so that two evaluations close the bracket; an estimate outside the bracket, or a
+    bracket that did not halve over three evaluations, gets its midpoint (bisection).
     """
     feasible: float | None = None  # largest evaluated x with value ≤ target
     infeasible: float | None = None  # smallest evaluated x with value > target
@@ -272,9 +272,12 @@ def largest_below(value: Callable[[float], float], target: float, start: float, 
         if stalled or not feasible < guess < infeasible:
             x = 0.5 * (feasible + infeasible)
             widths.clear()
+        elif abs(guess - x) > 0.5 * rtol * guess:  # not settled: probe the estimate itself
+            margin = 0.02 * (infeasible - feasible)
+            x = min(max(guess, feasible + margin), infeasible - margin)
         elif guess - feasible >= infeasible - guess:
-            # the feasible end is farther: a passing probe just below the estimate, at least
-            # close enough to the failing end to close the bracket if it passes
+            # settled, the feasible end farther: a passing probe just below the estimate, close
+            # enough to the failing end to close the bracket if it passes
             x = max(guess * (1.0 - 0.5 * rtol), infeasible / (1.0 + 0.99 * rtol))
         else:
             x = min(guess * (1.0 + 0.5 * rtol), feasible * (1.0 + 0.99 * rtol))
