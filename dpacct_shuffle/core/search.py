@@ -208,8 +208,10 @@ def largest_below(value: Callable[[float], float], target: float, start: float, 
     certified by its own evaluation whatever the steps were, and near-largest by monotonicity.
 
     Steps: the root of the secant through the two latest evaluations with finite positive value,
-    in (ln x, ln value) (one evaluation: slope 1, ln value ≈ ln x, the first step kept within a
-    factor ``growth`` of ``start``); outside a bracket a step moves at most a factor ``max_step``.
+    in (ln x, ln value) — before any failure the smaller of that and the root in (x, ln value), so
+    that a value growing exponentially is not overshot (one evaluation: slope 1, ln value ≈ ln x,
+    the first step kept within a factor ``growth`` of ``start``); outside a bracket a step moves
+    at most a factor ``max_step``.
     Inside a bracket [feasible, infeasible] the probe is the estimate x*; once x* is within rtol/2
     of the previous probe (settled) it is x*·(1 ∓ rtol/2), on the side where the bracket's end is
     farther, so that two evaluations close the bracket; an estimate outside the bracket, or a
@@ -217,7 +219,7 @@ def largest_below(value: Callable[[float], float], target: float, start: float, 
     """
     feasible: float | None = None  # largest evaluated x with value ≤ target
     infeasible: float | None = None  # smallest evaluated x with value > target
-    points: list[tuple[float, float]] = []  # (ln x, ln value) of finite positive values
+    points: list[tuple[float, float]] = []  # (x, ln value) of finite positive values
     widths: list[float] = []
 
     def probe(x: float) -> None:
@@ -228,18 +230,31 @@ def largest_below(value: Callable[[float], float], target: float, start: float, 
         else:
             infeasible = x if infeasible is None else min(infeasible, x)
         if 0.0 < result < math.inf:
-            points.append((math.log(x), math.log(result)))
+            points.append((x, math.log(result)))
 
-    def estimate() -> float:
-        if len(points) >= 2 and points[-1][0] != points[-2][0] and points[-1][1] != points[-2][1]:
-            (u1, f1), (u2, f2) = points[-2], points[-1]
-            slope = (f2 - f1) / (u2 - u1)
-            if slope > 0.0:
-                return math.exp(min(u2 + (math.log(target) - f2) / slope, 700.0))
+    def secant(log_x: bool) -> float:
+        """Root of the secant through the two latest points, in (ln x or x, ln value)."""
+        (u1, f1), (u2, f2) = points[-2], points[-1]
+        if log_x:
+            u1, u2 = math.log(u1), math.log(u2)
+        if u1 == u2 or not (f2 - f1) / (u2 - u1) > 0.0:
+            return math.nan
+        root = u2 + (math.log(target) - f2) * (u2 - u1) / (f2 - f1)
+        return math.exp(min(root, 700.0)) if log_x else root
+
+    def estimate(stepping_up: bool) -> float:
+        """The secant's root in (ln x, ln value); stepping up beyond every evaluation, the smaller
+        of it and the root in (x, ln value) (a value growing like e^(c·x) is overshot by the
+        first, a power of x by the second)."""
+        if len(points) >= 2:
+            guesses = [secant(True)] + ([secant(False)] if stepping_up else [])
+            finite = [guess for guess in guesses if math.isfinite(guess) and guess > 0.0]
+            if finite:
+                return min(finite)
         if points:
             u2, f2 = points[-1]
-            guess = math.exp(min(u2 + math.log(target) - f2, 700.0))
-            return min(max(guess, math.exp(u2) / growth), math.exp(u2) * growth)
+            guess = u2 * math.exp(min(math.log(target) - f2, 700.0))
+            return min(max(guess, u2 / growth), u2 * growth)
         return math.nan
 
     x = min(max(start, floor), ceiling)
@@ -252,7 +267,7 @@ def largest_below(value: Callable[[float], float], target: float, start: float, 
             return ceiling
         if feasible is None and infeasible is not None and infeasible <= floor:
             return None
-        guess = estimate()
+        guess = estimate(infeasible is None)
         if feasible is None or infeasible is None:
             if feasible is not None:  # only passes so far: step up
                 if not math.isfinite(guess):
