@@ -163,12 +163,16 @@ class CampaignCalibration:
       epsilon: the certified campaign ε at the target δ with that value (≤ the target).
       campaign: the calibrated :class:`Campaign`.
       evaluations: how many campaigns were composed by the search.
+      failing_value: the evaluated value nearest to ``value`` on the far side (above a largest
+        value, below a smallest) that fails the target; None if none was evaluated (the search's
+        bound passed). With ``value`` it brackets the threshold.
     """
 
     value: float
     epsilon: float
     campaign: Campaign
     evaluations: int
+    failing_value: Optional[float] = None
 
 
 def _check_target(target_epsilon: float, delta: float) -> tuple[float, float]:
@@ -197,9 +201,14 @@ class _Search:
     def passes(self, value: float) -> bool:
         return self.epsilon(value) <= self.target
 
-    def result(self, value: float) -> CampaignCalibration:
-        """The calibration at ``value`` (a passing value the search evaluated)."""
-        return CampaignCalibration(value, self.epsilon(value), self.build(value), self.evaluations)
+    def result(self, value: float, largest: bool = True) -> CampaignCalibration:
+        """The calibration at ``value`` (a passing value the search evaluated), the largest (or
+        smallest) passing one."""
+        epsilon = self.epsilon(value)
+        failing = [x for x, eps in self.epsilons.items()
+                   if eps > self.target and (x > value if largest else x < value)]
+        nearest = (min(failing) if largest else max(failing)) if failing else None
+        return CampaignCalibration(value, epsilon, self.build(value), self.evaluations, nearest)
 
 
 def _largest_passing(search: _Search, start: float, floor: float, ceiling: float,
@@ -286,7 +295,8 @@ def smallest_campaign_noise(family: Callable[[float], Campaign], target_epsilon:
         inverse = _largest_passing(search, 1.0 / first, 1.0 / high_noise, 1.0 / low_noise,
                                    tolerance)
     result = search.result(inverse)
-    return dataclasses.replace(result, value=1.0 / inverse)
+    failing = None if result.failing_value is None else 1.0 / result.failing_value
+    return dataclasses.replace(result, value=1.0 / inverse, failing_value=failing)
 
 
 def _smallest_true(holds: Callable[[int], bool], first: int, ceiling: int, what: str) -> int:
@@ -323,7 +333,7 @@ def smallest_campaign_users(campaign: Campaign, target_epsilon: float, delta: fl
             return users >= floor and search.passes(users)
 
         users = _smallest_true(passes, max(floor, campaign.num_users), ceiling, "number of users")
-    return search.result(users)
+    return search.result(users, largest=False)
 
 
 def largest_campaign_rounds(campaign: Campaign, target_epsilon: float, delta: float, *,
