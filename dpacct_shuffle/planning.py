@@ -166,10 +166,10 @@ def _calibrate(candidate: Candidate, target_epsilon: float, delta: float, campai
                rtol: float, fallbacks: bool,
                start: Optional[float]) -> tuple[Randomizer, float, float, int]:
     """(randomizer, ε0, certified ε, evaluations) of one candidate (two stages if it has a shape),
-    the search starting at ``start`` (None: ε/R, first step ×2; else first step
-    ×:data:`NEIGHBOUR_GROWTH`). The second stage starts at the first's result, which passes with
-    the shape fixed (the same randomizer), with a first step of 3·rtol: the fixed-shape optimum
-    lies within a few percent of it."""
+    the search starting at ``start`` (None: ε/R, first step at most ×2; else at most
+    ×:data:`NEIGHBOUR_GROWTH`). The second stage (only if the first's final bracket changes the
+    shape) starts at the first's result, which passes with the shape fixed (the same randomizer),
+    with a first step of at most 3·rtol: the fixed-shape optimum lies within a few percent of it."""
     accounted: Callable[[Randomizer], Randomizer] = (
         (lambda randomizer: randomizer) if fallbacks else cover_only)
     first = largest_campaign_epsilon0(lambda e: accounted(candidate.build(e, candidate.tune(e))),
@@ -197,7 +197,7 @@ def _plan(candidates: Sequence[Candidate], std: Callable[[Randomizer], float],
     with ProgressReporter(len(candidates), "plan", progress, unit="randomizer") as reporter:
         for candidate in candidates:
             # each search starts from the previous candidate's ε0 (they are alike): a few
-            # evaluations bracket it instead of doubling up from ε/R
+            # evaluations bracket it instead of stepping up from ε/R
             start = calibrated[-1][1] if calibrated else None
             calibrated.append(_calibrate(candidate, target_epsilon, delta, campaign, rtol,
                                          fallbacks, start))
