@@ -149,3 +149,8 @@ def test_largest_below_ends() -> None:
     assert search.largest_below(lambda x: x, 100.0, 1.0, floor=0.5, ceiling=20.0,
                                 rtol=1e-2) == 20.0
     assert search.largest_below(lambda x: x, 0.1, 1.0, floor=0.5, ceiling=20.0, rtol=1e-2) is None
+    # a tolerance below float resolution ends at adjacent floats instead of probing forever
+    found = search.largest_below(lambda x: math.expm1(x), 0.3, 0.01, floor=1e-6, ceiling=20.0,
+                                 rtol=1e-17)
+    assert found is not None and math.expm1(found) <= 0.3
+    assert math.expm1(math.nextafter(found, math.inf) * (1 + 1e-15)) > 0.3

@@ -272,14 +272,14 @@ def largest_below(value: Callable[[float], float], target: float, start: float, 
             if feasible is not None:  # only passes so far: step up
                 if not math.isfinite(guess):
                     guess = feasible * growth
-                x = min(max(guess * (1.0 + 0.5 * rtol), feasible * (1.0 + 0.99 * rtol)),
-                        feasible * max_step, ceiling)
+                x = min(max(guess * (1.0 + 0.5 * rtol), feasible * (1.0 + 0.99 * rtol),
+                            math.nextafter(feasible, math.inf)), feasible * max_step, ceiling)
             else:  # only failures so far: step down
                 assert infeasible is not None
                 if not math.isfinite(guess):
                     guess = infeasible / growth
-                x = max(min(guess * (1.0 - 0.5 * rtol), infeasible / (1.0 + 0.99 * rtol)),
-                        infeasible / max_step, floor)
+                x = max(min(guess * (1.0 - 0.5 * rtol), infeasible / (1.0 + 0.99 * rtol),
+                            math.nextafter(infeasible, -math.inf)), infeasible / max_step, floor)
             probe(x)
             continue
         widths.append(infeasible - feasible)
@@ -298,6 +298,8 @@ def largest_below(value: Callable[[float], float], target: float, start: float, 
             x = min(guess * (1.0 + 0.5 * rtol), feasible * (1.0 + 0.99 * rtol))
         if not feasible < x < infeasible:
             x = 0.5 * (feasible + infeasible)
+            if not feasible < x < infeasible:  # adjacent floats: no narrower bracket exists
+                return feasible
         probe(x)
     raise RuntimeError("largest_below did not converge in 200 evaluations")
 
