@@ -40,7 +40,7 @@ from typing import Optional
 from dp_accounting import dp_event
 
 from dpacct_shuffle.accountants import ShufflePLDAccountant
-from dpacct_shuffle.core.search import bisect, expand_bracket, smallest_true_integer
+from dpacct_shuffle.core.search import expand_bracket, largest_below, smallest_true_integer
 from dpacct_shuffle.core.validation import (MAX_EPSILON0, MIN_EPSILON0, check_delta,
                                             check_num_users, check_range)
 from dpacct_shuffle.events import ShuffleEvent
@@ -163,12 +163,16 @@ class CampaignCalibration:
       epsilon: the certified campaign ε at the target δ with that value (≤ the target).
       campaign: the calibrated :class:`Campaign`.
       evaluations: how many campaigns were composed by the search.
+      failing_value: the evaluated value nearest to ``value`` on the far side (above a largest
+        value, below a smallest) that fails the target; None if none was evaluated (the search's
+        bound passed). With ``value`` it brackets the threshold.
     """
 
     value: float
     epsilon: float
     campaign: Campaign
     evaluations: int
+    failing_value: Optional[float] = None
 
 
 def _check_target(target_epsilon: float, delta: float) -> tuple[float, float]:
@@ -186,43 +190,38 @@ class _Search:
         self.evaluations = 0
         self.epsilons: dict[float, float] = {}
 
-    def passes(self, value: float) -> bool:
-        if value in self.epsilons:  # evaluated already (e.g. a bracket's end probed again)
-            return self.epsilons[value] <= self.target
-        self.evaluations += 1
-        self.reporter.tick()
-        epsilon = self.build(value).epsilon(self.delta)
-        self.epsilons[value] = epsilon
-        return epsilon <= self.target
+    def epsilon(self, value: float) -> float:
+        """The campaign's certified ε at ``value`` (composed once per value)."""
+        if value not in self.epsilons:  # evaluated already (e.g. a bracket's end probed again)
+            self.evaluations += 1
+            self.reporter.tick()
+            self.epsilons[value] = self.build(value).epsilon(self.delta)
+        return self.epsilons[value]
 
-    def result(self, value: float) -> CampaignCalibration:
-        """The calibration at ``value`` (a passing value the search evaluated)."""
-        if value not in self.epsilons:
-            self.passes(value)
-        return CampaignCalibration(value, self.epsilons[value], self.build(value), self.evaluations)
+    def passes(self, value: float) -> bool:
+        return self.epsilon(value) <= self.target
+
+    def result(self, value: float, largest: bool = True) -> CampaignCalibration:
+        """The calibration at ``value`` (a passing value the search evaluated), the largest (or
+        smallest) passing one."""
+        epsilon = self.epsilon(value)
+        failing = [x for x, eps in self.epsilons.items()
+                   if eps > self.target and (x > value if largest else x < value)]
+        nearest = (min(failing) if largest else max(failing)) if failing else None
+        return CampaignCalibration(value, epsilon, self.build(value), self.evaluations, nearest)
 
 
 def _largest_passing(search: _Search, start: float, floor: float, ceiling: float,
                      rtol: float, growth: float = 2.0) -> float:
-    """Largest value in [floor, ceiling] that passes, to ``rtol``: if ``start`` passes, probe
-    ``growth``·start and double from there until a value fails (``ceiling`` returned if it
-    passes); if it fails, divide it by ``growth`` and then halve until a value passes (ValueError
-    below ``floor``); then bisect between the last passing and the last failing value."""
-    low, failing, step = start, None, growth
-    while not search.passes(low):
-        if low <= floor:
-            raise ValueError(f"no value down to {floor!r} meets the target: the campaign already "
-                             "exceeds it (e.g. its other events alone)")
-        failing = low
-        low = max(floor, low / step)
-        step = 2.0
-    if failing is not None:
-        return bisect(search.passes, low, failing, rtol=rtol)
-    bracket = expand_bracket(search.passes, low, min(growth * low, ceiling), ceiling=ceiling)
-    if bracket is None:
-        return ceiling
-    feasible, infeasible = bracket
-    return bisect(search.passes, feasible, infeasible, rtol=rtol)
+    """Largest value in [floor, ceiling] that passes, to ``rtol``, by
+    :func:`~dpacct_shuffle.core.search.largest_below` on the campaign's ε from ``start`` (its
+    first step within a factor ``growth``); ValueError if ``floor`` fails."""
+    value = largest_below(search.epsilon, search.target, start, floor=floor, ceiling=ceiling,
+                          rtol=rtol, growth=growth)
+    if value is None:
+        raise ValueError(f"no value down to {floor!r} meets the target: the campaign already "
+                         "exceeds it (e.g. its other events alone)")
+    return value
 
 
 def largest_campaign_epsilon0(family: Callable[[float], RandomizerDescription],
@@ -234,17 +233,16 @@ def largest_campaign_epsilon0(family: Callable[[float], RandomizerDescription],
     (target_epsilon, delta)-DP (module docstring).
 
     The search starts at ε0 = target_epsilon/R (basic composition: it passes for ε0-LDP families
-    without other events) or at ``start_epsilon0``; it steps down (divides by ``growth``, then
-    halves) until a pass, or up (multiplies by ``growth``, then doubles) until a failure (up to
-    ``max_epsilon0``, returned if it still passes), then bisects to a bracket of relative width
-    ``rtol``.
+    without other events) or at ``start_epsilon0``, and takes secant steps on the campaign's ε
+    (:func:`~dpacct_shuffle.core.search.largest_below`) until a passing ε0 and a failing one lie
+    within a relative ``rtol`` (``max_epsilon0`` returned if it passes); the passing one is
+    returned.
 
     Args:
       family: ε0 ↦ randomizer (e.g. ``lambda e: randomizers.krr(e, 100)``).
       campaign: the campaign; its ``randomizer`` is replaced by ``family(ε0)``.
-      growth: factor of the first step from the start, > 1 (default 2): a start known to lie
-        within a few percent of the answer (a previous calibration) warrants a smaller one, and
-        the bisection then starts from a narrower bracket.
+      growth: bound on the first step's factor from the start, > 1 (default 2): a start known to
+        lie within a few percent of the answer (a previous calibration) warrants a smaller one.
       progress: as in :mod:`dpacct_shuffle.progress`, counting composed campaigns.
     """
     eps, target = _check_target(target_epsilon, delta)
@@ -297,7 +295,8 @@ def smallest_campaign_noise(family: Callable[[float], Campaign], target_epsilon:
         inverse = _largest_passing(search, 1.0 / first, 1.0 / high_noise, 1.0 / low_noise,
                                    tolerance)
     result = search.result(inverse)
-    return dataclasses.replace(result, value=1.0 / inverse)
+    failing = None if result.failing_value is None else 1.0 / result.failing_value
+    return dataclasses.replace(result, value=1.0 / inverse, failing_value=failing)
 
 
 def _smallest_true(holds: Callable[[int], bool], first: int, ceiling: int, what: str) -> int:
@@ -334,7 +333,7 @@ def smallest_campaign_users(campaign: Campaign, target_epsilon: float, delta: fl
             return users >= floor and search.passes(users)
 
         users = _smallest_true(passes, max(floor, campaign.num_users), ceiling, "number of users")
-    return search.result(users)
+    return search.result(users, largest=False)
 
 
 def largest_campaign_rounds(campaign: Campaign, target_epsilon: float, delta: float, *,

@@ -22,7 +22,8 @@ estimate (:mod:`dpacct_shuffle.accuracy`):
 Entries whose shape depends on ε0 (local hashing's l, subset selection's k) are calibrated twice:
 first with the shape tuned at every ε0 tried, then with the shape of that result fixed (so the
 plan's ε0 is near-largest for the randomizer it returns; the first result passes with that shape,
-so the second search starts from a passing value).
+so the second search starts from a passing value) — unless the first search's failing end has
+the same shape, when its final bracket already is one of the fixed-shape family.
 
 Accounting. By default each candidate is accounted through its cover — the variation-ratio pair
 bounds every catalog entry is built on (:class:`~dpacct_shuffle.randomizers.Randomizer`'s
@@ -94,10 +95,12 @@ def frequency_candidates(domain_size: int) -> list[Candidate]:
         Candidate("rappor", lambda e, s: randomizers.rappor(e, d), _no_shape),
         Candidate("optimized_unary_encoding",
                   lambda e, s: randomizers.optimized_unary_encoding(e, d), _no_shape),
-        Candidate("local_hashing",
-                  lambda e, s: randomizers.local_hashing(e, s["hash_range"], d), _hash_range),
+        # after OUE: its cover is OUE's first variation ratio, so its search starts where OUE's
+        # pair curve is cached (core.batched caches curves by variation ratio)
         Candidate("hadamard_response",
                   lambda e, s: randomizers.hadamard_response(e, outputs, domain_size=d), _no_shape),
+        Candidate("local_hashing",
+                  lambda e, s: randomizers.local_hashing(e, s["hash_range"], d), _hash_range),
     ]
     if d >= 3:
         candidates.append(Candidate(
@@ -163,10 +166,10 @@ def _calibrate(candidate: Candidate, target_epsilon: float, delta: float, campai
                rtol: float, fallbacks: bool,
                start: Optional[float]) -> tuple[Randomizer, float, float, int]:
     """(randomizer, ε0, certified ε, evaluations) of one candidate (two stages if it has a shape),
-    the search starting at ``start`` (None: ε/R, first step ×2; else first step
-    ×:data:`NEIGHBOUR_GROWTH`). The second stage starts at the first's result, which passes with
-    the shape fixed (the same randomizer), with a first step of 3·rtol: the fixed-shape optimum
-    lies within a few percent of it."""
+    the search starting at ``start`` (None: ε/R, first step at most ×2; else at most
+    ×:data:`NEIGHBOUR_GROWTH`). The second stage (only if the first's final bracket changes the
+    shape) starts at the first's result, which passes with the shape fixed (the same randomizer),
+    with a first step of at most 3·rtol: the fixed-shape optimum lies within a few percent of it."""
     accounted: Callable[[Randomizer], Randomizer] = (
         (lambda randomizer: randomizer) if fallbacks else cover_only)
     first = largest_campaign_epsilon0(lambda e: accounted(candidate.build(e, candidate.tune(e))),
@@ -174,7 +177,10 @@ def _calibrate(candidate: Candidate, target_epsilon: float, delta: float, campai
                                       start_epsilon0=start,
                                       growth=2.0 if start is None else NEIGHBOUR_GROWTH)
     shape = candidate.tune(first.value)
-    if not shape:
+    if not shape or (first.failing_value is not None
+                     and candidate.tune(first.failing_value) == shape):
+        # no shape, or the same shape at both ends of the first search's final bracket: that
+        # bracket is one of the fixed-shape family too
         return (candidate.build(first.value, shape), first.value, first.epsilon,
                 first.evaluations)
     fixed = largest_campaign_epsilon0(lambda e: accounted(candidate.build(e, shape)),
@@ -191,7 +197,7 @@ def _plan(candidates: Sequence[Candidate], std: Callable[[Randomizer], float],
     with ProgressReporter(len(candidates), "plan", progress, unit="randomizer") as reporter:
         for candidate in candidates:
             # each search starts from the previous candidate's ε0 (they are alike): a few
-            # evaluations bracket it instead of doubling up from ε/R
+            # evaluations bracket it instead of stepping up from ε/R
             start = calibrated[-1][1] if calibrated else None
             calibrated.append(_calibrate(candidate, target_epsilon, delta, campaign, rtol,
                                          fallbacks, start))

@@ -8,8 +8,9 @@ from dp_accounting import dp_event
 
 from dpacct_shuffle import randomizers
 from dpacct_shuffle.accountants import ShufflePLDAccountant
-from dpacct_shuffle.campaign import (Campaign, largest_campaign_epsilon0, largest_campaign_rounds,
-                                     smallest_campaign_noise, smallest_campaign_users)
+from dpacct_shuffle.campaign import (CAMPAIGN_RTOL, Campaign, largest_campaign_epsilon0,
+                                     largest_campaign_rounds, smallest_campaign_noise,
+                                     smallest_campaign_users)
 from dpacct_shuffle.events import ShuffleEvent
 from dpacct_shuffle.sampling import NeighborRel
 
@@ -46,6 +47,10 @@ def test_largest_epsilon0_is_certified_and_near_largest(gamma, relation):
     assert certified == pytest.approx(result.epsilon, rel=1e-9)
     assert certified <= TARGET
     assert _recomposed_epsilon(krr10(1.02 * result.value), users, rounds, relation, gamma) > TARGET
+    # the failing end of the final bracket: within the default rtol above, and it fails
+    assert result.value < result.failing_value <= (1 + CAMPAIGN_RTOL) * result.value
+    assert _recomposed_epsilon(krr10(result.failing_value), users, rounds, relation,
+                               gamma) > TARGET
     # shuffling and composition buy a lot: far above the basic-composition ε0 = ε/R
     assert result.value > 10 * TARGET / rounds
 

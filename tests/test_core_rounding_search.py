@@ -120,3 +120,37 @@ def test_epsilon_search_finds_the_threshold_of_a_gaussian_like_curve() -> None:
     assert exact <= found <= exact * (1.0 + 1e-4)
     assert len(evaluated) <= 12
     assert search.epsilon_search(delta_upper, 0.5, 0.4, math.inf, 0.1, 1e-4) == 0.0
+
+
+@pytest.mark.parametrize("root", [3e-4, 0.37, 4.0, 19.5])
+@pytest.mark.parametrize("curve", ["power", "exponential", "plateau"])
+def test_largest_below_returns_a_feasible_point_with_a_failing_one_within_rtol(
+        root: float, curve: str) -> None:
+    """Every evaluation is recorded: the result passes, some evaluated point in (x, (1+rtol)·x]
+    fails, and a smooth curve takes few evaluations from a far start."""
+    shapes = {"power": lambda x: (x / root) ** 1.3,
+              "exponential": lambda x: math.exp(0.5 * (x - root)),
+              "plateau": lambda x: 0.5 if x < root else 1.0 + (x - root)}
+    seen: dict[float, float] = {}
+
+    def value(x: float) -> float:
+        seen[x] = shapes[curve](x)
+        return seen[x]
+
+    found = search.largest_below(value, 1.0, 0.01, floor=1e-6, ceiling=20.0, rtol=1e-2)
+    assert found is not None and found in seen and seen[found] <= 1.0
+    assert found <= root * (1 + 1e-12)
+    assert any(found < x <= 1.01 * found and y > 1.0 for x, y in seen.items())
+    if curve != "plateau":
+        assert len(seen) <= 14
+
+
+def test_largest_below_ends() -> None:
+    assert search.largest_below(lambda x: x, 100.0, 1.0, floor=0.5, ceiling=20.0,
+                                rtol=1e-2) == 20.0
+    assert search.largest_below(lambda x: x, 0.1, 1.0, floor=0.5, ceiling=20.0, rtol=1e-2) is None
+    # a tolerance below float resolution ends at adjacent floats instead of probing forever
+    found = search.largest_below(lambda x: math.expm1(x), 0.3, 0.01, floor=1e-6, ceiling=20.0,
+                                 rtol=1e-17)
+    assert found is not None and math.expm1(found) <= 0.3
+    assert math.expm1(math.nextafter(found, math.inf) * (1 + 1e-15)) > 0.3

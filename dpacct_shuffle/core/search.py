@@ -10,7 +10,9 @@ therefore returns a value whose certificate was checked.
 * :func:`smallest_true_integer` bisects integers;
 * :func:`expand_bracket` doubles an end until the predicate flips, with a ceiling;
 * :func:`epsilon_search` finds the smallest ε with a certified δ_upper(ε) ≤ δ by secant steps on
-  ln(−ln δ) against ln ε, safeguarded by bisection.
+  ln(−ln δ) against ln ε, safeguarded by bisection;
+* :func:`largest_below` finds the largest x with a non-decreasing value(x) ≤ a target by secant
+  steps on ln value against ln x, safeguarded by bisection (e.g. a campaign's per-report ε0).
 """
 
 from __future__ import annotations
@@ -195,4 +197,111 @@ def epsilon_search(delta_upper: Callable[[float], float], delta: float, total_va
     return hi
 
 
-__all__ = ["bisect", "epsilon_search", "expand_bracket", "smallest_true_integer"]
+def largest_below(value: Callable[[float], float], target: float, start: float, *,
+                  floor: float, ceiling: float, rtol: float, growth: float = 2.0,
+                  max_step: float = 8.0) -> float | None:
+    """Largest x in [floor, ceiling] (0 < floor ≤ ceiling) with ``value(x) ≤ target``, to relative
+    width ``rtol``, for ``value`` non-decreasing in x; ``None`` if ``floor`` fails.
+
+    Returns the feasible end: an evaluated x with ``value(x) ≤ target``, and (unless it is
+    ``ceiling``) an evaluated x' ∈ (x, (1 + rtol)·x] with ``value(x') > target`` — so the result is
+    certified by its own evaluation whatever the steps were, and near-largest by monotonicity.
+
+    Steps: the root of the secant through the two latest evaluations with finite positive value,
+    in (ln x, ln value) — before any failure the smaller of that and the root in (x, ln value), so
+    that a value growing exponentially is not overshot (one evaluation: slope 1, ln value ≈ ln x,
+    the first step kept within a factor ``growth`` of ``start``); outside a bracket a step moves
+    at most a factor ``max_step``.
+    Inside a bracket [feasible, infeasible] the probe is the estimate x*; once x* is within rtol/2
+    of the previous probe (settled) it is x*·(1 ∓ rtol/2), on the side where the bracket's end is
+    farther, so that two evaluations close the bracket; an estimate outside the bracket, or a
+    bracket that did not halve over three evaluations, gets its midpoint (bisection).
+    """
+    feasible: float | None = None  # largest evaluated x with value ≤ target
+    infeasible: float | None = None  # smallest evaluated x with value > target
+    points: list[tuple[float, float]] = []  # (x, ln value) of finite positive values
+    widths: list[float] = []
+
+    def probe(x: float) -> None:
+        nonlocal feasible, infeasible
+        result = value(x)
+        if result <= target:
+            feasible = x if feasible is None else max(feasible, x)
+        else:
+            infeasible = x if infeasible is None else min(infeasible, x)
+        if 0.0 < result < math.inf:
+            points.append((x, math.log(result)))
+
+    def secant(log_x: bool) -> float:
+        """Root of the secant through the two latest points, in (ln x or x, ln value)."""
+        (u1, f1), (u2, f2) = points[-2], points[-1]
+        if log_x:
+            u1, u2 = math.log(u1), math.log(u2)
+        if u1 == u2 or not (f2 - f1) / (u2 - u1) > 0.0:
+            return math.nan
+        root = u2 + (math.log(target) - f2) * (u2 - u1) / (f2 - f1)
+        return math.exp(min(root, 700.0)) if log_x else root
+
+    def estimate(stepping_up: bool) -> float:
+        """The secant's root in (ln x, ln value); stepping up beyond every evaluation, the smaller
+        of it and the root in (x, ln value) (a value growing like e^(c·x) is overshot by the
+        first, a power of x by the second)."""
+        if len(points) >= 2:
+            guesses = [secant(True)] + ([secant(False)] if stepping_up else [])
+            finite = [guess for guess in guesses if math.isfinite(guess) and guess > 0.0]
+            if finite:
+                return min(finite)
+        if points:
+            u2, f2 = points[-1]
+            guess = u2 * math.exp(min(math.log(target) - f2, 700.0))
+            return min(max(guess, u2 / growth), u2 * growth)
+        return math.nan
+
+    x = min(max(start, floor), ceiling)
+    probe(x)
+    for _ in range(200):
+        if feasible is not None and infeasible is not None and (
+                infeasible - feasible <= rtol * feasible):
+            return feasible
+        if infeasible is None and feasible is not None and feasible >= ceiling:
+            return ceiling
+        if feasible is None and infeasible is not None and infeasible <= floor:
+            return None
+        guess = estimate(infeasible is None)
+        if feasible is None or infeasible is None:
+            if feasible is not None:  # only passes so far: step up
+                if not math.isfinite(guess):
+                    guess = feasible * growth
+                x = min(max(guess * (1.0 + 0.5 * rtol), feasible * (1.0 + 0.99 * rtol),
+                            math.nextafter(feasible, math.inf)), feasible * max_step, ceiling)
+            else:  # only failures so far: step down
+                assert infeasible is not None
+                if not math.isfinite(guess):
+                    guess = infeasible / growth
+                x = max(min(guess * (1.0 - 0.5 * rtol), infeasible / (1.0 + 0.99 * rtol),
+                            math.nextafter(infeasible, -math.inf)), infeasible / max_step, floor)
+            probe(x)
+            continue
+        widths.append(infeasible - feasible)
+        stalled = len(widths) >= 4 and not widths[-1] <= 0.5 * widths[-4]
+        if stalled or not feasible < guess < infeasible:
+            x = 0.5 * (feasible + infeasible)
+            widths.clear()
+        elif abs(guess - x) > 0.5 * rtol * guess:  # not settled: probe the estimate itself
+            margin = 0.02 * (infeasible - feasible)
+            x = min(max(guess, feasible + margin), infeasible - margin)
+        elif guess - feasible >= infeasible - guess:
+            # settled, the feasible end farther: a passing probe just below the estimate, close
+            # enough to the failing end to close the bracket if it passes
+            x = max(guess * (1.0 - 0.5 * rtol), infeasible / (1.0 + 0.99 * rtol))
+        else:
+            x = min(guess * (1.0 + 0.5 * rtol), feasible * (1.0 + 0.99 * rtol))
+        if not feasible < x < infeasible:
+            x = 0.5 * (feasible + infeasible)
+            if not feasible < x < infeasible:  # adjacent floats: no narrower bracket exists
+                return feasible
+        probe(x)
+    raise RuntimeError("largest_below did not converge in 200 evaluations")
+
+
+__all__ = ["bisect", "epsilon_search", "expand_bracket", "largest_below", "smallest_true_integer"]
