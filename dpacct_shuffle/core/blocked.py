@@ -42,10 +42,22 @@ MAX_BLOCK = 256
 
 def band_masses_with_error(edges: np.ndarray, m: np.ndarray, p: float
                             ) -> tuple[np.ndarray, np.ndarray]:
-    """``band_masses`` plus an absolute error bound (relative accuracy of each cdf/sf value)."""
-    cdf = binomial_cdf(edges - 1.0, m, p)
-    sf = binomial_sf(edges - 1.0, m, p)
-    use_sf = edges[:, 1:] > (m * p)
+    """``band_masses`` plus an absolute error bound (relative accuracy of each cdf/sf value).
+
+    A band above the mean is read from the survival function, the others from the cdf; each is
+    evaluated only at the edges of the bands that read it."""
+    trials = np.broadcast_to(m, edges.shape)
+    use_sf = edges[:, 1:] > (trials[:, 1:] * p)
+    need_sf = np.zeros(edges.shape, dtype=bool)
+    need_sf[:, 1:] |= use_sf
+    need_sf[:, :-1] |= use_sf
+    need_cdf = np.zeros(edges.shape, dtype=bool)
+    need_cdf[:, 1:] |= ~use_sf
+    need_cdf[:, :-1] |= ~use_sf
+    cdf = np.zeros(edges.shape)
+    cdf[need_cdf] = binomial_cdf(edges[need_cdf] - 1.0, trials[need_cdf], p)
+    sf = np.zeros(edges.shape)
+    sf[need_sf] = binomial_sf(edges[need_sf] - 1.0, trials[need_sf], p)
     mass = np.where(use_sf, sf[:, :-1] - sf[:, 1:], cdf[:, 1:] - cdf[:, :-1])
     size = np.where(use_sf, sf[:, :-1] + sf[:, 1:], cdf[:, 1:] + cdf[:, :-1])
     return np.maximum(mass, 0.0), (special_function_rtol(m) + 4.0 * UNIT_ROUNDOFF) * size
@@ -101,12 +113,15 @@ def _block_bands(m_upper: np.ndarray, m_lower: np.ndarray, k_rate: float, bands:
     coef[:, -1] += mass[:, -1] + mass_err[:, -1]
     low_tail = mass[:, 0] + mass_err[:, 0]
 
-    full_lower = full.copy()
-    full_lower[:, -1] = m_lower + 1.0
     ml = m_lower[:, None]
-    l_mass, _ = band_masses_with_error(full_lower, ml, k_rate)
-    l_fm, _ = band_masses_with_error(np.maximum(full_lower - 1.0, 0.0), np.maximum(ml - 1.0, 0.0),
-                                      k_rate)
+    if np.array_equal(m_lower, m_upper):  # blocks of one C value: K'' is K'
+        l_mass, l_fm = mass, fm_mass
+    else:
+        full_lower = full.copy()
+        full_lower[:, -1] = m_lower + 1.0
+        l_mass, _ = band_masses_with_error(full_lower, ml, k_rate)
+        l_fm, _ = band_masses_with_error(np.maximum(full_lower - 1.0, 0.0),
+                                          np.maximum(ml - 1.0, 0.0), k_rate)
     safe_mass = np.where(l_mass > 0.0, l_mass, 1.0)
     l_mean = np.where(l_mass > 0.0, ml * k_rate * l_fm / safe_mass, 0.0)
     return _BlockBands(edges, coef, low_tail, l_mass, l_mean)
