@@ -11,14 +11,15 @@ from dpacct_shuffle.core.problem import UNIT_ROUNDOFF, special_function_rtol, st
 
 
 # from this many values on, upper_tail evaluates each distinct (t, c) pair once
-_DISTINCT_PAIRS_FROM = 1 << 16
+_DISTINCT_PAIRS_FROM = 1 << 10
 
 
 def upper_tail(t: np.ndarray, c: np.ndarray, pi: float) -> np.ndarray:
     """P[Bin(c, π) ≥ t] for integer-valued float arrays (broadcast), exact at the ends.
 
-    Large arrays whose pairs (t, c) fill a small grid (windowed sums, where many cells share
-    them) evaluate each distinct pair once: the same betainc values, fewer calls."""
+    Large arrays evaluate each distinct pair (t, c) once (windowed sums and chain anchors share
+    many): indexed on their (c, t) grid when it is small, else sorted; the same betainc values,
+    fewer calls."""
     t, c = np.broadcast_arrays(t, c)
     out = np.where(t <= 0, 1.0, 0.0)
     inner = (t >= 1) & (t <= c)
@@ -39,6 +40,14 @@ def upper_tail(t: np.ndarray, c: np.ndarray, pi: float) -> np.ndarray:
             t_distinct = t_low + (distinct % int(width)).astype(float)
             values = special.betainc(t_distinct, c_distinct - t_distinct + 1.0, pi)
             out[inner] = values[position[index]]
+        elif (ti.size >= _DISTINCT_PAIRS_FROM and np.array_equal(ti, np.floor(ti))
+              and np.array_equal(ci, np.floor(ci)) and grid < 2.0**52):
+            index = ((ci - c_low) * width + (ti - t_low)).astype(np.int64)
+            distinct, position = np.unique(index, return_inverse=True)
+            c_distinct = c_low + (distinct // int(width)).astype(float)
+            t_distinct = t_low + (distinct % int(width)).astype(float)
+            values = special.betainc(t_distinct, c_distinct - t_distinct + 1.0, pi)
+            out[inner] = values[position.ravel()]
         else:
             out[inner] = special.betainc(ti, ci - ti + 1.0, pi)
     return out
