@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from dpacct_shuffle.core.batched_levels import levels_curve
+from dpacct_shuffle.core.batched_levels import enumerated_levels_curve, levels_curve
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.multilevel import PrivacyLossLevels
 from dpacct_shuffle.core.validation import check_range
@@ -169,11 +169,13 @@ class MultiLevelBound(PairBound):
 
     def curve_deltas(self, epsilons: np.ndarray, n: int, lowering: float) -> np.ndarray | None:
         """The maximum over level sets of their every-ε curves
-        (:func:`~dpacct_shuffle.core.batched_levels.levels_curve`, each at least its level set's
-        bound at every ε ≥ 0), or None when some level set has none."""
+        (:func:`~dpacct_shuffle.core.batched_levels.levels_curve` for clone-pair shapes, else
+        :func:`~dpacct_shuffle.core.batched_levels.enumerated_levels_curve`; each at least its
+        level set's bound at every ε ≥ 0), or None when some level set has none."""
         if not self.level_sets:
             return np.ones(len(epsilons))  # no bound, at every ε
-        curves = [levels_curve(levels, n, lowering) for levels in self.level_sets]
+        curves = [levels_curve(levels, n, lowering) or enumerated_levels_curve(levels, n, lowering)
+                  for levels in self.level_sets]
         if any(curve is None for curve in curves):
             return None
         return np.max([curve.deltas(epsilons) for curve in curves if curve is not None], axis=0)
