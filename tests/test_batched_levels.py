@@ -204,9 +204,10 @@ GENERAL_SETS = {
 
 def _enumerated_shift(levels: PrivacyLossLevels) -> float:
     """Largest amount by which the enumerated curve raises a loss: the main neutral count lowered
-    within its band (relative ≤ η of the common level, ≤ η·sinh(ε0) on the loss) and the loss grid
-    (relative 1e-4)."""
-    return 1.01 * (DEFAULT_LOWERING * math.sinh(levels.epsilon0) + 1e-4 * levels.epsilon0) + 1e-11
+    within its band (relative ≤ 16η of the common level beyond three standard deviations, so
+    ≤ 16η·sinh(ε0) on the loss) and the loss grid (relative 1e-4)."""
+    return 1.01 * (16.0 * DEFAULT_LOWERING * math.sinh(levels.epsilon0)
+                   + 1e-4 * levels.epsilon0) + 1e-11
 
 
 @pytest.mark.parametrize("name, n", [(name, n) for name in sorted(GENERAL_SETS)

@@ -289,7 +289,9 @@ ENUMERATED_MAX_CELLS = 40_000_000
 _LOSS_GRID = 1e-4
 _LOSS_FLOOR = 1e-12
 # count vectors of M-mass below this join the truncated mass
-_NEGLIGIBLE_COMBO = 1e-30
+_NEGLIGIBLE_COMBO = 1e-25
+# bands of the main neutral count beyond three standard deviations lower it by ≤ this many η
+_TAIL_BAND_FACTOR = 16.0
 
 
 class TwoSidedCurve:
@@ -324,9 +326,9 @@ def enumerated_levels_curve(levels: PrivacyLossLevels, n: int,
     N = Σ a_j N_j + λ*K and D = Σ b_j N_j + λ*K. The count vectors (N_j) run over the product of
     the windows of their marginals Bin(n, m_j) (the rest is truncated, union bound); given them,
     K ~ Bin(n − S, s') (S = Σ N_j, s' = m*/(1 − Σ m_j) rounded down: a smaller K only lowers the
-    common level). K is cut into bands [k, k + w − 1] with λ*(w − 1) ≤ η·λ*·k_lo (k_lo the
-    window's low end), the values below the window form one band from 0 and those above join the
-    last band; in each band K is lowered to its first value (Lemma 1: N and D lowered by the same
+    common level). K is cut into bands [k, k + w − 1] with w − 1 ≤ η·k_lo (k_lo the window's
+    low end) within three standard deviations of its mean and w − 1 ≤ 16η·k_lo beyond, the values
+    below the window form one band from 0 and those above join the last band; in each band K is lowered to its first value (Lemma 1: N and D lowered by the same
     amount, both stay ≥ 0). Each cell's loss ln(N'/D') is at most the levels' ε0 (a mediant of
     the ratios); it is raised by the rounding of N', D' and onto a geometric grid, and the P-mass
     of every truncated cell (at most max(a, b, λ*) times its M-mass) is put at ε0.
@@ -431,11 +433,19 @@ def _enumerated_curve(levels: PrivacyLossLevels, users: int, eta: float,
             cells += hi_i - lo_i
             continue
         k_lo, k_hi = _window_bounds(trials, k_rate, z)
+        # bands of width w (W lowered by a relative ≤ η) within 3 standard deviations of the
+        # mean, of width w' (≤ _TAIL_BAND_FACTOR·η) beyond
         width = max(1, int(eta * k_lo) + 1)
-        widest = max(widest, width)
+        tail_width = max(1, int(_TAIL_BAND_FACTOR * eta * k_lo) + 1)
+        widest = max(widest, tail_width)
+        mean, spread = trials * k_rate, 3.0 * math.sqrt(trials * k_rate * (1.0 - k_rate))
+        inner_lo = min(k_hi + 1, max(k_lo, math.ceil(mean - spread)))
+        inner_hi = max(inner_lo, min(k_hi + 1, math.floor(mean + spread) + 1))
+        starts = np.concatenate([np.arange(k_lo, inner_lo, tail_width),
+                                 np.arange(inner_lo, inner_hi, width),
+                                 np.arange(inner_hi, k_hi + 1, tail_width)])
         ks = np.arange(k_lo, k_hi + 1, dtype=np.float64)
         pmf = binomial_pmf(ks, trials, k_rate)
-        starts = np.arange(k_lo, k_hi + 1, width)
         sums = np.add.reduceat(pmf, starts - k_lo)
         if k_hi < trials:
             sums[-1] += float(binomial_sf(k_hi, trials, k_rate))
