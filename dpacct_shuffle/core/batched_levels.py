@@ -472,23 +472,31 @@ def _enumerated_curve(levels: PrivacyLossLevels, users: int, eta: float,
     for group, lo_i, hi_i in zip(range(len(distinct)), first.tolist(), ends.tolist()):
         rows = order[lo_i:hi_i]
         base = lam * band_starts[group]
-        n_cell = n_part[rows][:, None] + base[None, :]
-        d_cell = d_part[rows][:, None] + base[None, :]
-        error = slack * (n_cell + d_cell)
-        m_cell = (combo_mass[rows][:, None] * band_masses[group][None, :]).ravel()
-        n_up, d_up = (n_cell + error).ravel(), (d_cell + error).ravel()
-        n_low, d_low = (n_cell - error).ravel(), (d_cell - error).ravel()
-        for (indices, masses), top, bottom in zip(found, (n_up, d_up), (d_low, n_low)):
-            live = (top > bottom) & (m_cell > 0.0)
-            top_live, bottom_live = top[live], bottom[live]
-            with np.errstate(divide="ignore"):
-                ratio = np.where(bottom_live > 0.0, top_live / np.maximum(bottom_live, 5e-324),
-                                 np.inf)
-            loss = np.clip(np.log(ratio) * (1.0 + 1e-12), _LOSS_FLOOR, top_loss)
+        top_base = float(base[-1])
+        u_rows, v_rows = n_part[rows], d_part[rows]
+        for (indices, masses), top, bottom in zip(found, (u_rows, v_rows), (v_rows, u_rows)):
+            # rows where some band's loss may be positive (the error grows with the base)
+            live = top - bottom + 2.0 * slack * (top + bottom + 2.0 * top_base) > 0.0
+            if not np.any(live):
+                continue
+            top_cell = top[live][:, None] + base[None, :]
+            bottom_cell = bottom[live][:, None] + base[None, :]
+            error = slack * (top_cell + bottom_cell)
+            top_cell += error
+            bottom_cell -= error
+            p_mass = combo_mass[rows][live][:, None] * band_masses[group][None, :]
+            p_mass *= top_cell
+            p_mass *= (1.0 + mass_rtol) / users
+            with np.errstate(divide="ignore", invalid="ignore"):
+                loss = np.log(top_cell / bottom_cell)
+            # (a non-positive lowered D' with N' > 0: the loss is capped at ε0 below)
+            loss = np.where(bottom_cell > 0.0, loss * (1.0 + 1e-12), top_loss)
+            keep = (loss > 0.0) & (p_mass > 0.0)
+            loss = np.clip(loss[keep], _LOSS_FLOOR, top_loss)
             # the grid value of a bin is ≥ every loss in it (index rounded up with a margin)
             index = np.ceil(np.log(loss) / grid_step + 1e-6).astype(np.int64) - low_index
             indices.append(np.minimum(index, bins - 1))
-            masses.append(m_cell[live] * top_live * ((1.0 + mass_rtol) / users))
+            masses.append(p_mass[keep])
     grid_losses = np.exp((np.arange(bins) + low_index) * grid_step) * (1.0 + 1e-12)
     grid_losses = np.minimum(grid_losses, top_loss)  # every loss is ≤ ε0 (rounded up)
     factor = max(float(np.max(a_all)), float(np.max(b_all)), lam) * (1.0 + 1e-12)
