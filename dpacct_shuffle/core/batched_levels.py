@@ -306,7 +306,8 @@ class TwoSidedCurve:
     def deltas(self, epsilons: np.ndarray) -> np.ndarray:
         """Upper bounds on δ(ε) at every ε ≥ 0 of ``epsilons``."""
         eps = np.asarray(epsilons, dtype=np.float64)
-        return np.maximum(self.forward.deltas(eps), self.reverse.deltas(eps))
+        values: np.ndarray = np.maximum(self.forward.deltas(eps), self.reverse.deltas(eps))
+        return values
 
     def delta(self, epsilon: float) -> float:
         """Upper bound on δ(ε) at one ε ≥ 0."""

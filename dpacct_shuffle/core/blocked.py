@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dpacct_shuffle.core.binomial import binomial_cdf, binomial_pmf, binomial_sf
+from dpacct_shuffle.core.binomial import binomial_pmf
 from dpacct_shuffle.core.chains import (
     CHAIN_UNDERFLOW,
     advance_chains,
@@ -20,6 +20,7 @@ from dpacct_shuffle.core.chains import (
     reanchor_chains,
 )
 from dpacct_shuffle.core.inner_expectation import (
+    band_edge_tails,
     inner_expectation,
     k_band_edges,
     upper_tail,
@@ -44,20 +45,8 @@ def band_masses_with_error(edges: np.ndarray, m: np.ndarray, p: float
                             ) -> tuple[np.ndarray, np.ndarray]:
     """``band_masses`` plus an absolute error bound (relative accuracy of each cdf/sf value).
 
-    A band above the mean is read from the survival function, the others from the cdf; each is
-    evaluated only at the edges of the bands that read it."""
-    trials = np.broadcast_to(m, edges.shape)
-    use_sf = edges[:, 1:] > (trials[:, 1:] * p)
-    need_sf = np.zeros(edges.shape, dtype=bool)
-    need_sf[:, 1:] |= use_sf
-    need_sf[:, :-1] |= use_sf
-    need_cdf = np.zeros(edges.shape, dtype=bool)
-    need_cdf[:, 1:] |= ~use_sf
-    need_cdf[:, :-1] |= ~use_sf
-    cdf = np.zeros(edges.shape)
-    cdf[need_cdf] = binomial_cdf(edges[need_cdf] - 1.0, trials[need_cdf], p)
-    sf = np.zeros(edges.shape)
-    sf[need_sf] = binomial_sf(edges[need_sf] - 1.0, trials[need_sf], p)
+    The cdf and sf values of :func:`~dpacct_shuffle.core.inner_expectation.band_edge_tails`."""
+    cdf, sf, use_sf = band_edge_tails(edges, m, p)
     mass = np.where(use_sf, sf[:, :-1] - sf[:, 1:], cdf[:, 1:] - cdf[:, :-1])
     size = np.where(use_sf, sf[:, :-1] + sf[:, 1:], cdf[:, 1:] + cdf[:, :-1])
     return np.maximum(mass, 0.0), (special_function_rtol(m) + 4.0 * UNIT_ROUNDOFF) * size
@@ -336,7 +325,7 @@ def _lower_value(block_bands: _BlockBands, g_lo: np.ndarray, g_up: np.ndarray, g
     [0, k_0): g ≥ g(k_0); interior band [k_j, k_{j+1}): the largest of Jensen's g(band mean),
     g(k_{j+1}) and the two extended neighbouring chords at the band mean; [k_{E−1}, m]: 0.
     """
-    value = block_bands.lower_mass[:, 0] * g_lo[:, 0]
+    value: np.ndarray = block_bands.lower_mass[:, 0] * g_lo[:, 0]
     if g_lo.shape[1] < 2:
         return value
     inner = g_lo[:, 1:-1]
@@ -355,4 +344,5 @@ def _lower_value(block_bands: _BlockBands, g_lo: np.ndarray, g_up: np.ndarray, g
     best = np.maximum(g_lo[:, 1:], g_mean_lo)
     np.maximum(best, np.maximum(left, right, out=left), out=best)
     best *= block_bands.lower_mass[:, 1:-1]
-    return value + best.sum(axis=1)
+    total: np.ndarray = value + best.sum(axis=1)
+    return total

@@ -133,13 +133,12 @@ def inner_expectation_by_sums(c: int, k: np.ndarray, c_a: float, c_b: float, c_k
 
 
 
-def band_masses(edges: np.ndarray, m: np.ndarray, p: float) -> np.ndarray:
-    """P[K ∈ [e_j, e_{j+1})] for K ~ Bin(m, p); edges shape (rows, B+1), m shape (rows, 1).
-
-    Uses CDF differences below the mean and survival-function differences above it, so tail band
-    masses keep their relative accuracy; each edge's cdf (sf) is evaluated only where a band
-    ending at it uses the cdf (sf).
-    """
+def band_edge_tails(edges: np.ndarray, m: np.ndarray, p: float
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(cdf, sf, use_sf) for the bands [e_j, e_{j+1}) of K ~ Bin(m, p) (edges (rows, B+1), m
+    (rows, 1)): a band above the mean (use_sf) is read from P[K > e − 1] differences, the others
+    from P[K ≤ e − 1] differences; each edge's cdf (sf) is evaluated only where a band ending at
+    it reads it (0 elsewhere)."""
     use_sf = edges[:, 1:] > (m * p)
     need_sf = np.zeros(edges.shape, dtype=bool)
     need_sf[:, 1:] |= use_sf
@@ -152,6 +151,16 @@ def band_masses(edges: np.ndarray, m: np.ndarray, p: float) -> np.ndarray:
     cdf[need_cdf] = binomial_cdf(edges[need_cdf] - 1.0, trials[need_cdf], p)
     sf = np.zeros(edges.shape)
     sf[need_sf] = binomial_sf(edges[need_sf] - 1.0, trials[need_sf], p)
+    return cdf, sf, use_sf
+
+
+def band_masses(edges: np.ndarray, m: np.ndarray, p: float) -> np.ndarray:
+    """P[K ∈ [e_j, e_{j+1})] for K ~ Bin(m, p); edges shape (rows, B+1), m shape (rows, 1).
+
+    Uses CDF differences below the mean and survival-function differences above it, so tail band
+    masses keep their relative accuracy (:func:`band_edge_tails`).
+    """
+    cdf, sf, use_sf = band_edge_tails(edges, m, p)
     lower_side = cdf[:, 1:] - cdf[:, :-1]
     upper_side = sf[:, :-1] - sf[:, 1:]
     return np.maximum(np.where(use_sf, upper_side, lower_side), 0.0)

@@ -178,7 +178,9 @@ class MultiLevelBound(PairBound):
                   for levels in self.level_sets]
         if any(curve is None for curve in curves):
             return None
-        return np.max([curve.deltas(epsilons) for curve in curves if curve is not None], axis=0)
+        values: np.ndarray = np.max([curve.deltas(epsilons) for curve in curves
+                                     if curve is not None], axis=0)
+        return values
 
     def epsilon_below(self, delta: float, n: int, current: float) -> float:
         """:meth:`epsilon`, skipped (``current`` returned) when the bound at
