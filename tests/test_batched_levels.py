@@ -296,3 +296,29 @@ def test_enumerated_curve_is_none_for_infinite_ratios_and_huge_windows() -> None
     assert enumerated_levels_curve(PrivacyLossLevels([2.0, 0.0], [1.0, 1.0], [0.3, 0.3]), 10) is None
     # clone masses of 0.3 at 10⁶ users: windows of thousands of counts each
     assert enumerated_levels_curve(GENERAL_SETS["matrix-pair"], 10**6) is None
+
+
+def test_multilevel_curve_falls_back_to_a_coarser_lowering_within_a_fifth_of_a_percent() -> None:
+    """At 10⁴ users the two-neutral computation at η = ROUND_LOWERING exceeds its limits; the
+    multi-level fallback then reads the level set's curve at a coarser η (at most
+    COARSEST_LOWERING), within 0.2 % of the point queries' ε. (Here the point query evaluates the
+    four levels through the convex-order reduction, an upper bound itself, whose lower end is not
+    a lower bound of the level set's value: the curve may be below it. That the curve is an upper
+    bound at every η is asserted against the enumerated pair and the exact shuffled laws above.)"""
+    from dpacct_shuffle.profiles import ROUND_LOWERING
+    from dpacct_shuffle.randomizers.multilevel import COARSEST_LOWERING
+
+    n = 10**4
+    bound = multilevel_fallback(rz.rappor(2.0, 16))
+    levels = bound.level_sets[0]
+    assert levels_curve(levels, n, ROUND_LOWERING) is None
+    assert levels_curve(levels, n, COARSEST_LOWERING) is not None
+
+    def delta_of(eps: float) -> float:
+        values = bound.curve_deltas(np.array([eps]), n, ROUND_LOWERING)
+        assert values is not None
+        return float(values[0])
+
+    point = levels.epsilon(1e-6, n, rtol=1e-5)
+    from_curve = _curve_epsilon(delta_of, 1e-6, levels.epsilon0)
+    assert point * (1.0 - 2e-3) <= from_curve <= point * 1.002, (from_curve, point)

@@ -67,6 +67,8 @@ from dpacct_shuffle.core.validation import check_num_users, check_range
 MAX_ROWS = 400_000
 # rows × values of K_r'' at most
 MAX_ROW_VALUES = 150_000_000
+# rows × levels spanned by a row at most (the rows' dense band masses)
+MAX_ROW_LEVELS = 250_000_000
 # rows of one chunk (their band masses are dense arrays of rows × levels)
 _CHUNK_ROWS = 4096
 
@@ -220,7 +222,8 @@ def levels_curve(levels: PrivacyLossLevels, n: int, lowering: float = DEFAULT_LO
                  tail: float = DEFAULT_BATCHED_TAIL) -> BatchedDelta | None:
     """The curve of :class:`~dpacct_shuffle.core.batched.BatchedDelta` for the multi-level bound
     of ``levels`` with n users (both directions), or None when the level set is not of clone-pair
-    shape or the two-neutral-level computation would exceed ``MAX_ROWS``/``MAX_ROW_VALUES``
+    shape or the two-neutral-level computation would exceed ``MAX_ROWS``/``MAX_ROW_VALUES``/
+    ``MAX_ROW_LEVELS``
     (cached per arguments).
 
     Args:
@@ -267,7 +270,12 @@ def _levels_curve(levels: PrivacyLossLevels, users: int, eta: float,
             return None
         blocks = (c_hi - c_lo + 1) // max(1, math.floor(4.0 * eta * c_lo)) + 1
         rows, values = two.row_count(np.array([users]), z)
-        if rows * blocks > MAX_ROWS or rows * blocks * values > MAX_ROW_VALUES:
+        # each row's band masses are a dense array over the levels its values span (grid step
+        # about η·T at the typical T)
+        t_mean = users * (kappa * r_c + band[0] * band[1] + row[0] * row[1])
+        spanned = row[0] * values / (eta * t_mean) + 2.0
+        if (rows * blocks > MAX_ROWS or rows * blocks * values > MAX_ROW_VALUES
+                or rows * blocks * spanned > MAX_ROW_LEVELS):
             return None
         neutral = two
     return pair_curve(users, eta, tail, kappa=kappa, h=h, p=shape.a / shape.b, r_c=r_c,
@@ -526,6 +534,7 @@ def variation_ratio_curve(vr: VariationRatio, n: int, lowering: float = DEFAULT_
     return enumerated_levels_curve(PrivacyLossLevels.of_variation_ratio(vr), n, lowering)
 
 
-__all__ = ["ENUMERATED_MAX_CELLS", "ENUMERATED_MAX_COMBOS", "LevelShape", "MAX_ROWS", "MAX_ROW_VALUES",
+__all__ = ["ENUMERATED_MAX_CELLS", "ENUMERATED_MAX_COMBOS", "LevelShape", "MAX_ROWS",
+           "MAX_ROW_LEVELS", "MAX_ROW_VALUES",
            "TwoSidedCurve", "enumerated_levels_curve", "levels_curve", "supports_levels_curve",
            "variation_ratio_curve"]
