@@ -89,6 +89,9 @@ def account_cold(bound: str, sizes: list[int], delta: float,
         return pool.submit(account, bound, sizes, delta, ratio).result()
 
 
+HEADER = ["accounting", "distinct PLDs", "epsilon", "gap", "CPU s"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=1000)
@@ -106,7 +109,7 @@ def main() -> None:
     sizes = cohort_sizes(args.rounds, args.low, args.high, args.seed)
     print(f"k-RR eps0=2 d=100 ({args.bound} bound), {len(sizes)} rounds, n in "
           f"[{args.low:g}, {args.high:g}], delta={args.delta:g}")
-    table = MarkdownTable(["accounting", "distinct PLDs", "epsilon", "gap", "CPU s"])
+    table = MarkdownTable(HEADER)
     exact = None
     if not args.no_exact:
         exact, cpu = account_cold(args.bound, sizes, args.delta, None)

@@ -64,6 +64,10 @@ def measure(vr: VariationRatio, n: int, repeat: int) -> tuple[float, float, floa
     return epsilon, best, peak / 2**20, evaluations
 
 
+HEADER = ["randomizer", "eps0", "n", "epsilon (delta=1e-8)", "CPU s/call", "delta evals",
+          "peak MiB (tracemalloc)"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-exponent", type=int, default=9)
@@ -72,8 +76,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"machine: {describe_machine()}")
     print()
-    table = MarkdownTable(["randomizer", "eps0", "n", "epsilon (delta=1e-8)", "CPU s/call",
-                           "delta evals", "peak MiB (tracemalloc)"])
+    table = MarkdownTable(HEADER)
     for epsilon0 in (1.0, 2.0, 4.0):
         for name, vr in (("worst case", VariationRatio.worst_case(epsilon0)),
                          (f"k-RR d={DOMAIN}", k_rr(epsilon0))):

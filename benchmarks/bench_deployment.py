@@ -211,6 +211,9 @@ def measure(name: str) -> tuple[float, str]:
     return float(answer["seconds"]), str(answer["result"])
 
 
+HEADER = ["what", "today (CPU s)", "target (CPU s)", "now (CPU s)", "result"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_table_arguments(parser, list(ROWS))
@@ -225,7 +228,7 @@ def main() -> None:
         parser.error("--repeat must be >= 1")
     names = selected_entries(parser, args, list(ROWS))
     print(describe_machine())
-    table = MarkdownTable(["what", "today (CPU s)", "target (CPU s)", "now (CPU s)", "result"])
+    table = MarkdownTable(HEADER)
     for name in names:
         runs = [measure(name) for _ in range(args.repeat)]
         seconds = statistics.median(s for s, _ in runs)

@@ -32,7 +32,12 @@ from dpacct_shuffle.core.gaussian import gaussian_delta_and_margin
 from dpacct_shuffle.core.problem import special_function_rtol
 from dpacct_shuffle.core.rounding import round_loss_down, round_loss_up
 from dpacct_shuffle.core.validation import check_num_users, check_range
-from dpacct_shuffle.profiles import PrivacyProfile, batched_randomizer, shuffle_profile
+from dpacct_shuffle.profiles import (
+    PrivacyProfile,
+    RandomizerDescription,
+    batched_randomizer,
+    shuffle_profile,
+)
 from dpacct_shuffle.randomizers.binary_rr_sampled import binary_rr_cohort_profile, is_tractable
 from dpacct_shuffle.sampling import binary_rr_epsilon0, void_view_profile
 
@@ -145,7 +150,8 @@ def _reaches_sample_size(population: int, sample_size: int, rate: float) -> floa
     return max(0.0, round_loss_down(tail * (1.0 - float(special_function_rtol(population)))))
 
 
-def shuffled_cohort_profile(randomizer: object, sample_size: int, population_size: int,
+def shuffled_cohort_profile(randomizer: RandomizerDescription, sample_size: int,
+                            population_size: int,
                             lowering: float | None = None) -> PrivacyProfile:
     """Profile of a shuffle round on m of N users sampled uniformly without replacement.
 

@@ -16,10 +16,16 @@ import numpy as np
 import pytest
 
 from dpacct_shuffle import randomizers as rz
-from dpacct_shuffle.core.batched import DEFAULT_LOWERING
-from dpacct_shuffle.core.batched_levels import LevelShape, levels_curve, supports_levels_curve
+from dpacct_shuffle.core.batched import DEFAULT_LOWERING, BatchedDelta
+from dpacct_shuffle.core.batched_levels import (
+    LevelShape,
+    enumerated_levels_curve,
+    levels_curve,
+    supports_levels_curve,
+    variation_ratio_curve,
+)
 from dpacct_shuffle.core.multilevel import PrivacyLossLevels
-from dpacct_shuffle.randomizers.multilevel import MultiLevelBound, corner_levels
+from dpacct_shuffle.randomizers.multilevel import MultiLevelBound, corner_levels, matrix_levels
 from tests import oracle
 
 EPSILONS = [0.0, 0.05, 0.3, 0.9, 1.5]
@@ -121,6 +127,16 @@ def _curve_epsilon(values_at, delta: float, high: float) -> float:
     return high
 
 
+def _assert_curve_epsilon_is_near_the_point_query(levels: PrivacyLossLevels, delta_of, n: int
+                                                  ) -> None:
+    """ε at δ = 1e-6 read from a curve: never where the bound's certified lower estimate is above
+    δ, and at most 0.2 % above the point query's ε."""
+    point = levels.epsilon(1e-6, n, rtol=1e-5)
+    from_curve = _curve_epsilon(delta_of, 1e-6, levels.epsilon0)
+    assert levels.delta_interval(from_curve, n).lower <= 1e-6 * (1.0 + 1e-9)
+    assert point * (1.0 - 1e-3) <= from_curve <= point * 1.002, (from_curve, point)
+
+
 @pytest.mark.parametrize("make, n", [(lambda: rz.rappor(2.0, 64), 1_000_000),
                                      (lambda: rz.rappor(4.0, 64), 300_000),
                                      (lambda: rz.local_hashing(4.0, 8), 1_000_000)])
@@ -132,10 +148,7 @@ def test_levels_curve_epsilon_is_within_a_fifth_of_a_percent_of_the_point_query(
     levels = multilevel_fallback(make()).level_sets[0]
     curve = levels_curve(levels, n, ROUND_LOWERING)
     assert curve is not None
-    point = levels.epsilon(1e-6, n, rtol=1e-5)
-    from_curve = _curve_epsilon(curve.delta, 1e-6, levels.epsilon0)
-    assert levels.delta_interval(from_curve, n).lower <= 1e-6 * (1.0 + 1e-9)
-    assert point * (1.0 - 1e-3) <= from_curve <= point * 1.002, (from_curve, point)
+    _assert_curve_epsilon_is_near_the_point_query(levels, curve.delta, n)
 
 
 def test_levels_curve_is_none_outside_its_shape() -> None:
@@ -177,3 +190,135 @@ def test_multilevel_round_through_the_accountant_is_within_a_fifth_of_a_percent(
         point = randomizer.epsilon(delta, n)
         ours = accountant.get_epsilon(delta)
         assert point * (1.0 - 1e-4) <= ours <= 1.002 * point, (delta, ours, point)
+
+
+# -- the enumerated curve of any level set ---------------------------------------------------
+
+GENERAL_SETS = {
+    # a pair of a 3×3 matrix against its column minima (unequal clone masses, three ratios)
+    "matrix-pair": PrivacyLossLevels([2.0, 0.5, 1.5, 0.8], [0.5, 2.0, 0.8, 1.5],
+                                     [0.1, 0.1, 0.2, 0.2]),
+    # unequal clone masses (not of clone-pair shape)
+    "unequal-clones": PrivacyLossLevels([3.0, 1.0, 1.0], [1.0, 3.0, 1.0], [0.1, 0.12, 0.5]),
+    # a Poisson-sampled (void) 3×3 matrix pair: a dominant neutral level and three small ones
+    "void-pair": PrivacyLossLevels([1.0, 1.0, 1.2, 3.0], [1.0, 3.0, 2.0, 1.0],
+                                   [0.9, 0.01, 0.025, 0.02]),
+    # two neutral levels besides the clones, and a zero level (the rest)
+    "two-neutrals": PrivacyLossLevels([4.0, 1.0, 1.0, 2.0, 0.0], [1.0, 3.0, 1.0, 2.0, 0.0],
+                                      [0.05, 0.08, 0.3, 0.2, 0.05]),
+}
+
+
+def _enumerated_shift(levels: PrivacyLossLevels) -> float:
+    """Largest amount by which the enumerated curve raises a loss: the main neutral count lowered
+    within its band (relative ≤ 16η of the common level beyond three standard deviations, so
+    ≤ 16η·sinh(ε0) on the loss) and the loss grid (relative 1e-4)."""
+    return 1.01 * (16.0 * DEFAULT_LOWERING * math.sinh(levels.epsilon0)
+                   + 1e-4 * levels.epsilon0) + 1e-11
+
+
+@pytest.mark.parametrize("name, n", [(name, n) for name in sorted(GENERAL_SETS)
+                                     for n in (1, 2, 5, 12, 25)
+                                     if GENERAL_SETS[name].masses.size < 5 or n <= 12])
+def test_enumerated_curve_bounds_the_enumerated_pair(name: str, n: int) -> None:
+    levels = GENERAL_SETS[name]
+    curve = enumerated_levels_curve(levels, n)
+    assert curve is not None
+    values = curve.deltas(np.array(EPSILONS))
+    for eps, value in zip(EPSILONS, values):
+        exact = enumerated_delta(levels, n, eps)
+        assert value >= exact * (1.0 - 1e-12) - 1e-300, (n, eps, value, exact)
+        assert curve.delta(eps) == value
+        # tight: every loss is raised by at most the shift, masses by 1e-6, plus the truncated
+        # windows' mass (≤ 1e-15 here); below the shift, δ(0) moves by at most the shift times
+        # |dδ/dε| = e^ε·Q[L > ε] ≤ 1
+        shift = _enumerated_shift(levels)
+        closer = enumerated_delta(levels, n, max(0.0, eps - shift))
+        assert value <= closer * (1.0 + 3e-6) + 1e-14 + max(0.0, shift - eps), (
+            n, eps, value, exact, closer)
+
+
+@pytest.mark.parametrize("matrix, n", [
+    ([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.25, 0.25, 0.5]], 4),
+    ([[0.5, 0.2, 0.2, 0.1], [0.1, 0.6, 0.1, 0.2], [0.2, 0.2, 0.4, 0.2]], 3),
+    # a Poisson-sampled round's void matrix (γ = 0.3: the ⊥ column)
+    ([[0.18, 0.09, 0.03, 0.7], [0.06, 0.15, 0.09, 0.7], [0.075, 0.075, 0.15, 0.7]], 4),
+])
+def test_enumerated_curve_bounds_the_exact_shuffled_law_of_every_configuration(matrix, n) -> None:
+    rows = np.asarray(matrix, dtype=float)
+    level_sets = matrix_levels(rows)
+    assert level_sets is not None
+    bound = MultiLevelBound(level_sets)
+    assert all(levels_curve(levels, n) is None for levels in bound.level_sets)
+    epsilons = np.array([0.0, 0.1, 0.3, 0.6])
+    values = bound.curve_deltas(epsilons, n, DEFAULT_LOWERING)
+    assert values is not None
+    gap = 0.0
+    for x0, x1 in itertools.permutations(range(rows.shape[0]), 2):
+        for others in itertools.combinations_with_replacement(range(rows.shape[0]), n - 1):
+            for eps, value in zip(epsilons, values):
+                exact = oracle.exact_shuffled_delta(rows, x0, x1, list(others), float(eps))
+                assert value >= exact - 1e-14, (x0, x1, others, eps)
+                gap = max(gap, exact)
+    assert gap > 0.0
+
+
+@pytest.mark.parametrize("n", [3, 8])
+def test_unequal_clone_rate_curve_bounds_the_exact_pair(n: int) -> None:
+    """A VariationRatio with unequal clone rates (q1 ≠ q) gets the enumerated curve of its three
+    levels; it bounds the brute-force neutral-aware pair (tests/oracle.py) in both directions."""
+    from dpacct_shuffle import VariationRatio
+
+    vr = VariationRatio(5.0, 0.4, 3.0, q1=5.0, neutral_share=0.14)
+    curve = variation_ratio_curve(vr, n)
+    assert curve is not None and not isinstance(curve, BatchedDelta)
+    for eps in (0.0, 0.1, 0.4, 1.0):
+        exact = oracle.pair_delta_max(5.0, 0.4, 3.0, 5.0, 0.14, n, eps)
+        assert curve.delta(eps) >= exact * (1.0 - 1e-12), (eps, curve.delta(eps), exact)
+        assert curve.delta(eps) <= vr.delta(eps, n) * 1.01 + 1e-12
+
+
+@pytest.mark.parametrize("n", [1000, 10_000])
+def test_enumerated_curve_epsilon_is_within_a_fifth_of_a_percent_of_the_point_query(n) -> None:
+    """ε at δ = 1e-6 from the enumerated curve (η = ROUND_LOWERING) of a void matrix pair against
+    the multi-level bound's certified point queries: never below their lower estimate, at most
+    0.2 % above their ε."""
+    from dpacct_shuffle.profiles import ROUND_LOWERING
+
+    levels = PrivacyLossLevels([1.0, 1.0, 1.2, 3.0], [1.0, 3.0, 2.0, 1.0],
+                               [0.99, 0.001, 0.0025, 0.002])
+    curve = enumerated_levels_curve(levels, n, ROUND_LOWERING)
+    assert curve is not None
+    _assert_curve_epsilon_is_near_the_point_query(levels, curve.delta, n)
+
+
+def test_enumerated_curve_is_none_for_infinite_ratios_and_huge_windows() -> None:
+    assert enumerated_levels_curve(PrivacyLossLevels([2.0, 0.0], [1.0, 1.0], [0.3, 0.3]), 10) is None
+    # clone masses of 0.3 at 10⁶ users: windows of thousands of counts each
+    assert enumerated_levels_curve(GENERAL_SETS["matrix-pair"], 10**6) is None
+
+
+def test_multilevel_curve_falls_back_to_a_coarser_lowering_within_a_fifth_of_a_percent() -> None:
+    """At 10⁴ users the two-neutral computation at η = ROUND_LOWERING exceeds its limits; the
+    multi-level fallback then reads the level set's curve at a coarser η (at most
+    COARSEST_LOWERING), within 0.2 % of the point queries' ε. (Here the point query evaluates the
+    four levels through the convex-order reduction, an upper bound itself, whose lower end is not
+    a lower bound of the level set's value: the curve may be below it. That the curve is an upper
+    bound at every η is asserted against the enumerated pair and the exact shuffled laws above.)"""
+    from dpacct_shuffle.profiles import ROUND_LOWERING
+    from dpacct_shuffle.randomizers.multilevel import COARSEST_LOWERING
+
+    n = 10**4
+    bound = multilevel_fallback(rz.rappor(2.0, 16))
+    levels = bound.level_sets[0]
+    assert levels_curve(levels, n, ROUND_LOWERING) is None
+    assert levels_curve(levels, n, COARSEST_LOWERING) is not None
+
+    def delta_of(eps: float) -> float:
+        values = bound.curve_deltas(np.array([eps]), n, ROUND_LOWERING)
+        assert values is not None
+        return float(values[0])
+
+    point = levels.epsilon(1e-6, n, rtol=1e-5)
+    from_curve = _curve_epsilon(delta_of, 1e-6, levels.epsilon0)
+    assert point * (1.0 - 2e-3) <= from_curve <= point * 1.002, (from_curve, point)

@@ -141,7 +141,8 @@ def _cuts(t_over_lam: np.ndarray, offsets: np.ndarray, trials: np.ndarray) -> np
     ``offsets`` = κc0/λ. The margin 1e-9·t/λ exceeds the rounding error of the difference and of
     its terms (≤ 6u·t/λ wherever it is ≥ 0), so every k put in band j has κc0 + λk ≥ t_j."""
     cuts = np.ceil(t_over_lam * (1.0 + 1e-9) - offsets[:, None])
-    return np.clip(cuts, 0, trials[:, None] + 1).astype(np.int64)
+    clipped: np.ndarray = np.clip(cuts, 0, trials[:, None] + 1).astype(np.int64)
+    return clipped
 
 
 def _level_windows(t_over_lam: np.ndarray, offsets: np.ndarray, k_first: np.ndarray,

@@ -40,6 +40,7 @@ import numpy as np
 from scipy import special
 
 from dpacct_shuffle.core.batched import (
+    _MASS_RTOL,
     DEFAULT_BATCHED_TAIL,
     DEFAULT_LOWERING,
     BatchedDelta,
@@ -47,18 +48,27 @@ from dpacct_shuffle.core.batched import (
     _window_bounds,
     pair_curve,
     _OneNeutralType,
+    batched_delta,
+    supports_batched_delta,
 )
-from dpacct_shuffle.core.binomial import binomial_cdf, binomial_sf
-from dpacct_shuffle.core.binomial_rows import BinomialRows
-from dpacct_shuffle.core.bound import MAX_EVALUATED_USERS
+from dpacct_shuffle.core.binomial import binomial_cdf, binomial_pmf, binomial_sf
+from dpacct_shuffle.core.binomial_rows import PMF_ABSOLUTE_ERROR, BinomialRows
+from dpacct_shuffle.core.bound import MAX_EVALUATED_USERS, VariationRatio
 from dpacct_shuffle.core.multilevel import PrivacyLossLevels
-from dpacct_shuffle.core.problem import UNIT_ROUNDOFF, neutral_rate, special_function_rtol
+from dpacct_shuffle.core.problem import (
+    UNIT_ROUNDOFF,
+    kept_c_range,
+    neutral_rate,
+    special_function_rtol,
+)
 from dpacct_shuffle.core.validation import check_num_users, check_range
 
 # rows (block, band of K_b') evaluated at most: above, no curve (the caller evaluates point by point)
 MAX_ROWS = 400_000
 # rows × values of K_r'' at most
 MAX_ROW_VALUES = 150_000_000
+# rows × levels spanned by a row at most (the rows' dense band masses)
+MAX_ROW_LEVELS = 250_000_000
 # rows of one chunk (their band masses are dense arrays of rows × levels)
 _CHUNK_ROWS = 4096
 
@@ -212,7 +222,8 @@ def levels_curve(levels: PrivacyLossLevels, n: int, lowering: float = DEFAULT_LO
                  tail: float = DEFAULT_BATCHED_TAIL) -> BatchedDelta | None:
     """The curve of :class:`~dpacct_shuffle.core.batched.BatchedDelta` for the multi-level bound
     of ``levels`` with n users (both directions), or None when the level set is not of clone-pair
-    shape or the two-neutral-level computation would exceed ``MAX_ROWS``/``MAX_ROW_VALUES``
+    shape or the two-neutral-level computation would exceed ``MAX_ROWS``/``MAX_ROW_VALUES``/
+    ``MAX_ROW_LEVELS``
     (cached per arguments).
 
     Args:
@@ -259,7 +270,12 @@ def _levels_curve(levels: PrivacyLossLevels, users: int, eta: float,
             return None
         blocks = (c_hi - c_lo + 1) // max(1, math.floor(4.0 * eta * c_lo)) + 1
         rows, values = two.row_count(np.array([users]), z)
-        if rows * blocks > MAX_ROWS or rows * blocks * values > MAX_ROW_VALUES:
+        # each row's band masses are a dense array over the levels its values span (grid step
+        # about η·T at the typical T)
+        t_mean = users * (kappa * r_c + band[0] * band[1] + row[0] * row[1])
+        spanned = row[0] * values / (eta * t_mean) + 2.0
+        if (rows * blocks > MAX_ROWS or rows * blocks * values > MAX_ROW_VALUES
+                or rows * blocks * spanned > MAX_ROW_LEVELS):
             return None
         neutral = two
     return pair_curve(users, eta, tail, kappa=kappa, h=h, p=shape.a / shape.b, r_c=r_c,
@@ -267,4 +283,258 @@ def _levels_curve(levels: PrivacyLossLevels, users: int, eta: float,
                       epsilon0=shape.epsilon0)
 
 
-__all__ = ["LevelShape", "MAX_ROWS", "MAX_ROW_VALUES", "levels_curve", "supports_levels_curve"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Any level set with finite ratios, by enumerating the counts of its non-neutral levels
+# (docs/theory.md, "Enumerated curve of a level set").
+
+# count vectors of the enumerated levels at most (above, no curve)
+ENUMERATED_MAX_COMBOS = 600_000
+# cells (count vector × band of the main neutral count) at most
+ENUMERATED_MAX_CELLS = 40_000_000
+# losses are rounded up onto the grid (1 + _LOSS_GRID)^j, and up to at least _LOSS_FLOOR
+_LOSS_GRID = 1e-4
+_LOSS_FLOOR = 1e-12
+# count vectors of M-mass below this join the truncated mass
+_NEGLIGIBLE_COMBO = 1e-25
+# bands of the main neutral count beyond three standard deviations lower it by ≤ this many η
+_TAIL_BAND_FACTOR = 16.0
+
+
+class TwoSidedCurve:
+    """δ(ε) = max(D_{e^ε}(P‖Q), D_{e^ε}(Q‖P)) of a pair, each direction a
+    :class:`~dpacct_shuffle.core.batched.BatchedDelta` (same ``deltas``/``delta`` interface)."""
+
+    __slots__ = ("forward", "reverse", "epsilon0")
+
+    def __init__(self, forward: BatchedDelta, reverse: BatchedDelta, epsilon0: float) -> None:
+        self.forward, self.reverse, self.epsilon0 = forward, reverse, epsilon0
+
+    def deltas(self, epsilons: np.ndarray) -> np.ndarray:
+        """Upper bounds on δ(ε) at every ε ≥ 0 of ``epsilons``."""
+        eps = np.asarray(epsilons, dtype=np.float64)
+        values: np.ndarray = np.maximum(self.forward.deltas(eps), self.reverse.deltas(eps))
+        return values
+
+    def delta(self, epsilon: float) -> float:
+        """Upper bound on δ(ε) at one ε ≥ 0."""
+        return max(self.forward.delta(epsilon), self.reverse.delta(epsilon))
+
+
+def enumerated_levels_curve(levels: PrivacyLossLevels, n: int,
+                            lowering: float = DEFAULT_LOWERING,
+                            tail: float = DEFAULT_BATCHED_TAIL) -> TwoSidedCurve | None:
+    """Every-ε curve of the multi-level bound of any level set with finite ratios (both
+    directions), or None when a ratio is 0 against a positive one (infinite ε0) or the
+    enumeration would exceed ``ENUMERATED_MAX_COMBOS``/``ENUMERATED_MAX_CELLS`` (cached).
+
+    Construction (docs/theory.md, "Enumerated curve of a level set"): the level of largest mass
+    among those with a_t = b_t = λ* > 0 is the *main neutral* level, with count K; every other
+    level with a positive ratio is *enumerated*. With counts N_j of the enumerated levels,
+    N = Σ a_j N_j + λ*K and D = Σ b_j N_j + λ*K. The count vectors (N_j) run over the product of
+    the windows of their marginals Bin(n, m_j) (the rest is truncated, union bound); given them,
+    K ~ Bin(n − S, s') (S = Σ N_j, s' = m*/(1 − Σ m_j) rounded down: a smaller K only lowers the
+    common level). K is cut into bands [k, k + w − 1] with w − 1 ≤ η·k_lo (k_lo the window's
+    low end) within three standard deviations of its mean and w − 1 ≤ 16η·k_lo beyond, the values
+    below the window form one band from 0 and those above join the last band; in each band K is lowered to its first value (Lemma 1: N and D lowered by the same
+    amount, both stay ≥ 0). Each cell's loss ln(N'/D') is at most the levels' ε0 (a mediant of
+    the ratios); it is raised by the rounding of N', D' and onto a geometric grid, and the P-mass
+    of every truncated cell (at most max(a, b, λ*) times its M-mass) is put at ε0.
+
+    Args:
+      levels: the level set (:class:`~dpacct_shuffle.core.multilevel.PrivacyLossLevels`).
+      n: number of users ≥ 1 (evaluated at ``MAX_EVALUATED_USERS`` above it).
+      lowering: η in (0, 0.01].
+      tail: the windows' tail level.
+    """
+    users = min(check_num_users(n), MAX_EVALUATED_USERS)
+    eta = check_range("lowering", lowering, 0.0, 0.01, low_open=True)
+    level = check_range("tail", tail, 1e-300, 1e-6)
+    return _enumerated_curve(levels, users, eta, level)
+
+
+def _conditional_pmf_tables(counts: list[np.ndarray], masses: list[float], users: int
+                            ) -> tuple[np.ndarray, float]:
+    """M-mass of every count vector (``counts``: one int array per enumerated level, all of the
+    same length) under the sequential binomials N_j | N_<j ~ Bin(n − Σ_<j N_i, m_j/(1 − Σ_<j m_i)),
+    and the relative error bound of those masses (scipy's pmf and the rounding of the rates)."""
+    mass = np.ones(len(counts[0]))
+    prefix = np.zeros(len(counts[0]), dtype=np.int64)
+    used = 0.0
+    rtol = 0.0
+    for k, m_j in zip(counts, masses):
+        rate = min(1.0, m_j / (1.0 - used)) if used < 1.0 else 1.0
+        k_lo, k_hi = int(k.min()), int(k.max())
+        p_lo, p_hi = int(prefix.min()), int(prefix.max())
+        ks = np.arange(k_lo, k_hi + 1, dtype=np.float64)
+        trials = users - np.arange(p_lo, p_hi + 1, dtype=np.float64)
+        table = binomial_pmf(ks[:, None], np.maximum(trials, 0.0)[None, :], rate)
+        mass *= table[k - k_lo, prefix - p_lo]
+        # a rate off by a relative θ ≤ 3u moves ln pmf by at most θ·t/(1 − rate) (t trials)
+        rtol += float(special_function_rtol(users)) + (
+            8.0 * UNIT_ROUNDOFF * users / max(1.0 - rate, UNIT_ROUNDOFF) if rate < 1.0 else 0.0)
+        prefix = prefix + k
+        used = math.fsum([used, m_j])
+    return mass, rtol
+
+
+@functools.lru_cache(maxsize=256)
+def _enumerated_curve(levels: PrivacyLossLevels, users: int, eta: float,
+                      tail: float) -> TwoSidedCurve | None:
+    a_all, b_all, m_all = levels.ratios0, levels.ratios1, levels.masses
+    if np.any((a_all == 0.0) != (b_all == 0.0)) or not math.isfinite(levels.epsilon0):
+        return None
+    neutral = (a_all == b_all) & (a_all > 0.0)
+    lam, share = 0.0, 0.0
+    if np.any(neutral):
+        groups: dict[float, list[float]] = {}
+        for value, mass in zip(a_all[neutral].tolist(), m_all[neutral].tolist()):
+            groups.setdefault(value, []).append(mass)
+        lam = max(groups, key=lambda key: math.fsum(groups[key]))
+        share = math.fsum(groups[lam]) * (1.0 - 4.0 * UNIT_ROUNDOFF)  # rounded down (Lemma 1)
+    main = neutral & (a_all == lam)
+    enumerated = ~main & (a_all > 0.0)
+    a, b, m = a_all[enumerated], b_all[enumerated], m_all[enumerated]
+    if not np.any(a != b):
+        return None
+    z = float(-special.ndtri(tail)) + 1.0
+    # windows of the marginals Bin(n, m_j) (kept_c_range of n + 1 users: Bin(n, ·) itself),
+    # their outside M-mass added up (union bound), scipy's cdf/sf rounded up
+    windows, truncated_m = [], 0.0
+    for rate in m.tolist():
+        lo, hi, outside = kept_c_range(users + 1, rate, tail)
+        windows.append((lo, min(hi, users)))
+        truncated_m += outside * (1.0 + 2.0 * float(special_function_rtol(users)))
+    combos = math.prod(hi - lo + 1 for lo, hi in windows)
+    if combos > ENUMERATED_MAX_COMBOS:
+        return None
+    grids = np.meshgrid(*[np.arange(lo, hi + 1, dtype=np.int64) for lo, hi in windows],
+                        indexing="ij")
+    counts = [grid.ravel() for grid in grids]
+    combo_mass, combo_rtol = _conditional_pmf_tables(counts, m.tolist(), users)
+    total = np.sum(counts, axis=0)
+    keep = (combo_mass > _NEGLIGIBLE_COMBO) & (total <= users)
+    # dropped count vectors: their computed mass (rounded up) and the subnormal error of each
+    truncated_m += float(np.sum(combo_mass, where=~keep)) * (1.0 + 1e-6) + (
+        np.count_nonzero(~keep) * len(counts) * PMF_ABSOLUTE_ERROR)
+    counts = [k[keep] for k in counts]
+    combo_mass, total = combo_mass[keep], total[keep]
+    kf = [k.astype(np.float64) for k in counts]
+    n_part = np.sum([a_j * k for a_j, k in zip(a.tolist(), kf)], axis=0)
+    d_part = np.sum([b_j * k for b_j, k in zip(b.tolist(), kf)], axis=0)
+    # the main neutral count K | S ~ Bin(n − S, s'), banded per distinct S
+    rest_rate = math.fsum(m.tolist())
+    k_rate = (min(1.0, share / (1.0 - rest_rate)) * (1.0 - 4.0 * UNIT_ROUNDOFF)
+              if share > 0.0 and rest_rate < 1.0 else 0.0)
+    order = np.argsort(total, kind="stable")
+    distinct, first = np.unique(total[order], return_index=True)
+    ends = np.append(first[1:], len(order))
+    band_starts: list[np.ndarray] = []
+    band_masses: list[np.ndarray] = []
+    cells = 0
+    widest = 1
+    for s_value, lo_i, hi_i in zip(distinct.tolist(), first.tolist(), ends.tolist()):
+        trials = users - int(s_value)
+        if k_rate <= 0.0 or trials <= 0:
+            band_starts.append(np.zeros(1))
+            band_masses.append(np.ones(1))
+            cells += hi_i - lo_i
+            continue
+        k_lo, k_hi = _window_bounds(trials, k_rate, z)
+        # bands of width w (W lowered by a relative ≤ η) within 3 standard deviations of the
+        # mean, of width w' (≤ _TAIL_BAND_FACTOR·η) beyond
+        width = max(1, int(eta * k_lo) + 1)
+        tail_width = max(1, int(_TAIL_BAND_FACTOR * eta * k_lo) + 1)
+        widest = max(widest, tail_width)
+        mean, spread = trials * k_rate, 3.0 * math.sqrt(trials * k_rate * (1.0 - k_rate))
+        inner_lo = min(k_hi + 1, max(k_lo, math.ceil(mean - spread)))
+        inner_hi = max(inner_lo, min(k_hi + 1, math.floor(mean + spread) + 1))
+        starts = np.concatenate([np.arange(k_lo, inner_lo, tail_width),
+                                 np.arange(inner_lo, inner_hi, width),
+                                 np.arange(inner_hi, k_hi + 1, tail_width)])
+        ks = np.arange(k_lo, k_hi + 1, dtype=np.float64)
+        pmf = binomial_pmf(ks, trials, k_rate)
+        sums = np.add.reduceat(pmf, starts - k_lo)
+        if k_hi < trials:
+            sums[-1] += float(binomial_sf(k_hi, trials, k_rate))
+        start_values = starts.astype(np.float64)
+        if k_lo > 0:  # K below the window, lowered to 0
+            sums = np.append(float(binomial_cdf(k_lo - 1, trials, k_rate)), sums)
+            start_values = np.append(0.0, start_values)
+        band_starts.append(start_values)
+        band_masses.append(sums)
+        cells += (hi_i - lo_i) * len(sums)
+    if cells > ENUMERATED_MAX_CELLS:
+        return None
+    mass_rtol = max(_MASS_RTOL, 1.01 * (
+        combo_rtol + float(special_function_rtol(users))
+        + 2.0 * (len(counts) + widest + 8) * UNIT_ROUNDOFF + 2.0 * cells * UNIT_ROUNDOFF))
+    top_loss = levels.epsilon0
+    grid_step = math.log1p(_LOSS_GRID)
+    low_index = math.floor(math.log(_LOSS_FLOOR) / grid_step)
+    bins = math.ceil(math.log(top_loss) / grid_step) - low_index + 2
+    # (bins, P-masses) of the cells, forward (P‖Q) and reverse (Q‖P)
+    found: list[tuple[list[np.ndarray], list[np.ndarray]]] = [([], []), ([], [])]
+    # absolute error of N', D': sums of ≤ d + 2 nonnegative terms of size ≤ their sum
+    slack = 4.0 * (len(counts) + 4) * UNIT_ROUNDOFF
+    for group, lo_i, hi_i in zip(range(len(distinct)), first.tolist(), ends.tolist()):
+        rows = order[lo_i:hi_i]
+        base = lam * band_starts[group]
+        top_base = float(base[-1])
+        u_rows, v_rows = n_part[rows], d_part[rows]
+        for (indices, masses), top, bottom in zip(found, (u_rows, v_rows), (v_rows, u_rows)):
+            # rows where some band's loss may be positive (the error grows with the base)
+            live = top - bottom + 2.0 * slack * (top + bottom + 2.0 * top_base) > 0.0
+            if not np.any(live):
+                continue
+            top_cell = top[live][:, None] + base[None, :]
+            bottom_cell = bottom[live][:, None] + base[None, :]
+            error = slack * (top_cell + bottom_cell)
+            top_cell += error
+            bottom_cell -= error
+            p_mass = combo_mass[rows][live][:, None] * band_masses[group][None, :]
+            p_mass *= top_cell
+            p_mass *= (1.0 + mass_rtol) / users
+            with np.errstate(divide="ignore", invalid="ignore"):
+                loss = np.log(top_cell / bottom_cell)
+            # (a non-positive lowered D' with N' > 0: the loss is capped at ε0 below)
+            loss = np.where(bottom_cell > 0.0, loss * (1.0 + 1e-12), top_loss)
+            keep = (loss > 0.0) & (p_mass > 0.0)
+            loss = np.clip(loss[keep], _LOSS_FLOOR, top_loss)
+            # the grid value of a bin is ≥ every loss in it (index rounded up with a margin)
+            index = np.ceil(np.log(loss) / grid_step + 1e-6).astype(np.int64) - low_index
+            indices.append(np.minimum(index, bins - 1))
+            masses.append(p_mass[keep])
+    grid_losses = np.exp((np.arange(bins) + low_index) * grid_step) * (1.0 + 1e-12)
+    grid_losses = np.minimum(grid_losses, top_loss)  # every loss is ≤ ε0 (rounded up)
+    factor = max(float(np.max(a_all)), float(np.max(b_all)), lam) * (1.0 + 1e-12)
+    truncated = truncated_m * factor * (1.0 + mass_rtol)
+    curves = []
+    for indices, masses in found:
+        binned = (np.bincount(np.concatenate(indices), np.concatenate(masses), minlength=bins)
+                  if indices else np.zeros(bins))
+        used = binned > 0.0
+        curves.append(BatchedDelta(grid_losses[used], binned[used], truncated, top_loss,
+                                   levels.epsilon0))
+    return TwoSidedCurve(curves[0], curves[1], levels.epsilon0)
+
+
+
+def variation_ratio_curve(vr: VariationRatio, n: int, lowering: float = DEFAULT_LOWERING
+                          ) -> BatchedDelta | TwoSidedCurve | None:
+    """An every-ε curve of a VariationRatio's bound with n users: its batched pair curve
+    (:func:`~dpacct_shuffle.core.batched.batched_delta`: equal clone rates), else the enumerated
+    curve of its three levels (:func:`enumerated_levels_curve`, the module's expression of the
+    same pair), else None (then it is evaluated point by point)."""
+    if supports_batched_delta(vr):
+        return batched_delta(vr, n, lowering)
+    if not (math.isfinite(vr.p) and vr.beta > 0.0 and vr.alpha > 0.0):
+        return None
+    return enumerated_levels_curve(PrivacyLossLevels.of_variation_ratio(vr), n, lowering)
+
+
+__all__ = ["ENUMERATED_MAX_CELLS", "ENUMERATED_MAX_COMBOS", "LevelShape", "MAX_ROWS",
+           "MAX_ROW_LEVELS", "MAX_ROW_VALUES",
+           "TwoSidedCurve", "enumerated_levels_curve", "levels_curve", "supports_levels_curve",
+           "variation_ratio_curve"]

@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dpacct_shuffle.core.binomial import binomial_cdf, binomial_pmf, binomial_sf
+from dpacct_shuffle.core.binomial import binomial_pmf
 from dpacct_shuffle.core.chains import (
     CHAIN_UNDERFLOW,
     advance_chains,
@@ -20,6 +20,7 @@ from dpacct_shuffle.core.chains import (
     reanchor_chains,
 )
 from dpacct_shuffle.core.inner_expectation import (
+    band_edge_tails,
     inner_expectation,
     k_band_edges,
     upper_tail,
@@ -42,10 +43,10 @@ MAX_BLOCK = 256
 
 def band_masses_with_error(edges: np.ndarray, m: np.ndarray, p: float
                             ) -> tuple[np.ndarray, np.ndarray]:
-    """``band_masses`` plus an absolute error bound (relative accuracy of each cdf/sf value)."""
-    cdf = binomial_cdf(edges - 1.0, m, p)
-    sf = binomial_sf(edges - 1.0, m, p)
-    use_sf = edges[:, 1:] > (m * p)
+    """``band_masses`` plus an absolute error bound (relative accuracy of each cdf/sf value).
+
+    The cdf and sf values of :func:`~dpacct_shuffle.core.inner_expectation.band_edge_tails`."""
+    cdf, sf, use_sf = band_edge_tails(edges, m, p)
     mass = np.where(use_sf, sf[:, :-1] - sf[:, 1:], cdf[:, 1:] - cdf[:, :-1])
     size = np.where(use_sf, sf[:, :-1] + sf[:, 1:], cdf[:, 1:] + cdf[:, :-1])
     return np.maximum(mass, 0.0), (special_function_rtol(m) + 4.0 * UNIT_ROUNDOFF) * size
@@ -101,12 +102,15 @@ def _block_bands(m_upper: np.ndarray, m_lower: np.ndarray, k_rate: float, bands:
     coef[:, -1] += mass[:, -1] + mass_err[:, -1]
     low_tail = mass[:, 0] + mass_err[:, 0]
 
-    full_lower = full.copy()
-    full_lower[:, -1] = m_lower + 1.0
     ml = m_lower[:, None]
-    l_mass, _ = band_masses_with_error(full_lower, ml, k_rate)
-    l_fm, _ = band_masses_with_error(np.maximum(full_lower - 1.0, 0.0), np.maximum(ml - 1.0, 0.0),
-                                      k_rate)
+    if np.array_equal(m_lower, m_upper):  # blocks of one C value: K'' is K'
+        l_mass, l_fm = mass, fm_mass
+    else:
+        full_lower = full.copy()
+        full_lower[:, -1] = m_lower + 1.0
+        l_mass, _ = band_masses_with_error(full_lower, ml, k_rate)
+        l_fm, _ = band_masses_with_error(np.maximum(full_lower - 1.0, 0.0),
+                                          np.maximum(ml - 1.0, 0.0), k_rate)
     safe_mass = np.where(l_mass > 0.0, l_mass, 1.0)
     l_mean = np.where(l_mass > 0.0, ml * k_rate * l_fm / safe_mass, 0.0)
     return _BlockBands(edges, coef, low_tail, l_mass, l_mean)
@@ -321,7 +325,7 @@ def _lower_value(block_bands: _BlockBands, g_lo: np.ndarray, g_up: np.ndarray, g
     [0, k_0): g ≥ g(k_0); interior band [k_j, k_{j+1}): the largest of Jensen's g(band mean),
     g(k_{j+1}) and the two extended neighbouring chords at the band mean; [k_{E−1}, m]: 0.
     """
-    value = block_bands.lower_mass[:, 0] * g_lo[:, 0]
+    value: np.ndarray = block_bands.lower_mass[:, 0] * g_lo[:, 0]
     if g_lo.shape[1] < 2:
         return value
     inner = g_lo[:, 1:-1]
@@ -340,4 +344,5 @@ def _lower_value(block_bands: _BlockBands, g_lo: np.ndarray, g_up: np.ndarray, g
     best = np.maximum(g_lo[:, 1:], g_mean_lo)
     np.maximum(best, np.maximum(left, right, out=left), out=best)
     best *= block_bands.lower_mass[:, 1:-1]
-    return value + best.sum(axis=1)
+    total: np.ndarray = value + best.sum(axis=1)
+    return total

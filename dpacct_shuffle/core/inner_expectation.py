@@ -11,14 +11,15 @@ from dpacct_shuffle.core.problem import UNIT_ROUNDOFF, special_function_rtol, st
 
 
 # from this many values on, upper_tail evaluates each distinct (t, c) pair once
-_DISTINCT_PAIRS_FROM = 1 << 16
+_DISTINCT_PAIRS_FROM = 1 << 10
 
 
 def upper_tail(t: np.ndarray, c: np.ndarray, pi: float) -> np.ndarray:
     """P[Bin(c, π) ≥ t] for integer-valued float arrays (broadcast), exact at the ends.
 
-    Large arrays whose pairs (t, c) fill a small grid (windowed sums, where many cells share
-    them) evaluate each distinct pair once: the same betainc values, fewer calls."""
+    Large arrays evaluate each distinct pair (t, c) once (windowed sums and chain anchors share
+    many): indexed on their (c, t) grid when it is small, else sorted; the same betainc values,
+    fewer calls."""
     t, c = np.broadcast_arrays(t, c)
     out = np.where(t <= 0, 1.0, 0.0)
     inner = (t >= 1) & (t <= c)
@@ -39,6 +40,14 @@ def upper_tail(t: np.ndarray, c: np.ndarray, pi: float) -> np.ndarray:
             t_distinct = t_low + (distinct % int(width)).astype(float)
             values = special.betainc(t_distinct, c_distinct - t_distinct + 1.0, pi)
             out[inner] = values[position[index]]
+        elif (ti.size >= _DISTINCT_PAIRS_FROM and np.array_equal(ti, np.floor(ti))
+              and np.array_equal(ci, np.floor(ci)) and grid < 2.0**52):
+            index = ((ci - c_low) * width + (ti - t_low)).astype(np.int64)
+            distinct, position = np.unique(index, return_inverse=True)
+            c_distinct = c_low + (distinct // int(width)).astype(float)
+            t_distinct = t_low + (distinct % int(width)).astype(float)
+            values = special.betainc(t_distinct, c_distinct - t_distinct + 1.0, pi)
+            out[inner] = values[position.ravel()]
         else:
             out[inner] = special.betainc(ti, ci - ti + 1.0, pi)
     return out
@@ -124,13 +133,12 @@ def inner_expectation_by_sums(c: int, k: np.ndarray, c_a: float, c_b: float, c_k
 
 
 
-def band_masses(edges: np.ndarray, m: np.ndarray, p: float) -> np.ndarray:
-    """P[K ∈ [e_j, e_{j+1})] for K ~ Bin(m, p); edges shape (rows, B+1), m shape (rows, 1).
-
-    Uses CDF differences below the mean and survival-function differences above it, so tail band
-    masses keep their relative accuracy; each edge's cdf (sf) is evaluated only where a band
-    ending at it uses the cdf (sf).
-    """
+def band_edge_tails(edges: np.ndarray, m: np.ndarray, p: float
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(cdf, sf, use_sf) for the bands [e_j, e_{j+1}) of K ~ Bin(m, p) (edges (rows, B+1), m
+    (rows, 1)): a band above the mean (use_sf) is read from P[K > e − 1] differences, the others
+    from P[K ≤ e − 1] differences; each edge's cdf (sf) is evaluated only where a band ending at
+    it reads it (0 elsewhere)."""
     use_sf = edges[:, 1:] > (m * p)
     need_sf = np.zeros(edges.shape, dtype=bool)
     need_sf[:, 1:] |= use_sf
@@ -143,6 +151,16 @@ def band_masses(edges: np.ndarray, m: np.ndarray, p: float) -> np.ndarray:
     cdf[need_cdf] = binomial_cdf(edges[need_cdf] - 1.0, trials[need_cdf], p)
     sf = np.zeros(edges.shape)
     sf[need_sf] = binomial_sf(edges[need_sf] - 1.0, trials[need_sf], p)
+    return cdf, sf, use_sf
+
+
+def band_masses(edges: np.ndarray, m: np.ndarray, p: float) -> np.ndarray:
+    """P[K ∈ [e_j, e_{j+1})] for K ~ Bin(m, p); edges shape (rows, B+1), m shape (rows, 1).
+
+    Uses CDF differences below the mean and survival-function differences above it, so tail band
+    masses keep their relative accuracy (:func:`band_edge_tails`).
+    """
+    cdf, sf, use_sf = band_edge_tails(edges, m, p)
     lower_side = cdf[:, 1:] - cdf[:, :-1]
     upper_side = sf[:, :-1] - sf[:, 1:]
     return np.maximum(np.where(use_sf, upper_side, lower_side), 0.0)

@@ -347,7 +347,8 @@ def exact_direction(values: np.ndarray, masses: np.ndarray, n: int) -> float:
         absolute = absolute + np.abs(r * math.log(rest))
     margin = 64.0 * _U * (absolute + 1.0)
     total = float(np.sum(np.exp(log_pmf + margin) * lv))
-    return min(1.0, total * (1.0 + (c.shape[0] + 8.0) * _U) / n)
+    cells: int = c.shape[0]
+    return min(1.0, total * (1.0 + (cells + 8.0) * _U) / n)
 
 
 def _log_pmf_with_margin(terms: list[np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpacct_shuffle.core.batched import DEFAULT_LOWERING, batched_delta, supports_batched_delta
+from dpacct_shuffle.core.batched_levels import variation_ratio_curve
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.profiles.tuning import CORE_RTOL, ROUND_LOWERING
@@ -59,14 +60,7 @@ def _batched_entry_delta(bound: PairBound, epsilon: float, n: int, lowering: flo
     each supported one evaluated by the batched curve, or the entry's own every-ε curves
     (:meth:`~dpacct_shuffle.randomizers.base.PairBound.curve_deltas`), or its own bound at
     ``CORE_RTOL``."""
-    candidates = getattr(bound, "candidates", None)
-    if not candidates or not any(supports_batched_delta(vr) for vr in candidates):
-        curved = bound.curve_deltas(np.array([epsilon]), n, lowering)
-        if curved is not None:
-            return float(curved[0])
-        return float(bound.deltas_at_rtol(np.array([epsilon]), n, CORE_RTOL)[0])
-    return min(batched_delta(vr, n, lowering).delta(epsilon) if supports_batched_delta(vr)
-               else vr.delta(epsilon, n, rtol=CORE_RTOL) for vr in candidates)
+    return float(batched_entry_deltas(bound, np.array([epsilon]), n, lowering)[0])
 
 
 def batched_entry_deltas(bound: PairBound, epsilons: NDArray[np.float64], n: int,
@@ -78,15 +72,16 @@ def batched_entry_deltas(bound: PairBound, epsilons: NDArray[np.float64], n: int
     docs/theory.md, "Batched evaluation of multi-level bounds"), or its own bound at
     ``CORE_RTOL`` point by point."""
     candidates = getattr(bound, "candidates", None)
-    if not candidates or not any(supports_batched_delta(vr) for vr in candidates):
+    curves = [variation_ratio_curve(vr, n, lowering) for vr in candidates or ()]
+    if not any(curve is not None for curve in curves):
         curved = bound.curve_deltas(epsilons, n, lowering)
         if curved is not None:
             return curved
         return bound.deltas_at_rtol(epsilons, n, CORE_RTOL)
     return np.asarray(np.min(
-        [batched_delta(vr, n, lowering).deltas(epsilons) if supports_batched_delta(vr)
+        [curve.deltas(epsilons) if curve is not None
          else np.array([vr.delta(float(eps), n, rtol=CORE_RTOL) for eps in epsilons])
-         for vr in candidates], axis=0), dtype=np.float64)
+         for vr, curve in zip(candidates, curves)], axis=0), dtype=np.float64)
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)

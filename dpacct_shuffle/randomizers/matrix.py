@@ -53,7 +53,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -75,12 +75,14 @@ def validate_matrix(matrix: object, name: str = "matrix") -> np.ndarray:
     (at least two inputs; rows sum to 1 within ``PROBABILITY_SUM_TOLERANCE``)."""
     arr = check_stochastic_matrix(name, matrix, min_rows=2)
     sums = np.array([math.fsum(row) for row in arr.tolist()])
-    return arr / sums[:, None]
+    normalised: np.ndarray = arr / sums[:, None]
+    return normalised
 
 
 def _sorted_sum(values: np.ndarray) -> np.ndarray:
     """Row sums of nonnegative values in sorted order: identical multisets give identical floats."""
-    return np.sort(values, axis=1).sum(axis=1)
+    sums: np.ndarray = np.sort(values, axis=1).sum(axis=1)
+    return sums
 
 
 def _pair_decomposition(mu0: np.ndarray, mu1: np.ndarray) -> dict[str, np.ndarray]:
@@ -221,6 +223,14 @@ def _verify(vr: VariationRatio, mu0: np.ndarray, mu1: np.ndarray, col_min: np.nd
         raise RuntimeError("internal error: analyzer neutral share violates the pointwise inequality")
 
 
+class _PairGroup(NamedTuple):
+    """Victim pairs with the same frontier (to the key's digits): the points (r0, r1, share, λ),
+    lowered to their minimum over the members, and the members (i, j)."""
+
+    points: list[list[float]]
+    members: list[tuple[int, int]]
+
+
 def _key(value: float) -> float:
     return float(f"{value:.{_KEY_DIGITS}g}")
 
@@ -230,7 +240,7 @@ def analyze_pairs(matrix: np.ndarray) -> tuple[list[PairBound], dict[str, float]
     d = matrix.shape[0]
     col_min = matrix.min(axis=0)
     rows, cols = np.triu_indices(d, k=1)
-    groups: dict[tuple, dict] = {}
+    groups: dict[tuple[float, float, tuple[tuple[float, ...], ...]], _PairGroup] = {}
     generic: list[tuple[int, int, float, float, float]] = []  # (i, j, p, beta, q_pair)
     local_pairs: list[tuple[int, int]] = []
     p_max, beta_max = 1.0, 0.0
@@ -263,26 +273,27 @@ def analyze_pairs(matrix: np.ndarray) -> tuple[list[PairBound], dict[str, float]
             negligible = np.minimum(1e-12 * np.maximum(mu0[k], mu1[k]), 1e-10 * w * col_min)
             wn = np.where(wn <= negligible, 0.0, wn)
             neutral = wn / w if w > 0 else np.zeros_like(wn)
-            points = _frontier(q0, q1, neutral, col_min * _SHRINK, probe.p_alpha)
-            if not points:
+            frontier = _frontier(q0, q1, neutral, col_min * _SHRINK, probe.p_alpha)
+            if not frontier:
                 local_pairs.append((int(i_idx[k]), int(j_idx[k])))
                 continue
-            points = [(*pt, math.inf) for pt in points]  # λ = inf marks one neutral type
-            points += _typed_points(q0, q1, neutral, col_min * _SHRINK, w, points[0][:3])
+            # λ = inf marks one neutral type
+            points = [(r0, r1, share, math.inf) for r0, r1, share in frontier]
+            points += _typed_points(q0, q1, neutral, col_min * _SHRINK, w, frontier[0])
             generic.append((int(i_idx[k]), int(j_idx[k]), p, probe.beta, float(q_pair[k])))
             key = (p, probe.beta, tuple(tuple(_key(v) for v in pt) for pt in points))
-            group = groups.setdefault(key, {"points": [list(pt) for pt in points], "members": []})
-            for stored, pt in zip(group["points"], points):
+            group = groups.setdefault(key, _PairGroup([list(pt) for pt in points], []))
+            for stored, pt in zip(group.points, points):
                 for t in range(4):  # smaller rates, shares and λ stay valid for every member
                     stored[t] = min(stored[t], pt[t])
-            group["members"].append((int(i_idx[k]), int(j_idx[k])))
+            group.members.append((int(i_idx[k]), int(j_idx[k])))
     cover: list[PairBound] = []
     if len(groups) <= MAX_PAIR_KINDS:
         for (p, beta, _), group in groups.items():
             candidates = []
-            for r0, r1, share, lam in group["points"]:
+            for r0, r1, share, lam in group.points:
                 vr = _build_vr(p, beta, r0, r1, share, None if math.isinf(lam) else lam)
-                for i, j in group["members"]:
+                for i, j in group.members:
                     _verify(vr, matrix[i], matrix[j], col_min)
                 candidates.append(vr)
             cover.append(VariationRatioBound(list(dict.fromkeys(candidates))))
@@ -378,7 +389,8 @@ def matrix_lower_bound(matrix: np.ndarray, n: int, max_configurations: int = 4,
     else:
         configs = [i, j, int(np.argmin(mass0 + mass1)), int(np.argmin(mass0))]
     configs = list(dict.fromkeys(configs))
-    instances: dict[tuple[float, ...], tuple] = {}
+    instances: dict[tuple[float, ...], tuple[tuple[float, float, float], tuple[float, float, float],
+                                             tuple[float, float, float], str]] = {}
     for c in configs:
         others = matrix[c]
         set_pairs = [(s0, s1, "")]
@@ -391,9 +403,8 @@ def matrix_lower_bound(matrix: np.ndarray, n: int, max_configurations: int = 4,
             # row loses its small rest mass to rounding there ([1e-17, 1.0]: rest 0 would make the
             # instance's likelihood ratio infinite and its "lower bound" exceed the exact value)
             outside = ~(set0 | set1)
-            masses = tuple((math.fsum(row[set0].tolist()), math.fsum(row[set1].tolist()),
-                            math.fsum(row[outside].tolist()))
-                           for row in (mu0, mu1, others))
+            masses = [(math.fsum(row[set0].tolist()), math.fsum(row[set1].tolist()),
+                       math.fsum(row[outside].tolist())) for row in (mu0, mu1, others)]
             if masses[0] == masses[1]:
                 continue  # the projection does not separate the pair
             (u0, u1, _), (v0, v1, _), (o0, o1, _) = masses
@@ -402,7 +413,8 @@ def matrix_lower_bound(matrix: np.ndarray, n: int, max_configurations: int = 4,
             key = min(tuple(float(f"{x:.12g}") for x in variant) for variant in (
                 (u0, u1, v0, v1, o0, o1), (u1, u0, v1, v0, o1, o0),
                 (v0, v1, u0, u1, o0, o1), (v1, v0, u1, u0, o1, o0)))
-            instances.setdefault(key, (*masses, f"pair ({i}, {j}), others all holding input {c}{label}"))
+            instances.setdefault(key, (masses[0], masses[1], masses[2],
+                                       f"pair ({i}, {j}), others all holding input {c}{label}"))
     pairs = [trinomial_projection(n, v0, v1, other, description)
              for v0, v1, other, description in instances.values()]
     return InstanceLowerBound(pairs, "finite matrix: trinomial projections of explicit configurations")
@@ -447,6 +459,7 @@ def _analyze(mat: np.ndarray, name: str) -> Randomizer:
     )
     randomizer = attach_binary_reduction(attach_multilevel(randomizer))
     analyzed = randomizer.matrix  # the read-only copy the Randomizer keeps
+    assert analyzed is not None  # (given above)
     identity = ("matrix", name, analyzed.shape, hashlib.sha256(analyzed.tobytes()).hexdigest())
     randomizer._record_origin(functools.partial(_reanalyze, analyzed, name), identity)
     return randomizer

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from dpacct_shuffle.core.batched import batched_delta, supports_batched_delta
+from dpacct_shuffle.core.batched_levels import variation_ratio_curve
 from dpacct_shuffle.core.bound import VariationRatio
 from dpacct_shuffle.core.rounding import ratio_up
 from dpacct_shuffle.profiles import (
@@ -50,12 +50,18 @@ def _pointwise(delta: Callable[[float, int], float]) -> DeltasFunction:
 
 
 def _vr_deltas(vr: VariationRatio, lowering: float | None) -> DeltasFunction:
-    """δ(ε, n) of one VariationRatio at every ε: the batched pair curve at η = ``lowering`` where
-    it applies (:func:`dpacct_shuffle.core.batched.batched_delta`, built once per (vr, n) for all
-    ε; it dominates the core's pair), else the core at ``CORE_RTOL`` point by point."""
-    if lowering is not None and supports_batched_delta(vr):
-        return lambda epsilons, n: batched_delta(vr, n, lowering).deltas(epsilons)
-    return _pointwise(lambda epsilon, n: vr.delta_interval(epsilon, n, rtol=CORE_RTOL).upper)
+    """δ(ε, n) of one VariationRatio at every ε: its every-ε curve at η = ``lowering`` where it has
+    one (:func:`dpacct_shuffle.core.batched_levels.variation_ratio_curve`, built once per (vr, n)
+    for all ε; it dominates the core's pair), else the core at ``CORE_RTOL`` point by point."""
+    pointwise = _pointwise(lambda epsilon, n: vr.delta_interval(epsilon, n, rtol=CORE_RTOL).upper)
+    if lowering is None:
+        return pointwise
+
+    def deltas(epsilons: FloatArray, n: int) -> FloatArray:
+        curve = variation_ratio_curve(vr, n, lowering)
+        return pointwise(epsilons, n) if curve is None else curve.deltas(epsilons)
+
+    return deltas
 
 
 def _min_over(vrs: Sequence[VariationRatio], lowering: float | None) -> DeltasFunction:
