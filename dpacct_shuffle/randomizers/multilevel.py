@@ -26,8 +26,10 @@ import math
 
 import numpy as np
 
+from dpacct_shuffle.core.batched import BatchedDelta
 from dpacct_shuffle.core.batched_levels import levels_curve
 from dpacct_shuffle.core.bound import VariationRatio
+from dpacct_shuffle.core.enumerated_levels import EnumeratedLevelsCurve, enumerated_levels_curve
 from dpacct_shuffle.core.multilevel import PrivacyLossLevels
 from dpacct_shuffle.core.validation import check_range
 from dpacct_shuffle.randomizers.base import PairBound, Randomizer
@@ -168,15 +170,22 @@ class MultiLevelBound(PairBound):
         return max(levels.epsilon(delta, n, guess=guess) for levels in self.level_sets)
 
     def curve_deltas(self, epsilons: np.ndarray, n: int, lowering: float) -> np.ndarray | None:
-        """The maximum over level sets of their every-ε curves
-        (:func:`~dpacct_shuffle.core.batched_levels.levels_curve`, each at least its level set's
-        bound at every ε ≥ 0), or None when some level set has none."""
+        """The maximum over level sets of their every-ε curves (each at least its level set's
+        bound at every ε ≥ 0): for few users the curve of the enumerated count vectors
+        (:func:`~dpacct_shuffle.core.enumerated_levels.enumerated_levels_curve`), else
+        :func:`~dpacct_shuffle.core.batched_levels.levels_curve`; None when some level set has
+        neither."""
         if not self.level_sets:
             return np.ones(len(epsilons))  # no bound, at every ε
-        curves = [levels_curve(levels, n, lowering) for levels in self.level_sets]
+        curves: list[EnumeratedLevelsCurve | BatchedDelta | None] = []
+        for levels in self.level_sets:
+            enumerated = enumerated_levels_curve(levels, n)
+            curves.append(enumerated if enumerated is not None
+                          else levels_curve(levels, n, lowering))
         if any(curve is None for curve in curves):
             return None
-        return np.max([curve.deltas(epsilons) for curve in curves if curve is not None], axis=0)
+        return np.asarray(np.max([curve.deltas(epsilons) for curve in curves if curve is not None],
+                                 axis=0), dtype=np.float64)
 
     def epsilon_below(self, delta: float, n: int, current: float) -> float:
         """:meth:`epsilon`, skipped (``current`` returned) when the bound at
