@@ -15,15 +15,17 @@ pass over the count vectors: each is an atom of P-mass M(N)·A(N)/n and privacy 
   binomials N_s ~ Bin(n − Σ_{r<s} N_r, m_s/L_s), L_s the mass not yet assigned; a partial vector
   whose probability (the product of its conditional probabilities, which bounds every completion
   and equals their total) is below ``PRUNE_PROBABILITY`` is dropped, and so is its P-mass, at
-  most max_t a_t times its probability (A(N)/n ≤ max_t a_t): that mass is carried as truncated
-  mass at the levels' ε0 (every loss is at most ε0);
+  most max_t a_t times its probability (A(N)/n ≤ max_t a_t): the number of dropped vectors times
+  max_t a_t·``PRUNE_PROBABILITY`` is carried as truncated mass at the levels' ε0 (every loss is
+  at most ε0);
 * adds up the P- and Q-masses of the atoms per bin of width β = ε0/``LOSS_BINS`` of their loss;
   at ε the bins above ε's bin count exactly, the few around it at their lower edge (each of
   their terms is at most P − e^{edge}·Q), so the curve is the bound up to β in ε.
 
 The reverse direction is the same with a and b exchanged. Float errors are all on the safe side:
 the log-probabilities carry a global margin, A and B are taken up or down by a relative
-4(L + 2)u, losses up by 1e-12, and the cumulative sums of the curve carry their own bound.
+4(L + 2)u, computed losses are charged a margin of 1e-12, and the bin and suffix sums carry
+their own bound.
 """
 
 from __future__ import annotations
@@ -188,7 +190,7 @@ def _enumerated_levels_curve(levels: PrivacyLossLevels, n: int) -> EnumeratedLev
     # partial count vectors: users left, A and B so far, log-probability so far
     rest = np.array([n], dtype=np.int64)
     sum_a, sum_b, log_prob = np.zeros(1), np.zeros(1), np.zeros(1)
-    dropped = 0.0
+    pruned = 0
     examined = 0
     rounding = 4.0 * (len(order) + 2) * _U
     for s, (t, log_p, log_q, forced) in enumerate(steps):
@@ -211,8 +213,8 @@ def _enumerated_levels_curve(levels: PrivacyLossLevels, n: int) -> EnumeratedLev
                 terms = k * log_p + left * log_q
             lp = (log_prob[index] + log_fact[trials] - log_fact[k] - log_fact[left] + terms)
             keep = lp > threshold
-            pruned = lp[~keep]
-            dropped += float(np.sum(np.exp(pruned[np.isfinite(pruned)] + margin)))
+            # each pruned (partial) vector has probability below PRUNE_PROBABILITY·e^margin
+            pruned += int(keep.size - np.count_nonzero(keep))
             index, k, left, lp = index[keep], k[keep], left[keep], lp[keep]
             new_a = sum_a[index] + float(a[t]) * k
             new_b = sum_b[index] + float(b[t]) * k
@@ -228,8 +230,7 @@ def _enumerated_levels_curve(levels: PrivacyLossLevels, n: int) -> EnumeratedLev
         if not last:
             rest, sum_a, sum_b, log_prob = (np.concatenate([part[i] for part in new_parts])
                                             for i in range(4))
-    # the pruned probabilities: a sum of ≤ examined nonnegative terms
-    dropped *= 1.0 + 2.0 * (examined + 8) * _U
+    dropped = pruned * PRUNE_PROBABILITY * math.exp(margin) * (1.0 + 4.0 * _U)
     directions = tuple(direction for direction in (forward, backward) if direction is not None)
     for direction in directions:
         direction.finish(dropped)
