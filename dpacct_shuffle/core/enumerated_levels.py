@@ -47,6 +47,8 @@ IntArray = NDArray[np.int64]
 
 #: Count vectors (before pruning) examined at most; above, no curve (None).
 MAX_CELLS = 12_000_000
+#: Users up to which the enumeration is tried (above, the cell count is far beyond MAX_CELLS).
+MAX_USERS = 1000
 #: Partial count vectors less likely than this are dropped (their P-mass carried as truncated).
 PRUNE_PROBABILITY = 1e-24
 #: Loss grid: step ε0 / LOSS_BINS.
@@ -147,10 +149,12 @@ class EnumeratedLevelsCurve:
 
 def enumerated_levels_curve(levels: PrivacyLossLevels, n: int) -> EnumeratedLevelsCurve | None:
     """The every-ε curve of the multi-level bound of ``levels`` with n users (module docstring),
-    or None when it does not apply: some ratio is 0 (an infinite loss), the unassigned mass of a
-    step is below 1e-9, or more than ``MAX_CELLS`` count vectors would be examined (cached per
-    arguments)."""
+    or None when it does not apply: more than ``MAX_USERS`` users, some ratio is 0 (an infinite
+    loss), the unassigned mass of a step is below 1e-9, or more than ``MAX_CELLS`` count vectors
+    would be examined (cached per arguments)."""
     users = min(check_num_users(n), MAX_EVALUATED_USERS)
+    if users > MAX_USERS:
+        return None
     return _enumerated_levels_curve(levels, users)
 
 
@@ -245,5 +249,5 @@ def _chunks(sizes: IntArray) -> list[tuple[int, int]]:
     return list(zip(edges[:-1], edges[1:]))
 
 
-__all__ = ["EnumeratedLevelsCurve", "LOSS_BINS", "MAX_CELLS", "PRUNE_PROBABILITY",
+__all__ = ["EnumeratedLevelsCurve", "LOSS_BINS", "MAX_CELLS", "MAX_USERS", "PRUNE_PROBABILITY",
            "enumerated_levels_curve"]
