@@ -82,7 +82,7 @@ class _Direction:
         live = (first > second) & (weights > 0.0)
         first, second, weights = first[live], second[live], weights[live]
         with np.errstate(divide="ignore"):
-            losses = np.log(first) - np.log(second)
+            losses = np.log(first / second)
         index = np.minimum(np.floor(losses / self.step), LOSS_BINS).astype(np.int64)
         self.p_sums += np.bincount(index, weights * first / n, minlength=LOSS_BINS + 1)
         self.q_sums += np.bincount(index, weights * second / n, minlength=LOSS_BINS + 1)
@@ -204,6 +204,7 @@ def _enumerated_levels_curve(levels: PrivacyLossLevels, n: int) -> EnumeratedLev
         if examined > MAX_CELLS:
             return None
         chunks = [(0, len(rest))] if not last else _chunks(sizes)
+        table = _binomial_log_table(log_fact, log_p, log_q, forced)
         new_parts = []
         for lo, hi in chunks:
             index = np.repeat(np.arange(lo, hi), sizes[lo:hi])
@@ -211,11 +212,7 @@ def _enumerated_levels_curve(levels: PrivacyLossLevels, n: int) -> EnumeratedLev
             k = np.arange(index.size, dtype=np.int64) - starts
             trials = rest[index]
             left = trials - k
-            if forced:
-                terms = np.where(left == 0, k * log_p, -np.inf)
-            else:
-                terms = k * log_p + left * log_q
-            lp = (log_prob[index] + log_fact[trials] - log_fact[k] - log_fact[left] + terms)
+            lp = log_prob[index] + table.ravel()[trials * (n + 1) + k]
             keep = lp > threshold
             # each pruned (partial) vector has probability below PRUNE_PROBABILITY·e^margin
             pruned += int(keep.size - np.count_nonzero(keep))
@@ -225,6 +222,9 @@ def _enumerated_levels_curve(levels: PrivacyLossLevels, n: int) -> EnumeratedLev
             if not last:
                 new_parts.append((left, new_a, new_b, lp))
                 continue
+            if backward is None:  # one direction: only the atoms that can have a positive loss
+                live = new_a * (1.0 + rounding) > new_b * (1.0 - rounding)
+                new_a, new_b, lp = new_a[live], new_b[live], lp[live]
             weights = np.exp(lp + margin)
             up_a, down_a = new_a * (1.0 + rounding), new_a * (1.0 - rounding)
             up_b, down_b = new_b * (1.0 + rounding), new_b * (1.0 - rounding)
@@ -239,6 +239,21 @@ def _enumerated_levels_curve(levels: PrivacyLossLevels, n: int) -> EnumeratedLev
     for direction in directions:
         direction.finish(dropped)
     return EnumeratedLevelsCurve(directions, levels.total_variation, levels.epsilon0)
+
+
+def _binomial_log_table(log_fact: FloatArray, log_p: float, log_q: float, forced: bool
+                        ) -> FloatArray:
+    """ln P[Bin(m, p) = k] at [m, k] for 0 ≤ k ≤ m ≤ n (−∞ above the diagonal; ``forced``: q = 0,
+    all m at the level)."""
+    n = log_fact.size - 1
+    m = np.arange(n + 1)[:, None]
+    k = np.arange(n + 1)[None, :]
+    left = np.maximum(m - k, 0)
+    with np.errstate(invalid="ignore"):
+        terms = (np.where(left == 0, k * log_p, -np.inf) if forced
+                 else k * log_p + left * log_q)
+    table = log_fact[m] - log_fact[np.minimum(k, m)] - log_fact[left] + terms
+    return np.asarray(np.where(k <= m, table, -np.inf), dtype=np.float64)
 
 
 def _chunks(sizes: IntArray) -> list[tuple[int, int]]:
