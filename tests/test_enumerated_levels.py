@@ -120,3 +120,20 @@ def test_parallel_round_of_64_and_65_users() -> None:
         values.append(accountant.get_epsilon(1e-6))
     assert 0.84325 <= values[0] <= 0.8433356595445447
     assert values[1] <= values[0]
+
+
+@pytest.mark.parametrize("a, b, m, n", [
+    ([1e-300, 2.0], [2.0, 1e-300], [0.3, 0.3], 20),  # losses near the float range
+    ([3.0, 1.0], [1.0, 3.0], [0.25, 0.25], 1),  # one user: the victim's own divergence
+    ([1.0, 2.0, 0.5], [1.5, 1.0, 0.5], [0.2, 0.3, 0.4], 12),  # asymmetric, zero atom 0.1
+])
+def test_curve_at_extreme_levels_stays_above_the_exact_sum(a, b, m, n) -> None:
+    levels = PrivacyLossLevels(a, b, m)
+    curve = enumerated_levels_curve(levels, n)
+    assert curve is not None
+    epsilons = np.array([0.0, 0.3, 1.0, 5.0, 700.0])
+    with np.errstate(all="raise"):
+        values = curve.deltas(epsilons)
+    for eps, value in zip(epsilons, values):
+        point = levels.delta(float(eps), n)  # the exact multinomial sum here
+        assert point * (1.0 - 1e-12) <= value <= point * (1.0 + 1e-6) + 1e-15

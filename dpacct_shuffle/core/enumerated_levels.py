@@ -18,7 +18,8 @@ pass over the count vectors: each is an atom of P-mass M(N)·A(N)/n and privacy 
   most max_t a_t times its probability (A(N)/n ≤ max_t a_t): the number of dropped vectors times
   max_t a_t·``PRUNE_PROBABILITY`` is carried as truncated mass at the levels' ε0 (every loss is
   at most ε0);
-* adds up the P- and Q-masses of the atoms per bin of width β = ε0/``LOSS_BINS`` of their loss;
+* adds up the P- and Q-masses of the atoms per bin of width β = min(ε0, ``LOSS_RANGE``)/``LOSS_BINS``
+  of their loss (larger losses in the top bin);
   at ε the bins above ε's bin count exactly, the few around it at their lower edge (each of
   their terms is at most P − e^{edge}·Q), so the curve is the bound up to β in ε.
 
@@ -51,8 +52,9 @@ MAX_CELLS = 12_000_000
 MAX_USERS = 1000
 #: Partial count vectors less likely than this are dropped (their P-mass carried as truncated).
 PRUNE_PROBABILITY = 1e-24
-#: Loss grid: step ε0 / LOSS_BINS.
+#: Loss grid: step min(ε0, LOSS_RANGE) / LOSS_BINS (losses above LOSS_RANGE share the top bin).
 LOSS_BINS = 1 << 16
+LOSS_RANGE = 16.0
 # count vectors expanded per chunk of the last level
 _CHUNK_CELLS = 1 << 20
 # smallest unassigned mass of a step (a smaller remainder's float error is not covered)
@@ -67,7 +69,8 @@ class _Direction:
 
     def __init__(self, epsilon0: float, top_ratio: float) -> None:
         self.epsilon0 = epsilon0
-        self.step = epsilon0 / LOSS_BINS
+        # the grid covers [0, min(ε0, LOSS_RANGE)]; larger losses share the top bin
+        self.step = min(epsilon0, LOSS_RANGE) / LOSS_BINS
         self.p_sums = np.zeros(LOSS_BINS + 1)
         self.q_sums = np.zeros(LOSS_BINS + 1)
         self.top_ratio = top_ratio  # max_t a_t: A(N)/n is at most this
@@ -82,7 +85,8 @@ class _Direction:
         live = (first > second) & (weights > 0.0)
         first, second, weights = first[live], second[live], weights[live]
         with np.errstate(divide="ignore"):
-            losses = np.log(first / second)
+            # (a second term rounded down to 0 gives an infinite loss: every loss is ≤ ε0)
+            losses = np.minimum(np.log(first / second), self.epsilon0)
         index = np.minimum(np.floor(losses / self.step), LOSS_BINS).astype(np.int64)
         self.p_sums += np.bincount(index, weights * first / n, minlength=LOSS_BINS + 1)
         self.q_sums += np.bincount(index, weights * second / n, minlength=LOSS_BINS + 1)
@@ -106,7 +110,8 @@ class _Direction:
         factor 1 − 2τ down (their losses exceed ε − τ); bin j − 1 at τ·P (its losses are below
         ε + τ); the bins below contribute 0; the pruned P-mass at ε0."""
         eps = np.asarray(epsilons, dtype=np.float64)
-        j = np.clip(np.floor(eps / self.step).astype(np.int64) - 1, 0, LOSS_BINS)
+        j = np.clip(np.floor(np.minimum(eps / self.step, LOSS_BINS + 1.0)).astype(np.int64) - 1,
+                    0, LOSS_BINS)
         up, down = 1.0 + self._rtol, 1.0 - self._rtol
         scale = np.exp(eps) * (1.0 + 4.0 * _U)
         top = np.minimum(j + 3, LOSS_BINS + 1)
@@ -264,5 +269,5 @@ def _chunks(sizes: IntArray) -> list[tuple[int, int]]:
     return list(zip(edges[:-1], edges[1:]))
 
 
-__all__ = ["EnumeratedLevelsCurve", "LOSS_BINS", "MAX_CELLS", "MAX_USERS", "PRUNE_PROBABILITY",
+__all__ = ["EnumeratedLevelsCurve", "LOSS_BINS", "LOSS_RANGE", "MAX_CELLS", "MAX_USERS", "PRUNE_PROBABILITY",
            "enumerated_levels_curve"]
