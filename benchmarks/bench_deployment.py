@@ -143,6 +143,39 @@ def matrix_poisson_round() -> Callable[[], str]:
     return _epsilon_of([dp_event.PoissonSampledDpEvent(0.01, ShuffleEvent(matrix, 10**4))])
 
 
+@row("one random-mode parallel round (k-RR(2, 10) | k-RR(1, 4), n = 64), PLD + ε", "26", "0.5")
+def parallel_round_64() -> Callable[[], str]:
+    from dpacct_shuffle import randomizers as rz
+    from dpacct_shuffle.events import ParallelCompositionEvent
+
+    return _epsilon_of([ParallelCompositionEvent([rz.krr(2.0, 10), rz.krr(1.0, 4)], 64)])
+
+
+@row("one random-mode parallel round (k-RR(2, 10) | k-RR(1, 4), n = 65), PLD + ε", "18", "0.5")
+def parallel_round_65() -> Callable[[], str]:
+    from dpacct_shuffle import randomizers as rz
+    from dpacct_shuffle.events import ParallelCompositionEvent
+
+    return _epsilon_of([ParallelCompositionEvent([rz.krr(2.0, 10), rz.krr(1.0, 4)], 65)])
+
+
+@row("one personalized k-RR round (d = 10, ε0 = 1 and 2, 500 users each), PLD + ε", "0.77",
+     "0.5")
+def personalized_round() -> Callable[[], str]:
+    from dpacct_shuffle import randomizers as rz
+    from dpacct_shuffle.events import ShuffleEvent
+
+    return _epsilon_of([ShuffleEvent(rz.personalized_krr(10, [(1.0, 500), (2.0, 500)]), 1000)])
+
+
+@row("one shuffled Gaussian round (σ = 1 on [0, 1], n = 10³), PLD + ε", "6.8", "0.5")
+def gaussian_round() -> Callable[[], str]:
+    from dpacct_shuffle import randomizers as rz
+    from dpacct_shuffle.events import ShuffleEvent
+
+    return _epsilon_of([ShuffleEvent(rz.gaussian(1.0), 1000)])
+
+
 def _cold_epsilon(entry: str, n: int) -> Callable[[], str]:
     """The timed work of a cold ε row: ``entry``'s shuffled ε at :data:`DELTA` (scipy.stats,
     which the package imports on first use, is imported before the clock starts)."""

@@ -29,6 +29,7 @@ domain are such a subset (the diagonal rows).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -72,6 +73,16 @@ def parallel_randomizer(branches: Sequence[object], probabilities: Sequence[floa
     columns = sum(int(m.shape[1]) for m in matrices)
     if rows > MAX_COMPOSITE_ROWS or rows * columns > MAX_COMPOSITE_CELLS:
         return None
+    key = tuple((np.asarray(m, dtype=float).tobytes(), tuple(m.shape)) for m in matrices)
+    return _composite_randomizer(key, tuple(float(pi) for pi in probabilities))
+
+
+@functools.lru_cache(maxsize=64)
+def _composite_randomizer(key: tuple[tuple[bytes, tuple[int, ...]], ...],
+                          probabilities: tuple[float, ...]) -> Randomizer:
+    """The analysed composite matrix of branch matrices given by value (their bytes and shapes;
+    cached: one round's profile, its ε cap and its loss scale all need it)."""
+    matrices = [np.frombuffer(data, dtype=float).reshape(shape) for data, shape in key]
     return from_matrix(parallel_matrix(matrices, probabilities), name="parallel")
 
 

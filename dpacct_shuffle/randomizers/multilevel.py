@@ -29,6 +29,7 @@ import numpy as np
 from dpacct_shuffle.core.batched import BatchedDelta
 from dpacct_shuffle.core.batched_levels import TwoSidedCurve, enumerated_levels_curve, levels_curve
 from dpacct_shuffle.core.bound import VariationRatio
+from dpacct_shuffle.core.enumerated_levels import EnumeratedLevelsCurve, count_vectors_curve
 from dpacct_shuffle.core.multilevel import PrivacyLossLevels
 from dpacct_shuffle.core.validation import check_range
 from dpacct_shuffle.randomizers.base import PairBound, Randomizer
@@ -171,17 +172,21 @@ class MultiLevelBound(PairBound):
         return max(levels.epsilon(delta, n, guess=guess) for levels in self.level_sets)
 
     def curve_deltas(self, epsilons: np.ndarray, n: int, lowering: float) -> np.ndarray | None:
-        """The maximum over level sets of their every-ε curves
-        (:func:`_level_set_curve`; each at least its level set's bound at every ε ≥ 0), or None
-        when some level set has none."""
+        """The maximum over level sets of their every-ε curves (each at least its level set's
+        bound at every ε ≥ 0): for few users the curve of every count vector
+        (:func:`~dpacct_shuffle.core.enumerated_levels.count_vectors_curve`), else
+        :func:`_level_set_curve`; None when some level set has neither."""
         if not self.level_sets:
             return np.ones(len(epsilons))  # no bound, at every ε
-        curves = [_level_set_curve(levels, n, lowering) for levels in self.level_sets]
+        curves: list[EnumeratedLevelsCurve | BatchedDelta | TwoSidedCurve | None] = []
+        for levels in self.level_sets:
+            enumerated = count_vectors_curve(levels, n)
+            curves.append(enumerated if enumerated is not None
+                          else _level_set_curve(levels, n, lowering))
         if any(curve is None for curve in curves):
             return None
-        values: np.ndarray = np.max([curve.deltas(epsilons) for curve in curves
-                                     if curve is not None], axis=0)
-        return values
+        return np.asarray(np.max([curve.deltas(epsilons) for curve in curves if curve is not None],
+                                 axis=0), dtype=np.float64)
 
     def epsilon_below(self, delta: float, n: int, current: float) -> float:
         """:meth:`epsilon`, skipped (``current`` returned) when the bound at
