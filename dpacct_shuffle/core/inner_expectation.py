@@ -163,7 +163,8 @@ def band_masses(edges: np.ndarray, m: np.ndarray, p: float) -> np.ndarray:
     cdf, sf, use_sf = band_edge_tails(edges, m, p)
     lower_side = cdf[:, 1:] - cdf[:, :-1]
     upper_side = sf[:, :-1] - sf[:, 1:]
-    return np.maximum(np.where(use_sf, upper_side, lower_side), 0.0)
+    masses: np.ndarray = np.maximum(np.where(use_sf, upper_side, lower_side), 0.0)
+    return masses
 
 
 def k_band_edges(m: np.ndarray, p: float, bands: int, tail: float) -> np.ndarray:

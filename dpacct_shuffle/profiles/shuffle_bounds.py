@@ -71,8 +71,8 @@ def batched_entry_deltas(bound: PairBound, epsilons: NDArray[np.float64], n: int
     (:meth:`~dpacct_shuffle.randomizers.base.PairBound.curve_deltas`: the multi-level bound's,
     docs/theory.md, "Batched evaluation of multi-level bounds"), or its own bound at
     ``CORE_RTOL`` point by point."""
-    candidates = getattr(bound, "candidates", None)
-    curves = [variation_ratio_curve(vr, n, lowering) for vr in candidates or ()]
+    candidates: Sequence[VariationRatio] = getattr(bound, "candidates", None) or ()
+    curves = [variation_ratio_curve(vr, n, lowering) for vr in candidates]
     if not any(curve is not None for curve in curves):
         curved = bound.curve_deltas(epsilons, n, lowering)
         if curved is not None:
