@@ -42,9 +42,10 @@ RDP of shuffle events reuses the PLD grid, which stops evaluating the core at δ
 to the cap that bounds the rest is loose at high Rényi orders, so the RDP numbers are valid but can
 be far above the PLD ones — prefer :class:`ShufflePLDAccountant` for shuffle rounds.
 
-:class:`ShuffleRdpAccountant` extends dp-accounting's ``RdpAccountant`` and adds this package's RDP
-vectors to its ``_rdp`` (dp-accounting has no public way to add an RDP curve; its own RDP test
-suite reads ``_rdp`` too); ``tests/test_accountants.py`` guards that attribute.
+:class:`ShuffleRdpAccountant` extends dp-accounting's ``RdpAccountant``: dp-accounting's events go
+to the parent, this package's RDP vectors to the accountant's own vector, and ε/δ come from
+dp-accounting's public ``compute_epsilon``/``compute_delta`` of the sum of the parent's public
+``rdp`` and that vector. Neither accountant reads or writes a private attribute of dp-accounting.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ from dpacct_shuffle.dp_accounting_plds import Outcome, leaf_error, leaf_pld
 from dpacct_shuffle.event_plds import (
     event_epsilon_cap,
     event_loss_scale,
-    event_pld,
+    event_pmfs,
     shuffle_event_grid,
     shuffle_event_loss_scale,
     shuffle_event_pld,
@@ -76,7 +77,7 @@ from dpacct_shuffle.event_plds import (
 from dpacct_shuffle.event_profiles import event_profile
 from dpacct_shuffle.events import LDPCompositionEvent
 from dpacct_shuffle.ldp_events import ldp_event_pld, ldp_event_rdp
-from dpacct_shuffle.pld_composition import dense, self_compose, tree_compose
+from dpacct_shuffle.pld_composition import LossPmfs, self_compose, self_convolve, tree_compose
 from dpacct_shuffle.profiles import DEFAULT_VALUE_DISCRETIZATION, discretization_for_scale
 from dpacct_shuffle.progress import ProgressOption, ProgressReporter, is_terminal
 from dpacct_shuffle.relations import (
@@ -102,7 +103,8 @@ CompositionErrorDetails = privacy_accountant.PrivacyAccountant.CompositionErrorD
 # an event's loss range shrinks the automatic interval at most to this fraction of its scale
 # (bounds dense array sizes when scales differ a lot); see ShufflePLDAccountant._auto_interval
 MAX_SCALE_SPREAD = 64.0
-# equal events composed more often than this are self-composed by dp-accounting (see _own_plds)
+# equal events composed more often than this are self-composed as dp-accounting does, with tail
+# bounds first (see _own_pmfs)
 SELF_COMPOSE_MIN = 16
 # relative margin on the summed ε caps (float sums of products are rounded to nearest)
 CAP_ROUNDING = 1e-12
@@ -295,16 +297,16 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
         leaf event dp-accounting knows, at the current interval."""
         return leaf_pld(event, count, self._interval, self.neighboring_relation)
 
-    def _own_plds(self, event: dp_event.DpEvent,
-                  count: int) -> list[pld_lib.PrivacyLossDistribution]:
-        """PLDs whose composition is ``count`` copies of an event of this package: one PLD
-        self-composed by dp-accounting for more than ``SELF_COMPOSE_MIN`` copies, else the dense
-        PLD's FFT power (:func:`dpacct_shuffle.pld_composition.self_compose`: a few copies cost
-        less that way than through ``self_compose``'s tail bounds or pairwise compositions)."""
-        single = event_pld(event, self._interval, self.neighboring_relation)
+    def _own_pmfs(self, event: dp_event.DpEvent, count: int) -> LossPmfs:
+        """Pmfs of ``count`` copies of an event of this package: self-composed as dp-accounting
+        does (:func:`dpacct_shuffle.pld_composition.self_convolve`, tail bounds first) for more
+        than ``SELF_COMPOSE_MIN`` copies, else by one FFT power
+        (:func:`dpacct_shuffle.pld_composition.self_compose`: a few copies cost less that way than
+        through tail bounds or pairwise compositions)."""
+        single = event_pmfs(event, self._interval, self.neighboring_relation)
         if count > SELF_COMPOSE_MIN:
-            return [single.self_compose(count)]
-        return [self_compose(dense(single), count)]
+            return single.map(lambda pmf: self_convolve(pmf, count))
+        return self_compose(single, count)
 
     def _compose_pld(self, pld: pld_lib.PrivacyLossDistribution) -> None:
         if pld.get_delta_for_epsilon(math.inf) >= 1.0:
@@ -317,8 +319,9 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
 
     def _compose_leaf(self, event: dp_event.DpEvent, count: int) -> None:
         if is_own(event):
-            single = event_pld(event, self._interval, self.neighboring_relation)
-            self._compose_pld(single.self_compose(count) if count > 1 else single)
+            single = event_pmfs(event, self._interval, self.neighboring_relation)
+            composed = single.map(lambda pmf: self_convolve(pmf, count)) if count > 1 else single
+            self._compose_pld(composed.to_dp_accounting())
             return
         result = self._leaf_pld(event, count)
         if result is Outcome.NON_PRIVATE:
@@ -375,13 +378,13 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
             except TypeError:  # unhashable event (mutable randomizer): composed on its own
                 separate.append((event, count))
         leaves = [(event, count) for event, count in groups.values()] + separate
-        plds: list[pld_lib.PrivacyLossDistribution] = []
+        plds: list[LossPmfs] = []
         with ProgressReporter(len(leaves), "shuffle-round PLDs", self._progress, unit="event",
                               delay=PROGRESS_DELAY) as reporter:
             for event, count in leaves:
-                plds.extend(self._own_plds(event, count))
+                plds.append(self._own_pmfs(event, count))
                 reporter.tick()
-        self._compose_pld(tree_compose(plds))
+        self._compose_pld(tree_compose(plds).to_dp_accounting())
         self._pending = []
 
     # -- queries --------------------------------------------------------------------------
@@ -412,26 +415,24 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
         return _delta_result(self._composed.get_delta_for_epsilon(epsilon))
 
 
-class _CheckedQueries:
-    """``get_epsilon``/``get_delta`` with their arguments validated and their results in range.
-
-    The parent accepts NaN and out-of-range targets (NaN in, NaN or an arbitrary number out).
-    Here a bad target is a ValueError naming it, ε ≥ 0 and δ in [0, 1]."""
-
-    def get_epsilon(self, target_delta: float) -> float:
-        """Smallest ε with (ε, target_delta)-DP for everything composed; target_delta in [0, 1]."""
-        return _epsilon_result(super().get_epsilon(_checked_delta(target_delta)))  # type: ignore[misc]
-
-    def get_delta(self, target_epsilon: float) -> float:
-        """Smallest δ with (target_epsilon, δ)-DP for everything composed; target_epsilon >= 0."""
-        return _delta_result(super().get_delta(_checked_epsilon(target_epsilon)))  # type: ignore[misc]
+def _contains_own_event(event: dp_event.DpEvent) -> bool:
+    """Whether an event of this package (or a sampled shuffle round) is nested in ``event``."""
+    if isinstance(event, OWN_EVENTS) or is_sampled_shuffle(event):
+        return True
+    inner = [getattr(event, "event", None)] + list(getattr(event, "events", None) or [])
+    return any(isinstance(e, dp_event.DpEvent) and _contains_own_event(e) for e in inner)
 
 
-class ShuffleRdpAccountant(_CheckedQueries,
-                           rdp_privacy_accountant.RdpAccountant):  # type: ignore[misc]
+class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):  # type: ignore[misc]
     """``RdpAccountant`` that also accounts shuffle rounds and local reports (replace-one default).
 
     Accounts shuffle-model reports, not DP-SGD on shuffled minibatches (module docstring).
+
+    The RDP of this package's events is kept in the accountant's own vector, added to the
+    parent's public :attr:`rdp`; ε and δ come from dp-accounting's public
+    ``rdp_privacy_accountant.compute_epsilon`` / ``compute_delta`` of the sum. Queries are
+    validated (a bad target is a ValueError naming it; the parent accepts NaN and out-of-range
+    targets) and their results kept in range (ε ≥ 0, δ in [0, 1]).
 
     Args:
       orders: RDP orders (default: dp-accounting's ``DEFAULT_RDP_ORDERS``), all >= 1.
@@ -443,17 +444,47 @@ class ShuffleRdpAccountant(_CheckedQueries,
     def __init__(self, orders: Optional[Sequence[float]] = None,
                  neighboring_relation: NeighborRel = NeighborRel.REPLACE_ONE) -> None:
         super().__init__(orders, neighboring_relation)
+        self._rdp_orders: tuple[float, ...] = tuple(float(order) for order in super().orders)
+        self._shuffle_rdp: NDArray[np.float64] = np.zeros(len(self._rdp_orders))
         self._held: list[_Leaf] = []
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(neighboring_relation={self.neighboring_relation.name}, "
-                f"orders: {len(self._orders)} from {min(self._orders):g} to "
-                f"{max(self._orders):g}; holds {_ledger_summary(self._held)})")
+                f"orders: {len(self._rdp_orders)} from {min(self._rdp_orders):g} to "
+                f"{max(self._rdp_orders):g}; holds {_ledger_summary(self._held)})")
+
+    @property
+    def rdp(self) -> NDArray[np.float64]:
+        """The RDP of everything composed at :attr:`orders`: the parent's RDP of dp-accounting's
+        events plus this package's events."""
+        return np.asarray(super().rdp + self._shuffle_rdp, dtype=np.float64)
 
     def compose(self, event: dp_event.DpEvent, count: int = 1) -> "ShuffleRdpAccountant":
         super().compose(event, count)
         self._held.extend(_flatten(event, count))
         return self
+
+    def get_epsilon_and_optimal_order(self, target_delta: float) -> tuple[float, float]:
+        """Smallest ε with (ε, target_delta)-DP (target_delta in [0, 1]) and the RDP order that
+        gives it (``rdp_privacy_accountant.compute_epsilon``)."""
+        epsilon, order = rdp_privacy_accountant.compute_epsilon(
+            self._rdp_orders, self.rdp, _checked_delta(target_delta))
+        return _epsilon_result(epsilon), order
+
+    def get_epsilon(self, target_delta: float) -> float:
+        """Smallest ε with (ε, target_delta)-DP for everything composed; target_delta in [0, 1]."""
+        return self.get_epsilon_and_optimal_order(target_delta)[0]
+
+    def get_delta_and_optimal_order(self, target_epsilon: float) -> tuple[float, float]:
+        """Smallest δ with (target_epsilon, δ)-DP (target_epsilon ≥ 0) and the RDP order that
+        gives it (``rdp_privacy_accountant.compute_delta``)."""
+        delta, order = rdp_privacy_accountant.compute_delta(
+            self._rdp_orders, self.rdp, _checked_epsilon(target_epsilon))
+        return _delta_result(delta), order
+
+    def get_delta(self, target_epsilon: float) -> float:
+        """Smallest δ with (target_epsilon, δ)-DP for everything composed; target_epsilon >= 0."""
+        return self.get_delta_and_optimal_order(target_epsilon)[0]
 
     def _maybe_compose(self, event: dp_event.DpEvent, count: int,
                        do_compose: bool) -> Optional[ErrorDetails]:
@@ -470,17 +501,24 @@ class ShuffleRdpAccountant(_CheckedQueries,
                 return relation_error(event, self.neighboring_relation)
             rdp: Optional[NDArray[np.float64]] = None
             if isinstance(event, LDPCompositionEvent):
-                rdp = ldp_event_rdp(event, self._orders)
+                rdp = ldp_event_rdp(event, self._rdp_orders)
                 if rdp is None:
                     return CompositionErrorDetails(
                         invalid_event=event,
                         error_message="RDP of an (epsilon, delta>0)-LDP report is unbounded; "
                                       "use ShufflePLDAccountant.")
             elif do_compose:
-                rdp = shuffle_event_rdp(event, self._orders)
+                rdp = shuffle_event_rdp(event, self._rdp_orders)
             if do_compose and rdp is not None:
-                self._rdp = self._rdp + count * rdp  # type: ignore[has-type]
+                self._shuffle_rdp = self._shuffle_rdp + count * rdp
             return None
+        if isinstance(event, dp_event.RepeatAndSelectDpEvent) and _contains_own_event(event):
+            # the parent transforms the RDP of the repeated event, which it holds in its own
+            # state only; this package's RDP is held apart
+            return CompositionErrorDetails(
+                invalid_event=event,
+                error_message="RepeatAndSelectDpEvent of shuffle rounds or local reports is not "
+                              "supported; use ShufflePLDAccountant or compose the rounds.")
         if replace_one and isinstance(event, dp_event.GaussianDpEvent):
             # parent defect: sensitivity 1 under replace-one; a replaced record moves the sum by 2C
             return super()._maybe_compose(
