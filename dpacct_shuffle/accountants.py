@@ -77,7 +77,12 @@ from dpacct_shuffle.event_plds import (
 from dpacct_shuffle.event_profiles import event_profile
 from dpacct_shuffle.events import LDPCompositionEvent
 from dpacct_shuffle.ldp_events import ldp_event_pld, ldp_event_rdp
-from dpacct_shuffle.pld_composition import LossPmfs, self_compose, self_convolve, tree_compose
+from dpacct_shuffle.pld_composition import (
+    LossPmfs,
+    certified_compose,
+    certified_power,
+    certified_tree_compose,
+)
 from dpacct_shuffle.profiles import DEFAULT_VALUE_DISCRETIZATION, discretization_for_scale
 from dpacct_shuffle.progress import ProgressOption, ProgressReporter, is_terminal
 from dpacct_shuffle.relations import (
@@ -103,11 +108,14 @@ CompositionErrorDetails = privacy_accountant.PrivacyAccountant.CompositionErrorD
 # an event's loss range shrinks the automatic interval at most to this fraction of its scale
 # (bounds dense array sizes when scales differ a lot); see ShufflePLDAccountant._auto_interval
 MAX_SCALE_SPREAD = 64.0
-# equal events composed more often than this are self-composed as dp-accounting does, with tail
-# bounds first (see _own_pmfs)
-SELF_COMPOSE_MIN = 16
+# tail mass cut at each truncation of this package's compositions (the right tail's goes to +∞);
+# far below the smallest δ the accountants are asked for (continuity down to δ = 1e-15)
+TAIL_TRUNCATION = 1e-20
 # relative margin on the summed ε caps (float sums of products are rounded to nearest)
 CAP_ROUNDING = 1e-12
+# first relative step by which ε(δ) is raised until δ(ε) ≤ δ (doubled at each try)
+CONSISTENCY_STEP = 1e-13
+_CONSISTENCY_TRIES = 60
 # seconds a composition runs before its progress bar appears
 PROGRESS_DELAY = 1.0
 
@@ -140,6 +148,28 @@ def _ledger_summary(leaves: Sequence[_Leaf]) -> str:
     for event, count in leaves:
         counts[type(event).__name__] += count
     return ", ".join(f"{count} × {name}" for name, count in counts.items()) or "nothing"
+
+
+def _summed_cap(caps: Sequence[float]) -> float:
+    """Σ ε0 of the composed events (basic composition of pure DP), raised by ``CAP_ROUNDING``;
+    0 for nothing composed, inf if some event has no known ε0."""
+    if not caps:
+        return 0.0
+    total = math.fsum(caps)
+    return total * (1.0 + CAP_ROUNDING) if math.isfinite(total) else math.inf
+
+
+def _consistent_epsilon(pld: pld_lib.PrivacyLossDistribution, delta: float,
+                        epsilon: float) -> float:
+    """``epsilon`` raised, if needed, until the PLD's δ(ε) ≤ ``delta``: dp-accounting's ε(δ)
+    solves δ(ε) = δ in floating point and can land an ulp-level step low (δ(ε) = δ·(1 + 1e-11));
+    a larger ε is still a guarantee, and then ``get_delta(get_epsilon(δ)) ≤ δ``."""
+    step = max(epsilon, 1.0) * CONSISTENCY_STEP
+    for _ in range(_CONSISTENCY_TRIES):
+        if not math.isfinite(epsilon) or float(pld.get_delta_for_epsilon(epsilon)) <= delta:
+            return epsilon
+        epsilon, step = epsilon + step, 2.0 * step
+    return math.inf
 
 
 def _flatten(event: dp_event.DpEvent, count: int) -> list[_Leaf]:
@@ -193,8 +223,12 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
     rarely; when it does, the PLD is rebuilt from the recorded events (their PLDs are cached per
     event and interval). The choice steers tightness only: every PLD is pessimistic.
 
-    Shuffle rounds are grouped (equal events self-composed once), cut to dp-accounting's tail
-    truncation 1e-15 and composed pairwise (:mod:`dpacct_shuffle.pld_composition`).
+    Shuffle rounds are grouped (equal events self-composed once, by repeated squaring) and
+    composed pairwise with certified tails, cut at ``TAIL_TRUNCATION`` (1e-20) instead of
+    dp-accounting's 1e-15 (:mod:`dpacct_shuffle.pld_composition`; docs/theory.md, "Tiny δ:
+    certified tails"), so ε stays continuous in δ down to 1e-15 and below; dp-accounting's own
+    events are composed as its ``PLDAccountant`` does. ``get_delta(get_epsilon(δ)) ≤ δ`` for
+    ledgers with this package's events.
 
     ε0 cap. If every composed event is pure DP with a known ε
     (:func:`~dpacct_shuffle.event_plds.event_epsilon_cap`: shuffle rounds of ε0-LDP randomizers,
@@ -214,7 +248,12 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
         self._anchors = None if users_grid_ratio is None else UserCountAnchors(users_grid_ratio)
         self._fixed_interval = fixed
         self._interval = DEFAULT_VALUE_DISCRETIZATION if fixed is None else fixed
+        # dp-accounting's events, composed as its PLDAccountant does; this package's events,
+        # composed with certified tails; their composition, for the queries
         self._composed = pld_lib.identity(self._interval)
+        self._composed_any = False  # whether _composed is still the identity
+        self._own: Optional[LossPmfs] = None
+        self._query_pld: Optional[pld_lib.PrivacyLossDistribution] = None
         self._non_private = False
         self._leaves: list[_Leaf] = []  # every leaf event composed, as it is accounted
         self._pending: list[int] = []  # indices in _leaves of own events not composed yet
@@ -238,7 +277,20 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
         """The composed ``PrivacyLossDistribution`` of everything accounted (without the ε0 cap;
         meaningless if :attr:`contains_non_private_event`)."""
         self._build()
-        return self._composed
+        return self._queried_pld()
+
+    def _queried_pld(self) -> pld_lib.PrivacyLossDistribution:
+        """dp-accounting's events' PLD composed with this package's (cached until either
+        changes)."""
+        if self._query_pld is None:
+            if self._own is None:
+                self._query_pld = self._composed
+            elif not self._composed_any:
+                self._query_pld = self._own.to_dp_accounting()
+            else:
+                self._query_pld = self._composed.compose(self._own.to_dp_accounting(),
+                                                         tail_mass_truncation=TAIL_TRUNCATION)
+        return self._query_pld
 
     @property
     def contains_non_private_event(self) -> bool:
@@ -298,30 +350,39 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
         return leaf_pld(event, count, self._interval, self.neighboring_relation)
 
     def _own_pmfs(self, event: dp_event.DpEvent, count: int) -> LossPmfs:
-        """Pmfs of ``count`` copies of an event of this package: self-composed as dp-accounting
-        does (:func:`dpacct_shuffle.pld_composition.self_convolve`, tail bounds first) for more
-        than ``SELF_COMPOSE_MIN`` copies, else by one FFT power
-        (:func:`dpacct_shuffle.pld_composition.self_compose`: a few copies cost less that way than
-        through tail bounds or pairwise compositions)."""
-        single = event_pmfs(event, self._interval, self.neighboring_relation)
-        if count > SELF_COMPOSE_MIN:
-            return single.map(lambda pmf: self_convolve(pmf, count))
-        return self_compose(single, count)
+        """Pmfs of ``count`` copies of an event of this package, by repeated squaring with
+        certified tails (:func:`dpacct_shuffle.pld_composition.certified_power`)."""
+        single = event_pmfs(event, self._interval, self.neighboring_relation, TAIL_TRUNCATION)
+        return certified_power(single, count, TAIL_TRUNCATION)
 
     def _compose_pld(self, pld: pld_lib.PrivacyLossDistribution) -> None:
+        """Compose the PLD of dp-accounting's own events exactly as its ``PLDAccountant`` does
+        (its ``compose``, default truncation)."""
         if pld.get_delta_for_epsilon(math.inf) >= 1.0:
-            # no finite privacy loss at all (δ(ε) = 1 for every ε, e.g. an (ε, 1)-LDP report or a
-            # p = ∞ randomizer with one user): no guarantee (ε = inf, δ = 1); dp-accounting cannot
-            # compose a PLD without finite mass
+            # no finite privacy loss at all (δ(ε) = 1 for every ε, e.g. a p = ∞ randomizer with
+            # one user): no guarantee (ε = inf, δ = 1); dp-accounting cannot compose a PLD
+            # without finite mass
             self._non_private = True
             return
         self._composed = self._composed.compose(pld)
+        self._composed_any = True
+        self._query_pld = None
+
+    def _compose_own(self, pmfs: LossPmfs) -> None:
+        """Compose the pmfs of this package's events with certified tails
+        (:func:`dpacct_shuffle.pld_composition.certified_compose`)."""
+        if pmfs.to_dp_accounting().get_delta_for_epsilon(math.inf) >= 1.0:
+            self._non_private = True  # e.g. an (ε, 1)-LDP report: no finite privacy loss
+            return
+        self._own = (pmfs if self._own is None
+                     else certified_compose(self._own, pmfs, TAIL_TRUNCATION))
+        self._query_pld = None
 
     def _compose_leaf(self, event: dp_event.DpEvent, count: int) -> None:
         if is_own(event):
-            single = event_pmfs(event, self._interval, self.neighboring_relation)
-            composed = single.map(lambda pmf: self_convolve(pmf, count)) if count > 1 else single
-            self._compose_pld(composed.to_dp_accounting())
+            single = event_pmfs(event, self._interval, self.neighboring_relation,
+                                TAIL_TRUNCATION)
+            self._compose_own(certified_power(single, count, TAIL_TRUNCATION))
             return
         result = self._leaf_pld(event, count)
         if result is Outcome.NON_PRIVATE:
@@ -362,6 +423,8 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
         if interval != self._interval:
             self._interval = interval
             self._composed = pld_lib.identity(interval)
+            self._composed_any = False
+            self._own, self._query_pld = None, None
             self._non_private = False
             for event, count in self._leaves:
                 if not is_own(event):
@@ -384,23 +447,24 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
             for event, count in leaves:
                 plds.append(self._own_pmfs(event, count))
                 reporter.tick()
-        self._compose_pld(tree_compose(plds).to_dp_accounting())
+        self._compose_own(certified_tree_compose(plds, TAIL_TRUNCATION))
         self._pending = []
 
     # -- queries --------------------------------------------------------------------------
     def _epsilon_cap(self) -> float:
-        if not self._epsilon_caps:
-            return 0.0
-        total = math.fsum(self._epsilon_caps)
-        return total * (1.0 + CAP_ROUNDING) if math.isfinite(total) else math.inf
+        return _summed_cap(self._epsilon_caps)
 
     def get_epsilon(self, target_delta: float) -> float:
         """Smallest ε with (ε, target_delta)-DP for everything composed (target_delta in [0, 1]):
         from the composed PLD, at most Σ ε0 (see the class docstring)."""
         delta = _checked_delta(target_delta)
         self._build()
-        value = (math.inf if self._non_private
-                 else _epsilon_result(self._composed.get_epsilon_for_delta(delta)))
+        if self._non_private:
+            return min(math.inf, self._epsilon_cap())
+        pld = self._queried_pld()
+        value = _epsilon_result(pld.get_epsilon_for_delta(delta))
+        if self._own is not None:
+            value = _consistent_epsilon(pld, delta, value)
         return min(value, self._epsilon_cap())
 
     def get_delta(self, target_epsilon: float) -> float:
@@ -412,7 +476,7 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
             return 1.0
         if epsilon >= self._epsilon_cap():
             return 0.0
-        return _delta_result(self._composed.get_delta_for_epsilon(epsilon))
+        return _delta_result(self._queried_pld().get_delta_for_epsilon(epsilon))
 
 
 def _contains_own_event(event: dp_event.DpEvent) -> bool:
@@ -430,7 +494,11 @@ class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):  # type: ignor
 
     The RDP of this package's events is kept in the accountant's own vector, added to the
     parent's public :attr:`rdp`; ε and δ come from dp-accounting's public
-    ``rdp_privacy_accountant.compute_epsilon`` / ``compute_delta`` of the sum. Queries are
+    ``rdp_privacy_accountant.compute_epsilon`` / ``compute_delta`` of the sum. As in
+    :class:`ShufflePLDAccountant`, if every composed event is pure DP with a known ε0 (each
+    round's RDP is also min'd with the RDP of ε0-DP randomized response,
+    :func:`dpacct_shuffle.profiles.rdp_from_grid`), ε is at most Σ ε0 and δ is 0 at ε ≥ Σ ε0
+    (basic composition of pure DP; the conversion from RDP alone gives more at tiny δ). Queries are
     validated (a bad target is a ValueError naming it; the parent accepts NaN and out-of-range
     targets) and their results kept in range (ε ≥ 0, δ in [0, 1]).
 
@@ -447,6 +515,7 @@ class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):  # type: ignor
         self._rdp_orders: tuple[float, ...] = tuple(float(order) for order in super().orders)
         self._shuffle_rdp: NDArray[np.float64] = np.zeros(len(self._rdp_orders))
         self._held: list[_Leaf] = []
+        self._epsilon_caps: list[float] = []
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(neighboring_relation={self.neighboring_relation.name}, "
@@ -462,6 +531,8 @@ class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):  # type: ignor
     def compose(self, event: dp_event.DpEvent, count: int = 1) -> "ShuffleRdpAccountant":
         super().compose(event, count)
         self._held.extend(_flatten(event, count))
+        if count > 0:
+            self._epsilon_caps.append(count * event_epsilon_cap(event, self.neighboring_relation))
         return self
 
     def get_epsilon_and_optimal_order(self, target_delta: float) -> tuple[float, float]:
@@ -469,7 +540,7 @@ class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):  # type: ignor
         gives it (``rdp_privacy_accountant.compute_epsilon``)."""
         epsilon, order = rdp_privacy_accountant.compute_epsilon(
             self._rdp_orders, self.rdp, _checked_delta(target_delta))
-        return _epsilon_result(epsilon), order
+        return min(_epsilon_result(epsilon), _summed_cap(self._epsilon_caps)), order
 
     def get_epsilon(self, target_delta: float) -> float:
         """Smallest ε with (ε, target_delta)-DP for everything composed; target_delta in [0, 1]."""
@@ -478,8 +549,11 @@ class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):  # type: ignor
     def get_delta_and_optimal_order(self, target_epsilon: float) -> tuple[float, float]:
         """Smallest δ with (target_epsilon, δ)-DP (target_epsilon ≥ 0) and the RDP order that
         gives it (``rdp_privacy_accountant.compute_delta``)."""
-        delta, order = rdp_privacy_accountant.compute_delta(
-            self._rdp_orders, self.rdp, _checked_epsilon(target_epsilon))
+        epsilon = _checked_epsilon(target_epsilon)
+        delta, order = rdp_privacy_accountant.compute_delta(self._rdp_orders, self.rdp, epsilon)
+        cap = _summed_cap(self._epsilon_caps)
+        if math.isfinite(cap) and epsilon >= cap:
+            return 0.0, order
         return _delta_result(delta), order
 
     def get_delta(self, target_epsilon: float) -> float:
@@ -540,9 +614,10 @@ class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):  # type: ignor
 
 __all__ = [
     "CAP_ROUNDING",
+    "CONSISTENCY_STEP",
     "MAX_SCALE_SPREAD",
     "PROGRESS_DELAY",
-    "SELF_COMPOSE_MIN",
+    "TAIL_TRUNCATION",
     "ShufflePLDAccountant",
     "ShuffleRdpAccountant",
     "event_epsilon_cap",

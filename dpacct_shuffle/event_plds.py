@@ -136,15 +136,16 @@ def ldp_event_pmfs(event: LDPCompositionEvent, value_discretization_interval: fl
 
 
 def event_pmfs(event: dp_event.DpEvent, value_discretization_interval: float,
-               relation: NeighborRel = NeighborRel.REPLACE_ONE) -> LossPmfs:
+               relation: NeighborRel = NeighborRel.REPLACE_ONE,
+               tail_mass_truncation: float = TAIL_MASS_TRUNCATION) -> LossPmfs:
     """Pmfs of one event of this package (:func:`dpacct_shuffle.relations.is_own`): local reports
     (:func:`ldp_event_pmfs`) or a shuffle round / sampled Gaussian (:func:`shuffle_event_pmfs`),
-    tails cut to 1e-15 (dp-accounting's default truncation: mass beyond goes to +∞ on the right —
-    pessimistic — and onto the smallest kept loss on the left)."""
+    tails cut to ``tail_mass_truncation`` (by default dp-accounting's 1e-15; mass beyond goes to +∞
+    on the right — pessimistic — and onto the smallest kept loss on the left)."""
     if isinstance(event, LDPCompositionEvent):
         return ldp_event_pmfs(event, value_discretization_interval)
     pmfs = shuffle_event_pmfs(event, value_discretization_interval, relation)
-    return pmfs.map(lambda pmf: truncated(pmf, TAIL_MASS_TRUNCATION))
+    return pmfs.map(lambda pmf: truncated(pmf, tail_mass_truncation))
 
 
 def shuffle_event_rdp(event: dp_event.DpEvent, orders: Sequence[float]) -> NDArray[np.float64]:

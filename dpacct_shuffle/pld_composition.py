@@ -1,4 +1,4 @@
-"""Composing this package's privacy loss distributions: our own dense pmfs, FFT composition, tails.
+"""Composing this package's privacy loss distributions: our own dense pmfs, certified tails.
 
 The PLDs of this package's events are built, composed and truncated here as :class:`LossPmf`
 arrays (losses on the grid k·d, their probabilities, the mass at +∞; every pmf pessimistic) and
@@ -11,19 +11,18 @@ No private attribute of dp-accounting is read or written.
   Approximations of Privacy Loss Distributions", PETS 2022, Algorithm 1), with the same float
   operations as dp-accounting's ``create_pmf_pessimistic_connect_dots``;
   :func:`leaky_rr_pmf` — the pmf of an (ε, δ)-DP pair (dp-accounting's
-  ``from_privacy_parameters``: +∞ w.p. δ, ±ε rounded up otherwise);
-* :func:`compose` — two pmfs by FFT convolution (``scipy.signal.fftconvolve``, as dp-accounting),
-  then the pessimistic tail truncation :func:`truncate_tails`: the largest prefix (suffix) whose
-  running sum is ≤ τ/2 is removed, the prefix's mass is added to the first remaining loss (moving
-  mass to a larger loss is pessimistic) and the suffix's mass goes to +∞. Running sums are
-  ``np.cumsum``, the same sequential float sums as dp-accounting's loop, so a truncation is
-  identical to dp-accounting's;
-* :func:`self_compose` / :func:`fft_power` — ``count`` copies of one PLD by one FFT power on the
-  whole support; :func:`self_convolve` — by dp-accounting's public ``common.self_convolve`` (tail
-  bounds first, then one FFT power), with dp-accounting's mass at +∞;
-* :func:`truncated` — one pmf's tails cut by the same rule without composing it;
-* :func:`tree_compose` — many PLDs pairwise, as a balanced tree (each FFT on arrays of similar
-  size).
+  ``from_privacy_parameters``: +∞ w.p. δ, ±ε rounded up otherwise); :func:`compose_exactly` —
+  two pmfs with few atoms composed without FFT;
+* :func:`truncate_tails` / :func:`truncated` — dp-accounting's pessimistic tail truncation: the
+  largest prefix (suffix) whose running sum is ≤ τ/2 is removed, the prefix's mass is added to the
+  first remaining loss (moving mass to a larger loss is pessimistic) and the suffix's mass goes to
+  +∞. Running sums are ``np.cumsum``, the same sequential float sums as dp-accounting's loop, so a
+  truncation is identical to dp-accounting's;
+* :func:`certified_convolution` — an FFT convolution whose tails below the FFT's floating-point
+  floor are replaced by exactly computed masses placed pessimistically (docs/theory.md, "Tiny δ:
+  certified tails"); :func:`certified_compose`, :func:`certified_power` (repeated squaring) and
+  :func:`certified_tree_compose` (a balanced tree, each FFT on arrays of similar size) compose
+  PLDs with it, cutting the tails after every composition.
 """
 
 from __future__ import annotations
@@ -34,12 +33,10 @@ from typing import Optional
 
 import attr
 import numpy as np
-from dp_accounting.pld import common as pld_common
 from dp_accounting.pld import pld_pmf
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from numpy.typing import ArrayLike, NDArray
 from scipy import fft as sp_fft
-from scipy import signal
 
 # dp-accounting's default tail truncation of one composition
 TAIL_MASS_TRUNCATION = 1e-15
@@ -175,23 +172,158 @@ def truncated(pmf: LossPmf, tail_mass_truncation: float = TAIL_MASS_TRUNCATION) 
                    pmf.infinity_mass + math.fsum(probs[right:].tolist()))
 
 
-def compose(first: LossPmfs, second: LossPmfs,
-            tail_mass_truncation: float = TAIL_MASS_TRUNCATION) -> LossPmfs:
-    """The composition of two PLDs: FFT convolution of each direction's pmfs
-    (``scipy.signal.fftconvolve``), mass at +∞ 1 − (1 − m₁)(1 − m₂), tails cut by
-    :func:`truncate_tails`."""
-    return _combine(first, second, lambda a, b: _compose_pmf(a, b, tail_mass_truncation))
+# -- composition with certified tails ----------------------------------------------------------
+#: FFT entries above this fraction of the largest one are kept (an FFT convolution's rounding
+#: error is about 1e-16 of its largest entry); below it the tails are recomputed exactly.
+TRUSTED_FRACTION = 1e-13
+#: exact tail blocks: at least this many grid steps wide, and at most this fraction of their
+#: distance from the start of the tail (so a few hundred blocks cover any tail)
+MIN_BLOCK = 8
+BLOCK_FRACTION = 1.0 / 64.0
+_UNIT_ROUNDOFF = 2.0 ** -53
 
 
-def _compose_pmf(first: LossPmf, second: LossPmf, tail_mass_truncation: float) -> LossPmf:
+def _survival(probs: NDArray[np.float64]) -> NDArray[np.float64]:
+    """S[j] = Σ_{j' ≥ j} probs[j'] for 0 ≤ j ≤ len (sequential sums, from the right)."""
+    return np.concatenate((np.cumsum(probs[::-1])[::-1], [0.0]))
+
+
+def _exact_survival(first: NDArray[np.float64], second: NDArray[np.float64],
+                    indices: NDArray[np.int64]) -> NDArray[np.float64]:
+    """Upper bounds on T(K) = Σ_{k ≥ K} (first ⊛ second)[k] at every K of ``indices``, computed
+    without FFT: T(K) = Σ_i first[i]·S₂(K − i) with S₂ the survival function of ``second``
+    (S₂(j) = Σ second for j ≤ 0, 0 for j ≥ len) — sums of products of non-negative numbers,
+    each rounded to nearest, raised by their relative rounding bound 2(n + 2)·u."""
+    if len(first) < len(second):
+        first, second = second, first
+    survival_second = _survival(second)
+    # reversed[t] = S₂(len₂ − t): the window of S₂ a block of first's entries meets, contiguous
+    reversed_survival = survival_second[::-1].copy()
+    suffix_first = _survival(first)
+    total_second = float(survival_second[0])
+    n_second = len(second)
+    values = np.empty(len(indices))
+    for position, k in enumerate(indices.tolist()):
+        # first[i] with i ≥ K sees all of second; K − len(second) < i < K sees a part of it
+        full = total_second * float(suffix_first[min(max(k, 0), len(first))])
+        low = max(k - n_second + 1, 0)
+        high = min(k, len(first))
+        partial = 0.0
+        if low < high:
+            partial = float(np.dot(first[low:high],
+                                   reversed_survival[n_second - k + low:n_second - k + high]))
+        values[position] = full + partial
+    margin = 1.0 + 2.0 * (len(first) + len(second) + 2) * _UNIT_ROUNDOFF
+    return values * margin
+
+
+def _exact_prefix_mass(first: NDArray[np.float64], second: NDArray[np.float64],
+                       end: int) -> float:
+    """Σ_{k < end} (first ⊛ second)[k], without FFT (sums of non-negative products)."""
+    if end <= 0:
+        return 0.0
+    if len(first) < len(second):
+        first, second = second, first
+    cumulative_second = np.cumsum(second)
+    high = min(end, len(first))
+    # first[i] (i < end) meets second[j] for j ≤ end − 1 − i
+    reach = np.minimum(end - 1 - np.arange(high), len(second) - 1)
+    return float(np.dot(first[:high], cumulative_second[reach]))
+
+
+def _tail_boundaries(start: int, size: int) -> NDArray[np.int64]:
+    """Block boundaries start = B₀ < B₁ < … < B_m = size of the exact right tail: blocks of
+    ``MIN_BLOCK`` steps, growing to ``BLOCK_FRACTION`` of their distance from ``start``."""
+    bounds = [start]
+    while bounds[-1] < size:
+        width = max(MIN_BLOCK, int((bounds[-1] - start) * BLOCK_FRACTION))
+        bounds.append(min(bounds[-1] + width, size))
+    return np.array(bounds, dtype=np.int64)
+
+
+def certified_convolution(first: NDArray[np.float64],
+                          second: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The convolution of two non-negative arrays, with its tails below the FFT's floating-point
+    floor replaced by exactly computed masses (docs/theory.md, "Tiny δ: certified tails").
+
+    The FFT result is kept where it exceeds ``TRUSTED_FRACTION`` of its largest entry (indices
+    lo … hi). Below lo, the exact mass Σ_{k<lo} c_k is added to entry lo (mass moved to a larger
+    loss). Above hi, the tail is cut into blocks [B_j, B_{j+1}) and the block's mass
+    T(B_j) − T(B_{j+1}), from exact upper bounds T on the survival function (made
+    non-increasing), is put at the block's last index: at every index K ≥ lo + 1 the mass kept at
+    indices ≥ K is then at least the exact one at every block boundary and in between, so the
+    result dominates the exact convolution in its right tail (moving mass to larger losses only
+    raises δ(ε)); entries below 0 are set to 0.
+    """
+    size = len(first) + len(second) - 1
+    length = sp_fft.next_fast_len(size, real=True)
+    plain = sp_fft.irfft(sp_fft.rfft(first, length) * sp_fft.rfft(second, length), length)[:size]
+    trusted = np.flatnonzero(plain > TRUSTED_FRACTION * float(np.max(plain)))
+    if len(trusted) == 0:
+        return np.maximum(np.asarray(plain, dtype=np.float64), 0.0)
+    lo, hi = int(trusted[0]), int(trusted[-1])
+    result = np.zeros(size)
+    result[lo:hi + 1] = np.maximum(plain[lo:hi + 1], 0.0)
+    result[lo] += _exact_prefix_mass(first, second, lo)
+    if hi + 1 < size:
+        bounds = _tail_boundaries(hi + 1, size)
+        tails = np.append(_exact_survival(first, second, bounds[:-1]), 0.0)
+        tails = np.maximum.accumulate(tails[::-1])[::-1]
+        np.add.at(result, bounds[1:] - 1, tails[:-1] - tails[1:])
+    return result
+
+
+def certified_compose(first: LossPmfs, second: LossPmfs,
+                      tail_mass_truncation: float = TAIL_MASS_TRUNCATION) -> LossPmfs:
+    """:func:`compose` with the tails of every convolution certified
+    (:func:`certified_convolution`), then cut by :func:`truncate_tails`."""
+    return _combine(first, second,
+                    lambda a, b: _certified_pmf(a, b, tail_mass_truncation))
+
+
+def _certified_pmf(first: LossPmf, second: LossPmf, tail_mass_truncation: float) -> LossPmf:
     _check_composable(first, second)
-    probs = signal.fftconvolve(first.probs, second.probs)
+    probs = certified_convolution(first.probs, second.probs)
     infinity_mass = (first.infinity_mass + second.infinity_mass
                      - first.infinity_mass * second.infinity_mass)
     composed = LossPmf(first.discretization, first.lower + second.lower, probs, infinity_mass)
-    if tail_mass_truncation == 0:
-        return composed
     return truncate_tails(composed, tail_mass_truncation)
+
+
+def certified_power(pld: LossPmfs, count: int,
+                    tail_mass_truncation: float = TAIL_MASS_TRUNCATION) -> LossPmfs:
+    """``count`` ≥ 1 copies of a PLD composed by repeated squaring with :func:`certified_compose`
+    (tails certified and cut after every composition, so the arrays stay as long as the kept
+    support)."""
+    count = _checked_count(count)
+
+    def power(pmf: LossPmf) -> LossPmf:
+        result: Optional[LossPmf] = None
+        base, exponent = pmf, count
+        while exponent:
+            if exponent & 1:
+                result = (base if result is None
+                          else _certified_pmf(result, base, tail_mass_truncation))
+            exponent >>= 1
+            if exponent:
+                base = _certified_pmf(base, base, tail_mass_truncation)
+        assert result is not None
+        return result
+
+    return pld.map(power)
+
+
+def certified_tree_compose(plds: Sequence[LossPmfs],
+                           tail_mass_truncation: float = TAIL_MASS_TRUNCATION) -> LossPmfs:
+    """:func:`tree_compose` with :func:`certified_compose`."""
+    level = list(plds)
+    if not level:
+        raise ValueError("certified_tree_compose needs at least one PLD")
+    while len(level) > 1:
+        paired = [certified_compose(a, b, tail_mass_truncation)
+                  for a, b in zip(level[0::2], level[1::2])]
+        level = paired + ([level[-1]] if len(level) % 2 else [])
+    return level[0]
 
 
 def compose_exactly(first: LossPmf, second: LossPmf) -> LossPmf:
@@ -222,76 +354,7 @@ def _checked_count(count: int) -> int:
     return int(count)
 
 
-def self_compose(pld: LossPmfs, count: int,
-                 tail_mass_truncation: float = TAIL_MASS_TRUNCATION) -> LossPmfs:
-    """``count`` ≥ 1 copies of a PLD composed by :func:`fft_power` (cheapest for a few copies;
-    :func:`self_convolve` for many)."""
-    count = _checked_count(count)
-    if count == 1:
-        return pld
-    return pld.map(lambda pmf: fft_power(pmf, count, tail_mass_truncation))
-
-
-def fft_power(pmf: LossPmf, count: int,
-              tail_mass_truncation: float = TAIL_MASS_TRUNCATION) -> LossPmf:
-    """``count`` copies of a pmf composed at once: one FFT, its ``count``-th power (by repeated
-    squaring), one inverse FFT, then :func:`truncate_tails`.
-
-    The FFT of a convolution is the product of the FFTs, so this is the ``count``-fold
-    convolution that ``count − 1`` pairwise compositions compute, on an FFT length
-    (``scipy.fft.next_fast_len``) covering its whole support — no wrap-around — and cut once
-    instead of after every composition (each cut only adds pessimistic mass, so the result
-    differs from the pairwise one by float rounding and by less truncated mass; tests/test_cohorts.py
-    compares it with dp-accounting's composition). The mass at +∞ is 1 − (1 − m)^count. Cheaper
-    than pairwise composition for a few copies (two FFTs of the final length instead of three per
-    composition); for many copies :func:`self_convolve`, which bounds the support by tail bounds
-    first, is cheaper. FFT rounding can leave entries slightly below 0; they are set to 0, which
-    only adds mass (a PLD's δ(ε) is non-decreasing in every probability).
-    """
-    count = _checked_count(count)
-    size = count * (len(pmf.probs) - 1) + 1
-    length = sp_fft.next_fast_len(size, real=True)
-    spectrum = sp_fft.rfft(pmf.probs, length)
-    power, base, exponent = None, spectrum, count
-    while exponent:
-        if exponent & 1:
-            power = base if power is None else power * base
-        exponent >>= 1
-        if exponent:
-            base = base * base
-    probs = np.maximum(sp_fft.irfft(power, length)[:size], 0.0)
-    infinity_mass = -math.expm1(count * math.log1p(-pmf.infinity_mass))
-    composed = LossPmf(pmf.discretization, count * pmf.lower, probs, infinity_mass)
-    return truncate_tails(composed, tail_mass_truncation)
-
-
-def self_convolve(pmf: LossPmf, count: int,
-                  tail_mass_truncation: float = TAIL_MASS_TRUNCATION) -> LossPmf:
-    """``count`` copies of a pmf composed as dp-accounting's ``DensePLDPmf.self_compose`` does,
-    through its public ``common.self_convolve``: the support is first cut to where tail bounds on
-    the sum leave at most ``tail_mass_truncation`` outside, that mass goes to +∞ with
-    1 − (1 − m)^count."""
-    count = _checked_count(count)
-    offset, probs = pld_common.self_convolve(pmf.probs, count, tail_mass_truncation)
-    infinity_mass = (tail_mass_truncation
-                     - math.expm1(count * math.log1p(-pmf.infinity_mass)))
-    return LossPmf(pmf.discretization, pmf.lower * count + offset, np.array(probs),
-                   infinity_mass)
-
-
-def tree_compose(plds: Sequence[LossPmfs],
-                 tail_mass_truncation: float = TAIL_MASS_TRUNCATION) -> LossPmfs:
-    """Compose PLDs pairwise (a balanced tree, each FFT on arrays of similar size) with
-    :func:`compose`: the composition of all of them, tails cut at every step."""
-    level = list(plds)
-    if not level:
-        raise ValueError("tree_compose needs at least one PLD")
-    while len(level) > 1:
-        paired = [compose(a, b, tail_mass_truncation) for a, b in zip(level[0::2], level[1::2])]
-        level = paired + ([level[-1]] if len(level) % 2 else [])
-    return level[0]
-
-
-__all__ = ["TAIL_MASS_TRUNCATION", "LossPmf", "LossPmfs", "compose",
-           "compose_exactly", "connect_the_dots_pmf", "fft_power", "leaky_rr_pmf", "self_compose", "self_convolve",
-           "tree_compose", "truncate_tails", "truncated"]
+__all__ = ["BLOCK_FRACTION", "MIN_BLOCK", "TAIL_MASS_TRUNCATION", "TRUSTED_FRACTION", "LossPmf",
+           "LossPmfs", "certified_compose", "certified_convolution", "certified_power",
+           "certified_tree_compose", "compose_exactly", "connect_the_dots_pmf", "leaky_rr_pmf",
+           "truncate_tails", "truncated"]

@@ -29,7 +29,7 @@ from dp_accounting.rdp import rdp_privacy_accountant_test
 from scipy import optimize, stats
 
 from dpacct_shuffle import VariationRatio
-from dpacct_shuffle.accountants import ShufflePLDAccountant, ShuffleRdpAccountant
+from dpacct_shuffle.accountants import CAP_ROUNDING, ShufflePLDAccountant, ShuffleRdpAccountant
 from dpacct_shuffle.events import LDPCompositionEvent, ParallelCompositionEvent, ShuffleEvent
 from dpacct_shuffle.profiles import randomized_response_rdp
 
@@ -396,6 +396,26 @@ def test_single_round_pld_and_rdp_against_core() -> None:
     rdp = ShuffleRdpAccountant().compose(SHUFFLE)
     assert rdp.get_epsilon(1e-6) >= 0.99 * pld_eps  # both bound the same true ε from above
     assert np.all(rdp.rdp <= randomized_response_rdp(1.0, rdp.orders) + 1e-12)
+
+
+@pytest.mark.parametrize("users", [2, 30])
+def test_rdp_of_each_round_is_capped_by_its_epsilon0(users: int) -> None:
+    """Every shuffled ε0-LDP round is ε0-DP, and the RDP of any ε0-DP pair is at most binary
+    randomized response's (the cap the grid's RDP is min'd with): the accountant's RDP of rounds
+    of different ε0 is never above the sum of the caps, and close to it at high orders with few
+    users (where the shuffle gives little)."""
+    first, second = ShuffleEvent(VariationRatio.worst_case(1.0), users), ShuffleEvent(
+        VariationRatio.worst_case(2.0), users)
+    rdp = ShuffleRdpAccountant().compose(first, 3).compose(second, 2)
+    cap = 3 * randomized_response_rdp(1.0, rdp.orders) + 2 * randomized_response_rdp(2.0, rdp.orders)
+    assert np.all(rdp.rdp <= cap * (1 + 1e-12) + 1e-15)
+    if users == 2:
+        assert np.all(rdp.rdp[rdp.orders >= 256] >= 0.99 * cap[rdp.orders >= 256])
+    # and so ε at any δ is at most Σ ε0 (basic composition of pure DP)
+    cap = (3 * 1.0 + 2 * 2.0) * (1 + 2 * CAP_ROUNDING)  # the profiles' ε0 carry float rounding
+    assert rdp.get_epsilon(1e-15) <= cap and rdp.get_delta(cap) == 0.0
+    if users == 2:  # the conversion from RDP alone gives more than Σ ε0 at δ = 1e-15
+        assert rdp_privacy_accountant.compute_epsilon(rdp.orders, rdp.rdp, 1e-15)[0] > cap
 
 
 def test_count_nesting_and_ledger_round_trip() -> None:

@@ -219,25 +219,39 @@ def _assert_same_pmf(ours: pld_composition.LossPmf, theirs: pld_pmf.PLDPmf) -> N
     assert ours.infinity_mass == reference.infinity_mass
 
 
-def test_tree_composition_equals_dp_accountings_own_composition() -> None:
+def test_leaf_pmfs_equal_dp_accountings_truncated_connect_the_dots_pld() -> None:
+    vr = VariationRatio.worst_case(1.0)
+    d = 1e-4
+    for n in (300, 310, 320):
+        # each leaf is dp-accounting's own 1e-15 truncation of the round's Connect-the-Dots PLD
+        theirs = pld_lib.identity(d).compose(shuffle_event_pld(ShuffleEvent(vr, n), d),
+                                             tail_mass_truncation=1e-15)
+        _assert_same_pmf(event_pmfs(ShuffleEvent(vr, n), d).remove, theirs._pmf_remove)
+
+
+def test_certified_tree_composition_against_dp_accountings_own_composition() -> None:
+    """The tree of certified compositions is dp-accounting's composition in the same pairing
+    order, except for the tails: less mass at +∞ (cut at 1e-20, not 1e-15), so δ is lower by at
+    most the mass dp-accounting's four cuts send there and higher by float rounding only."""
     vr = VariationRatio.worst_case(1.0)
     d = 1e-4
     plds = [event_pmfs(ShuffleEvent(vr, n), d) for n in (300, 310, 320)]
-    # each leaf is dp-accounting's own 1e-15 truncation of the round's Connect-the-Dots PLD
-    for n, pld in zip((300, 310, 320), plds):
-        theirs = pld_lib.identity(d).compose(shuffle_event_pld(ShuffleEvent(vr, n), d),
-                                             tail_mass_truncation=1e-15)
-        _assert_same_pmf(pld.remove, theirs._pmf_remove)
     leaves = [plds[0], plds[1], plds[2], plds[1], plds[0]]
-    ours = pld_composition.tree_compose(leaves)
+    ours = pld_composition.certified_tree_compose(leaves, 1e-20)
+    # mass at +∞: the leaves' (union bound) plus at most τ/2 per composition (four of them)
+    assert ours.add is None
+    assert ours.remove.infinity_mass <= sum(leaf.remove.infinity_mass for leaf in leaves) + 2e-20
     # the same pairing order as the tree: ((0, 1), (2, 3)), 4
     dense = [leaf.to_dp_accounting() for leaf in leaves]
     theirs = (dense[0].compose(dense[1])).compose(dense[2].compose(dense[3])).compose(dense[4])
-    _assert_same_pmf(ours.remove, theirs._pmf_remove)
-    assert ours.add is None
+    ours_pld = ours.to_dp_accounting()
+    for eps in np.linspace(0.0, 3.0, 31):
+        ours_delta = ours_pld.get_delta_for_epsilon(float(eps))
+        theirs_delta = theirs.get_delta_for_epsilon(float(eps))
+        assert theirs_delta - 4 * 1e-15 - 1e-15 <= ours_delta <= theirs_delta + 1e-15, eps
     for delta in (1e-3, 1e-6):
-        assert ours.to_dp_accounting().get_epsilon_for_delta(delta) == \
-            theirs.get_epsilon_for_delta(delta)
+        assert ours_pld.get_epsilon_for_delta(delta) == pytest.approx(
+            theirs.get_epsilon_for_delta(delta), rel=1e-9)
 
 
 def test_truncate_tails_equals_dp_accountings_rule_on_noisy_tails() -> None:
@@ -260,10 +274,10 @@ def test_truncate_tails_equals_dp_accountings_rule_on_noisy_tails() -> None:
 
 
 @pytest.mark.parametrize("count", [2, 3, 7])
-def test_self_compose_equals_pairwise_composition_up_to_its_truncated_mass(count: int) -> None:
-    """The FFT power of copies is dp-accounting's pairwise composition without the intermediate
-    tail cuts: δ differs by at most the mass those cuts send to +∞ ((count − 1)·1e-15), never by
-    more than float rounding in the other direction."""
+def test_certified_power_equals_pairwise_composition_up_to_its_truncated_mass(count: int) -> None:
+    """Repeated squaring with certified tails is dp-accounting's pairwise composition up to the
+    tails: δ differs by at most the mass dp-accounting's cuts send to +∞ ((count − 1)·1e-15),
+    never by more than float rounding in the other direction."""
     vr = VariationRatio.worst_case(1.0)
     d = 1e-4
     symmetric = event_pmfs(ShuffleEvent(vr, 300), d)
@@ -273,7 +287,7 @@ def test_self_compose_equals_pairwise_composition_up_to_its_truncated_mass(count
     asymmetric = pld_composition.LossPmfs(_dense_pmf_arrays(laplace._pmf_remove),
                                           _dense_pmf_arrays(laplace._pmf_add))
     for pld in (symmetric, asymmetric):
-        ours = pld_composition.self_compose(pld, count)
+        ours = pld_composition.certified_power(pld, count, 1e-20)
         single = pld.to_dp_accounting()
         theirs = single
         for _ in range(count - 1):
@@ -288,20 +302,12 @@ def test_self_compose_equals_pairwise_composition_up_to_its_truncated_mass(count
         for delta in (1e-3, 1e-6):
             assert ours_pld.get_epsilon_for_delta(delta) == pytest.approx(
                 theirs.get_epsilon_for_delta(delta), rel=1e-9)
-        # (up to float rounding of masses near 1e-16, as for δ above)
         assert ours.remove.infinity_mass <= theirs._pmf_remove._infinity_mass + 1e-15
-    assert pld_composition.self_compose(symmetric, 1) is symmetric
-
-
-def test_self_convolve_is_dp_accountings_self_composition() -> None:
-    pmfs = event_pmfs(ShuffleEvent(VariationRatio.worst_case(1.0), 300), 1e-4)
-    ours = pld_composition.self_convolve(pmfs.remove, 40)
-    theirs = pmfs.to_dp_accounting().self_compose(40)
-    _assert_same_pmf(ours, theirs._pmf_remove)
+    assert pld_composition.certified_power(symmetric, 1).remove is symmetric.remove
 
 
 @pytest.mark.parametrize("count", [0, -1, 2.5, True])
-def test_self_compose_refuses_a_bad_count(count) -> None:
+def test_certified_power_refuses_a_bad_count(count) -> None:
     pld = pld_composition.LossPmfs(pld_composition.leaky_rr_pmf(0.5, 0.0, 1e-3))
     with pytest.raises(ValueError, match="count"):
-        pld_composition.self_compose(pld, count)
+        pld_composition.certified_power(pld, count)
