@@ -180,6 +180,10 @@ TRUSTED_FRACTION = 1e-13
 #: distance from the start of the tail (so a few hundred blocks cover any tail)
 MIN_BLOCK = 8
 BLOCK_FRACTION = 1.0 / 64.0
+#: grid steps of ``first``'s entries grouped (and rounded up) in the exact tail sums, and the
+#: largest number of such groups (longer arrays get wider groups)
+SURVIVAL_CHUNK = 16
+MAX_SURVIVAL_CHUNKS = 4096
 _UNIT_ROUNDOFF = 2.0 ** -53
 
 
@@ -190,31 +194,27 @@ def _survival(probs: NDArray[np.float64]) -> NDArray[np.float64]:
 
 def _exact_survival(first: NDArray[np.float64], second: NDArray[np.float64],
                     indices: NDArray[np.int64]) -> NDArray[np.float64]:
-    """Upper bounds on T(K) = Σ_{k ≥ K} (first ⊛ second)[k] at every K of ``indices``, computed
-    without FFT: T(K) = Σ_i first[i]·S₂(K − i) with S₂ the survival function of ``second``
-    (S₂(j) = Σ second for j ≤ 0, 0 for j ≥ len) — sums of products of non-negative numbers,
-    each rounded to nearest, raised by their relative rounding bound 2(n + 2)·u."""
+    """Upper bounds on T(K) = Σ_{k ≥ K} (first ⊛ second)[k] at every K of ``indices``, without
+    FFT. T(K) = Σ_i first[i]·S₂(K − i) with S₂ the survival function of ``second``
+    (S₂(j) = Σ second for j ≤ 0, 0 for j ≥ len) is non-increasing in K − i, so over a chunk
+    c = [c₀, c₁] of consecutive i (``SURVIVAL_CHUNK`` of them, more for arrays longer than
+    ``SURVIVAL_CHUNK``·``MAX_SURVIVAL_CHUNKS``) it is at most (Σ_{i∈c} first[i])·S₂(K − c₁):
+    T(K) ≤ Σ_c F_c·S₂(K − c₁) (the exact T of ``first`` with each loss rounded up to its chunk's
+    end). Sums of products of non-negative numbers, each rounded to nearest, raised by their
+    relative rounding bound 2(n + 2)·u."""
     if len(first) < len(second):
         first, second = second, first
-    survival_second = _survival(second)
-    # reversed[t] = S₂(len₂ − t): the window of S₂ a block of first's entries meets, contiguous
-    reversed_survival = survival_second[::-1].copy()
-    suffix_first = _survival(first)
-    total_second = float(survival_second[0])
-    n_second = len(second)
+    survival_second = _survival(second)  # S₂(0 … len₂), the last entry 0
+    width = max(SURVIVAL_CHUNK, -(-len(first) // MAX_SURVIVAL_CHUNKS))
+    starts = np.arange(0, len(first), width)
+    chunk_mass = np.add.reduceat(first, starts)
+    chunk_end = np.minimum(starts + width - 1, len(first) - 1)
     values = np.empty(len(indices))
     for position, k in enumerate(indices.tolist()):
-        # first[i] with i ≥ K sees all of second; K − len(second) < i < K sees a part of it
-        full = total_second * float(suffix_first[min(max(k, 0), len(first))])
-        low = max(k - n_second + 1, 0)
-        high = min(k, len(first))
-        partial = 0.0
-        if low < high:
-            partial = float(np.dot(first[low:high],
-                                   reversed_survival[n_second - k + low:n_second - k + high]))
-        values[position] = full + partial
-    margin = 1.0 + 2.0 * (len(first) + len(second) + 2) * _UNIT_ROUNDOFF
-    return values * margin
+        lookup = np.clip(k - chunk_end, 0, len(second))
+        values[position] = float(np.dot(chunk_mass, survival_second[lookup]))
+    terms = len(starts) + width + len(second)
+    return values * (1.0 + 2.0 * (terms + 2) * _UNIT_ROUNDOFF)
 
 
 def _exact_prefix_mass(first: NDArray[np.float64], second: NDArray[np.float64],
@@ -354,7 +354,7 @@ def _checked_count(count: int) -> int:
     return int(count)
 
 
-__all__ = ["BLOCK_FRACTION", "MIN_BLOCK", "TAIL_MASS_TRUNCATION", "TRUSTED_FRACTION", "LossPmf",
+__all__ = ["BLOCK_FRACTION", "MAX_SURVIVAL_CHUNKS", "MIN_BLOCK", "SURVIVAL_CHUNK", "TAIL_MASS_TRUNCATION", "TRUSTED_FRACTION", "LossPmf",
            "LossPmfs", "certified_compose", "certified_convolution", "certified_power",
            "certified_tree_compose", "compose_exactly", "connect_the_dots_pmf", "leaky_rr_pmf",
            "truncate_tails", "truncated"]

@@ -232,7 +232,8 @@ def test_leaf_pmfs_equal_dp_accountings_truncated_connect_the_dots_pld() -> None
 def test_certified_tree_composition_against_dp_accountings_own_composition() -> None:
     """The tree of certified compositions is dp-accounting's composition in the same pairing
     order, except for the tails: less mass at +∞ (cut at 1e-20, not 1e-15), so δ is lower by at
-    most the mass dp-accounting's four cuts send there and higher by float rounding only."""
+    most the mass dp-accounting's four cuts send there, and higher by the certified tails'
+    rounding only."""
     vr = VariationRatio.worst_case(1.0)
     d = 1e-4
     plds = [event_pmfs(ShuffleEvent(vr, n), d) for n in (300, 310, 320)]
@@ -248,7 +249,9 @@ def test_certified_tree_composition_against_dp_accountings_own_composition() -> 
     for eps in np.linspace(0.0, 3.0, 31):
         ours_delta = ours_pld.get_delta_for_epsilon(float(eps))
         theirs_delta = theirs.get_delta_for_epsilon(float(eps))
-        assert theirs_delta - 4 * 1e-15 - 1e-15 <= ours_delta <= theirs_delta + 1e-15, eps
+        # higher by at most the certified tails' rounding: the mass below 1e-13 of the largest
+        # entry, moved up by at most one block
+        assert theirs_delta - 4 * 1e-15 - 1e-15 <= ours_delta <= theirs_delta + 1e-13, eps
     for delta in (1e-3, 1e-6):
         assert ours_pld.get_epsilon_for_delta(delta) == pytest.approx(
             theirs.get_epsilon_for_delta(delta), rel=1e-9)
@@ -276,8 +279,8 @@ def test_truncate_tails_equals_dp_accountings_rule_on_noisy_tails() -> None:
 @pytest.mark.parametrize("count", [2, 3, 7])
 def test_certified_power_equals_pairwise_composition_up_to_its_truncated_mass(count: int) -> None:
     """Repeated squaring with certified tails is dp-accounting's pairwise composition up to the
-    tails: δ differs by at most the mass dp-accounting's cuts send to +∞ ((count − 1)·1e-15),
-    never by more than float rounding in the other direction."""
+    tails: δ is lower by at most the mass dp-accounting's cuts send to +∞ ((count − 1)·1e-15),
+    higher by the certified tails' rounding only."""
     vr = VariationRatio.worst_case(1.0)
     d = 1e-4
     symmetric = event_pmfs(ShuffleEvent(vr, 300), d)
@@ -298,7 +301,8 @@ def test_certified_power_equals_pairwise_composition_up_to_its_truncated_mass(co
         for eps in np.linspace(0.0, 3.0, 31):
             ours_delta = ours_pld.get_delta_for_epsilon(float(eps))
             theirs_delta = theirs.get_delta_for_epsilon(float(eps))
-            assert theirs_delta - cut - 1e-15 <= ours_delta <= theirs_delta + 1e-15, eps
+            # higher by at most the certified tails' rounding (see the tree test above)
+            assert theirs_delta - cut - 1e-15 <= ours_delta <= theirs_delta + 1e-13, eps
         for delta in (1e-3, 1e-6):
             assert ours_pld.get_epsilon_for_delta(delta) == pytest.approx(
                 theirs.get_epsilon_for_delta(delta), rel=1e-9)
