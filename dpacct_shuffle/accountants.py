@@ -42,9 +42,10 @@ RDP of shuffle events reuses the PLD grid, which stops evaluating the core at δ
 to the cap that bounds the rest is loose at high Rényi orders, so the RDP numbers are valid but can
 be far above the PLD ones — prefer :class:`ShufflePLDAccountant` for shuffle rounds.
 
-:class:`ShuffleRdpAccountant` extends dp-accounting's ``RdpAccountant`` and adds this package's RDP
-vectors to its ``_rdp`` (dp-accounting has no public way to add an RDP curve; its own RDP test
-suite reads ``_rdp`` too); ``tests/test_accountants.py`` guards that attribute.
+:class:`ShuffleRdpAccountant` extends dp-accounting's ``RdpAccountant``: dp-accounting's events go
+to the parent, this package's RDP vectors to the accountant's own vector, and ε/δ come from
+dp-accounting's public ``compute_epsilon``/``compute_delta`` of the sum of the parent's public
+``rdp`` and that vector. Neither accountant reads or writes a private attribute of dp-accounting.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ from dpacct_shuffle.dp_accounting_plds import Outcome, leaf_error, leaf_pld
 from dpacct_shuffle.event_plds import (
     event_epsilon_cap,
     event_loss_scale,
-    event_pld,
+    event_pmfs,
     shuffle_event_grid,
     shuffle_event_loss_scale,
     shuffle_event_pld,
@@ -76,7 +77,12 @@ from dpacct_shuffle.event_plds import (
 from dpacct_shuffle.event_profiles import event_profile
 from dpacct_shuffle.events import LDPCompositionEvent
 from dpacct_shuffle.ldp_events import ldp_event_pld, ldp_event_rdp
-from dpacct_shuffle.pld_composition import dense, self_compose, tree_compose
+from dpacct_shuffle.pld_composition import (
+    LossPmfs,
+    certified_compose,
+    certified_power,
+    certified_tree_compose,
+)
 from dpacct_shuffle.profiles import DEFAULT_VALUE_DISCRETIZATION, discretization_for_scale
 from dpacct_shuffle.progress import ProgressOption, ProgressReporter, is_terminal
 from dpacct_shuffle.relations import (
@@ -102,10 +108,14 @@ CompositionErrorDetails = privacy_accountant.PrivacyAccountant.CompositionErrorD
 # an event's loss range shrinks the automatic interval at most to this fraction of its scale
 # (bounds dense array sizes when scales differ a lot); see ShufflePLDAccountant._auto_interval
 MAX_SCALE_SPREAD = 64.0
-# equal events composed more often than this are self-composed by dp-accounting (see _own_plds)
-SELF_COMPOSE_MIN = 16
+# tail mass cut at each truncation of this package's compositions (the right tail's goes to +∞);
+# far below the smallest δ the accountants are asked for (continuity down to δ = 1e-15)
+TAIL_TRUNCATION = 1e-20
 # relative margin on the summed ε caps (float sums of products are rounded to nearest)
 CAP_ROUNDING = 1e-12
+# first relative step by which ε(δ) is raised until δ(ε) ≤ δ (doubled at each try)
+CONSISTENCY_STEP = 1e-13
+_CONSISTENCY_TRIES = 60
 # seconds a composition runs before its progress bar appears
 PROGRESS_DELAY = 1.0
 
@@ -138,6 +148,28 @@ def _ledger_summary(leaves: Sequence[_Leaf]) -> str:
     for event, count in leaves:
         counts[type(event).__name__] += count
     return ", ".join(f"{count} × {name}" for name, count in counts.items()) or "nothing"
+
+
+def _summed_cap(caps: Sequence[float]) -> float:
+    """Σ ε0 of the composed events (basic composition of pure DP), raised by ``CAP_ROUNDING``;
+    0 for nothing composed, inf if some event has no known ε0."""
+    if not caps:
+        return 0.0
+    total = math.fsum(caps)
+    return total * (1.0 + CAP_ROUNDING) if math.isfinite(total) else math.inf
+
+
+def _consistent_epsilon(pld: pld_lib.PrivacyLossDistribution, delta: float,
+                        epsilon: float) -> float:
+    """``epsilon`` raised, if needed, until the PLD's δ(ε) ≤ ``delta``: dp-accounting's ε(δ)
+    solves δ(ε) = δ in floating point and can land an ulp-level step low (δ(ε) = δ·(1 + 1e-11));
+    a larger ε is still a guarantee, and then ``get_delta(get_epsilon(δ)) ≤ δ``."""
+    step = max(epsilon, 1.0) * CONSISTENCY_STEP
+    for _ in range(_CONSISTENCY_TRIES):
+        if not math.isfinite(epsilon) or float(pld.get_delta_for_epsilon(epsilon)) <= delta:
+            return epsilon
+        epsilon, step = epsilon + step, 2.0 * step
+    return math.inf
 
 
 def _flatten(event: dp_event.DpEvent, count: int) -> list[_Leaf]:
@@ -191,8 +223,12 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
     rarely; when it does, the PLD is rebuilt from the recorded events (their PLDs are cached per
     event and interval). The choice steers tightness only: every PLD is pessimistic.
 
-    Shuffle rounds are grouped (equal events self-composed once), cut to dp-accounting's tail
-    truncation 1e-15 and composed pairwise (:mod:`dpacct_shuffle.pld_composition`).
+    Shuffle rounds are grouped (equal events self-composed once, by repeated squaring) and
+    composed pairwise with certified tails, cut at ``TAIL_TRUNCATION`` (1e-20) instead of
+    dp-accounting's 1e-15 (:mod:`dpacct_shuffle.pld_composition`; docs/theory.md, "Tiny δ:
+    certified tails"), so ε stays continuous in δ down to 1e-15 and below; dp-accounting's own
+    events are composed as its ``PLDAccountant`` does. ``get_delta(get_epsilon(δ)) ≤ δ`` for
+    ledgers with this package's events.
 
     ε0 cap. If every composed event is pure DP with a known ε
     (:func:`~dpacct_shuffle.event_plds.event_epsilon_cap`: shuffle rounds of ε0-LDP randomizers,
@@ -212,7 +248,12 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
         self._anchors = None if users_grid_ratio is None else UserCountAnchors(users_grid_ratio)
         self._fixed_interval = fixed
         self._interval = DEFAULT_VALUE_DISCRETIZATION if fixed is None else fixed
+        # dp-accounting's events, composed as its PLDAccountant does; this package's events,
+        # composed with certified tails; their composition, for the queries
         self._composed = pld_lib.identity(self._interval)
+        self._composed_any = False  # whether _composed is still the identity
+        self._own: Optional[LossPmfs] = None
+        self._query_pld: Optional[pld_lib.PrivacyLossDistribution] = None
         self._non_private = False
         self._leaves: list[_Leaf] = []  # every leaf event composed, as it is accounted
         self._pending: list[int] = []  # indices in _leaves of own events not composed yet
@@ -236,7 +277,20 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
         """The composed ``PrivacyLossDistribution`` of everything accounted (without the ε0 cap;
         meaningless if :attr:`contains_non_private_event`)."""
         self._build()
-        return self._composed
+        return self._queried_pld()
+
+    def _queried_pld(self) -> pld_lib.PrivacyLossDistribution:
+        """dp-accounting's events' PLD composed with this package's (cached until either
+        changes)."""
+        if self._query_pld is None:
+            if self._own is None:
+                self._query_pld = self._composed
+            elif not self._composed_any:
+                self._query_pld = self._own.to_dp_accounting()
+            else:
+                self._query_pld = self._composed.compose(self._own.to_dp_accounting(),
+                                                         tail_mass_truncation=TAIL_TRUNCATION)
+        return self._query_pld
 
     @property
     def contains_non_private_event(self) -> bool:
@@ -295,30 +349,40 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
         leaf event dp-accounting knows, at the current interval."""
         return leaf_pld(event, count, self._interval, self.neighboring_relation)
 
-    def _own_plds(self, event: dp_event.DpEvent,
-                  count: int) -> list[pld_lib.PrivacyLossDistribution]:
-        """PLDs whose composition is ``count`` copies of an event of this package: one PLD
-        self-composed by dp-accounting for more than ``SELF_COMPOSE_MIN`` copies, else the dense
-        PLD's FFT power (:func:`dpacct_shuffle.pld_composition.self_compose`: a few copies cost
-        less that way than through ``self_compose``'s tail bounds or pairwise compositions)."""
-        single = event_pld(event, self._interval, self.neighboring_relation)
-        if count > SELF_COMPOSE_MIN:
-            return [single.self_compose(count)]
-        return [self_compose(dense(single), count)]
+    def _own_pmfs(self, event: dp_event.DpEvent, count: int) -> LossPmfs:
+        """Pmfs of ``count`` copies of an event of this package, by repeated squaring with
+        certified tails (:func:`dpacct_shuffle.pld_composition.certified_power`)."""
+        single = event_pmfs(event, self._interval, self.neighboring_relation, TAIL_TRUNCATION)
+        return certified_power(single, count, TAIL_TRUNCATION)
 
     def _compose_pld(self, pld: pld_lib.PrivacyLossDistribution) -> None:
+        """Compose the PLD of dp-accounting's own events exactly as its ``PLDAccountant`` does
+        (its ``compose``, default truncation)."""
         if pld.get_delta_for_epsilon(math.inf) >= 1.0:
-            # no finite privacy loss at all (δ(ε) = 1 for every ε, e.g. an (ε, 1)-LDP report or a
-            # p = ∞ randomizer with one user): no guarantee (ε = inf, δ = 1); dp-accounting cannot
-            # compose a PLD without finite mass
+            # no finite privacy loss at all (δ(ε) = 1 for every ε, e.g. a p = ∞ randomizer with
+            # one user): no guarantee (ε = inf, δ = 1); dp-accounting cannot compose a PLD
+            # without finite mass
             self._non_private = True
             return
         self._composed = self._composed.compose(pld)
+        self._composed_any = True
+        self._query_pld = None
+
+    def _compose_own(self, pmfs: LossPmfs) -> None:
+        """Compose the pmfs of this package's events with certified tails
+        (:func:`dpacct_shuffle.pld_composition.certified_compose`)."""
+        if pmfs.to_dp_accounting().get_delta_for_epsilon(math.inf) >= 1.0:
+            self._non_private = True  # e.g. an (ε, 1)-LDP report: no finite privacy loss
+            return
+        self._own = (pmfs if self._own is None
+                     else certified_compose(self._own, pmfs, TAIL_TRUNCATION))
+        self._query_pld = None
 
     def _compose_leaf(self, event: dp_event.DpEvent, count: int) -> None:
         if is_own(event):
-            single = event_pld(event, self._interval, self.neighboring_relation)
-            self._compose_pld(single.self_compose(count) if count > 1 else single)
+            single = event_pmfs(event, self._interval, self.neighboring_relation,
+                                TAIL_TRUNCATION)
+            self._compose_own(certified_power(single, count, TAIL_TRUNCATION))
             return
         result = self._leaf_pld(event, count)
         if result is Outcome.NON_PRIVATE:
@@ -359,6 +423,8 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
         if interval != self._interval:
             self._interval = interval
             self._composed = pld_lib.identity(interval)
+            self._composed_any = False
+            self._own, self._query_pld = None, None
             self._non_private = False
             for event, count in self._leaves:
                 if not is_own(event):
@@ -375,29 +441,30 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
             except TypeError:  # unhashable event (mutable randomizer): composed on its own
                 separate.append((event, count))
         leaves = [(event, count) for event, count in groups.values()] + separate
-        plds: list[pld_lib.PrivacyLossDistribution] = []
+        plds: list[LossPmfs] = []
         with ProgressReporter(len(leaves), "shuffle-round PLDs", self._progress, unit="event",
                               delay=PROGRESS_DELAY) as reporter:
             for event, count in leaves:
-                plds.extend(self._own_plds(event, count))
+                plds.append(self._own_pmfs(event, count))
                 reporter.tick()
-        self._compose_pld(tree_compose(plds))
+        self._compose_own(certified_tree_compose(plds, TAIL_TRUNCATION))
         self._pending = []
 
     # -- queries --------------------------------------------------------------------------
     def _epsilon_cap(self) -> float:
-        if not self._epsilon_caps:
-            return 0.0
-        total = math.fsum(self._epsilon_caps)
-        return total * (1.0 + CAP_ROUNDING) if math.isfinite(total) else math.inf
+        return _summed_cap(self._epsilon_caps)
 
     def get_epsilon(self, target_delta: float) -> float:
         """Smallest ε with (ε, target_delta)-DP for everything composed (target_delta in [0, 1]):
         from the composed PLD, at most Σ ε0 (see the class docstring)."""
         delta = _checked_delta(target_delta)
         self._build()
-        value = (math.inf if self._non_private
-                 else _epsilon_result(self._composed.get_epsilon_for_delta(delta)))
+        if self._non_private:
+            return min(math.inf, self._epsilon_cap())
+        pld = self._queried_pld()
+        value = _epsilon_result(pld.get_epsilon_for_delta(delta))
+        if self._own is not None:
+            value = _consistent_epsilon(pld, delta, value)
         return min(value, self._epsilon_cap())
 
     def get_delta(self, target_epsilon: float) -> float:
@@ -409,29 +476,31 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
             return 1.0
         if epsilon >= self._epsilon_cap():
             return 0.0
-        return _delta_result(self._composed.get_delta_for_epsilon(epsilon))
+        return _delta_result(self._queried_pld().get_delta_for_epsilon(epsilon))
 
 
-class _CheckedQueries:
-    """``get_epsilon``/``get_delta`` with their arguments validated and their results in range.
-
-    The parent accepts NaN and out-of-range targets (NaN in, NaN or an arbitrary number out).
-    Here a bad target is a ValueError naming it, ε ≥ 0 and δ in [0, 1]."""
-
-    def get_epsilon(self, target_delta: float) -> float:
-        """Smallest ε with (ε, target_delta)-DP for everything composed; target_delta in [0, 1]."""
-        return _epsilon_result(super().get_epsilon(_checked_delta(target_delta)))  # type: ignore[misc]
-
-    def get_delta(self, target_epsilon: float) -> float:
-        """Smallest δ with (target_epsilon, δ)-DP for everything composed; target_epsilon >= 0."""
-        return _delta_result(super().get_delta(_checked_epsilon(target_epsilon)))  # type: ignore[misc]
+def _contains_own_event(event: dp_event.DpEvent) -> bool:
+    """Whether an event of this package (or a sampled shuffle round) is nested in ``event``."""
+    if isinstance(event, OWN_EVENTS) or is_sampled_shuffle(event):
+        return True
+    inner = [getattr(event, "event", None)] + list(getattr(event, "events", None) or [])
+    return any(isinstance(e, dp_event.DpEvent) and _contains_own_event(e) for e in inner)
 
 
-class ShuffleRdpAccountant(_CheckedQueries,
-                           rdp_privacy_accountant.RdpAccountant):  # type: ignore[misc]
+class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):  # type: ignore[misc]
     """``RdpAccountant`` that also accounts shuffle rounds and local reports (replace-one default).
 
     Accounts shuffle-model reports, not DP-SGD on shuffled minibatches (module docstring).
+
+    The RDP of this package's events is kept in the accountant's own vector, added to the
+    parent's public :attr:`rdp`; ε and δ come from dp-accounting's public
+    ``rdp_privacy_accountant.compute_epsilon`` / ``compute_delta`` of the sum. As in
+    :class:`ShufflePLDAccountant`, if every composed event is pure DP with a known ε0 (each
+    round's RDP is also min'd with the RDP of ε0-DP randomized response,
+    :func:`dpacct_shuffle.profiles.rdp_from_grid`), ε is at most Σ ε0 and δ is 0 at ε ≥ Σ ε0
+    (basic composition of pure DP; the conversion from RDP alone gives more at tiny δ). Queries are
+    validated (a bad target is a ValueError naming it; the parent accepts NaN and out-of-range
+    targets) and their results kept in range (ε ≥ 0, δ in [0, 1]).
 
     Args:
       orders: RDP orders (default: dp-accounting's ``DEFAULT_RDP_ORDERS``), all >= 1.
@@ -443,17 +512,53 @@ class ShuffleRdpAccountant(_CheckedQueries,
     def __init__(self, orders: Optional[Sequence[float]] = None,
                  neighboring_relation: NeighborRel = NeighborRel.REPLACE_ONE) -> None:
         super().__init__(orders, neighboring_relation)
+        self._rdp_orders: tuple[float, ...] = tuple(float(order) for order in super().orders)
+        self._shuffle_rdp: NDArray[np.float64] = np.zeros(len(self._rdp_orders))
         self._held: list[_Leaf] = []
+        self._epsilon_caps: list[float] = []
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(neighboring_relation={self.neighboring_relation.name}, "
-                f"orders: {len(self._orders)} from {min(self._orders):g} to "
-                f"{max(self._orders):g}; holds {_ledger_summary(self._held)})")
+                f"orders: {len(self._rdp_orders)} from {min(self._rdp_orders):g} to "
+                f"{max(self._rdp_orders):g}; holds {_ledger_summary(self._held)})")
+
+    @property
+    def rdp(self) -> NDArray[np.float64]:
+        """The RDP of everything composed at :attr:`orders`: the parent's RDP of dp-accounting's
+        events plus this package's events."""
+        return np.asarray(super().rdp + self._shuffle_rdp, dtype=np.float64)
 
     def compose(self, event: dp_event.DpEvent, count: int = 1) -> "ShuffleRdpAccountant":
         super().compose(event, count)
         self._held.extend(_flatten(event, count))
+        if count > 0:
+            self._epsilon_caps.append(count * event_epsilon_cap(event, self.neighboring_relation))
         return self
+
+    def get_epsilon_and_optimal_order(self, target_delta: float) -> tuple[float, float]:
+        """Smallest ε with (ε, target_delta)-DP (target_delta in [0, 1]) and the RDP order that
+        gives it (``rdp_privacy_accountant.compute_epsilon``)."""
+        epsilon, order = rdp_privacy_accountant.compute_epsilon(
+            self._rdp_orders, self.rdp, _checked_delta(target_delta))
+        return min(_epsilon_result(epsilon), _summed_cap(self._epsilon_caps)), order
+
+    def get_epsilon(self, target_delta: float) -> float:
+        """Smallest ε with (ε, target_delta)-DP for everything composed; target_delta in [0, 1]."""
+        return self.get_epsilon_and_optimal_order(target_delta)[0]
+
+    def get_delta_and_optimal_order(self, target_epsilon: float) -> tuple[float, float]:
+        """Smallest δ with (target_epsilon, δ)-DP (target_epsilon ≥ 0) and the RDP order that
+        gives it (``rdp_privacy_accountant.compute_delta``)."""
+        epsilon = _checked_epsilon(target_epsilon)
+        delta, order = rdp_privacy_accountant.compute_delta(self._rdp_orders, self.rdp, epsilon)
+        cap = _summed_cap(self._epsilon_caps)
+        if math.isfinite(cap) and epsilon >= cap:
+            return 0.0, order
+        return _delta_result(delta), order
+
+    def get_delta(self, target_epsilon: float) -> float:
+        """Smallest δ with (target_epsilon, δ)-DP for everything composed; target_epsilon >= 0."""
+        return self.get_delta_and_optimal_order(target_epsilon)[0]
 
     def _maybe_compose(self, event: dp_event.DpEvent, count: int,
                        do_compose: bool) -> Optional[ErrorDetails]:
@@ -470,17 +575,24 @@ class ShuffleRdpAccountant(_CheckedQueries,
                 return relation_error(event, self.neighboring_relation)
             rdp: Optional[NDArray[np.float64]] = None
             if isinstance(event, LDPCompositionEvent):
-                rdp = ldp_event_rdp(event, self._orders)
+                rdp = ldp_event_rdp(event, self._rdp_orders)
                 if rdp is None:
                     return CompositionErrorDetails(
                         invalid_event=event,
                         error_message="RDP of an (epsilon, delta>0)-LDP report is unbounded; "
                                       "use ShufflePLDAccountant.")
             elif do_compose:
-                rdp = shuffle_event_rdp(event, self._orders)
+                rdp = shuffle_event_rdp(event, self._rdp_orders)
             if do_compose and rdp is not None:
-                self._rdp = self._rdp + count * rdp  # type: ignore[has-type]
+                self._shuffle_rdp = self._shuffle_rdp + count * rdp
             return None
+        if isinstance(event, dp_event.RepeatAndSelectDpEvent) and _contains_own_event(event):
+            # the parent transforms the RDP of the repeated event, which it holds in its own
+            # state only; this package's RDP is held apart
+            return CompositionErrorDetails(
+                invalid_event=event,
+                error_message="RepeatAndSelectDpEvent of shuffle rounds or local reports is not "
+                              "supported; use ShufflePLDAccountant or compose the rounds.")
         if replace_one and isinstance(event, dp_event.GaussianDpEvent):
             # parent defect: sensitivity 1 under replace-one; a replaced record moves the sum by 2C
             return super()._maybe_compose(
@@ -502,9 +614,10 @@ class ShuffleRdpAccountant(_CheckedQueries,
 
 __all__ = [
     "CAP_ROUNDING",
+    "CONSISTENCY_STEP",
     "MAX_SCALE_SPREAD",
     "PROGRESS_DELAY",
-    "SELF_COMPOSE_MIN",
+    "TAIL_TRUNCATION",
     "ShufflePLDAccountant",
     "ShuffleRdpAccountant",
     "event_epsilon_cap",

@@ -4,7 +4,9 @@
   (:func:`dpacct_shuffle.profiles.profile_grid`), cached per event, interval and relation, shared by
   the PLD and the RDP conversions;
 * :func:`shuffle_event_pld` — the pessimistic PLD of that grid (dp-accounting's Connect-the-Dots);
-  :func:`event_pld` — any event of this package, tails cut to dp-accounting's 1e-15;
+  :func:`event_pmfs` — any event of this package as
+  :class:`~dpacct_shuffle.pld_composition.LossPmfs` (the accountants compose these), tails cut to
+  dp-accounting's 1e-15;
 * :func:`shuffle_event_rdp` — the RDP of that grid (replace-one);
 * :func:`event_epsilon_cap` — an ε with which an event (or a composition) is pure DP;
 * :func:`event_loss_scale` — the scale of an event's privacy loss (steers the automatic interval).
@@ -29,11 +31,20 @@ from numpy.typing import NDArray
 
 from dpacct_shuffle.event_profiles import Precision, event_profile
 from dpacct_shuffle.events import LDPCompositionEvent
-from dpacct_shuffle.ldp_events import ldp_epsilon_cap, ldp_event_pld, ldp_loss_scale
-from dpacct_shuffle.pld_composition import TAIL_MASS_TRUNCATION, truncated
+from dpacct_shuffle.events import LDPCompositionMode
+from dpacct_shuffle.ldp_events import ldp_deltas, ldp_epsilon_cap, ldp_loss_scale, ldp_profile
+from dpacct_shuffle.pld_composition import (
+    TAIL_MASS_TRUNCATION,
+    LossPmfs,
+    compose_exactly,
+    connect_the_dots_pmf,
+    leaky_rr_pmf,
+    truncated,
+)
 from dpacct_shuffle.profiles import (
     PARALLEL_STRUCTURE_PROFILE_MAX_USERS,
     ProfileGrid,
+    connect_the_dots_points,
     loss_scale,
     pld_from_grid,
     profile_grid,
@@ -95,16 +106,46 @@ def shuffle_event_pld(event: dp_event.DpEvent,
     return pld_from_grid(shuffle_event_grid(event, value_discretization_interval, relation)[0])
 
 
-def event_pld(event: dp_event.DpEvent, value_discretization_interval: float,
-              relation: NeighborRel = NeighborRel.REPLACE_ONE) -> pld_lib.PrivacyLossDistribution:
-    """PLD of one event of this package (:func:`dpacct_shuffle.relations.is_own`): local reports
-    (:func:`dpacct_shuffle.ldp_events.ldp_event_pld`) or a shuffle round / sampled Gaussian, tails
-    cut to 1e-15 (dp-accounting's default truncation: mass beyond goes to +∞ on the right —
-    pessimistic — and onto the smallest kept loss on the left)."""
+@_cached
+def shuffle_event_pmfs(event: dp_event.DpEvent, value_discretization_interval: float,
+                       relation: NeighborRel = NeighborRel.REPLACE_ONE) -> LossPmfs:
+    """:func:`shuffle_event_pld` as this package's pmfs
+    (:func:`dpacct_shuffle.pld_composition.connect_the_dots_pmf` of the same grid points)."""
+    grid = shuffle_event_grid(event, value_discretization_interval, relation)[0]
+    ks, ys = connect_the_dots_points(grid)
+    return LossPmfs(connect_the_dots_pmf(grid.discretization, ks, ys))
+
+
+def ldp_event_pmfs(event: LDPCompositionEvent, value_discretization_interval: float) -> LossPmfs:
+    """Pmfs of a user's local reports, those of :func:`dpacct_shuffle.ldp_events.ldp_event_pld`:
+    sequential reports compose the leaky randomized responses of their (ε, δ) pairs exactly;
+    chained reports are a leaky randomized response of their ε (pure) or their profile's
+    Connect-the-Dots pmf."""
+    d = value_discretization_interval
+    deltas = ldp_deltas(event)
+    if max(deltas) >= 1.0:  # a report with δ = 1 carries no guarantee: all loss mass infinite
+        return LossPmfs(leaky_rr_pmf(event.epsilons[deltas.index(max(deltas))], 1.0, d))
+    if event.mode is LDPCompositionMode.SEQUENTIAL:
+        pmfs = [leaky_rr_pmf(epsilon, delta, d) for epsilon, delta in zip(event.epsilons, deltas)]
+        return LossPmfs(functools.reduce(compose_exactly, pmfs))
+    profile = ldp_profile(event)
+    if all(delta == 0.0 for delta in deltas):
+        return LossPmfs(leaky_rr_pmf(profile.epsilon_cap, 0.0, d))
+    ks, ys = connect_the_dots_points(profile_grid(profile, d))
+    return LossPmfs(connect_the_dots_pmf(d, ks, ys))
+
+
+def event_pmfs(event: dp_event.DpEvent, value_discretization_interval: float,
+               relation: NeighborRel = NeighborRel.REPLACE_ONE,
+               tail_mass_truncation: float = TAIL_MASS_TRUNCATION) -> LossPmfs:
+    """Pmfs of one event of this package (:func:`dpacct_shuffle.relations.is_own`): local reports
+    (:func:`ldp_event_pmfs`) or a shuffle round / sampled Gaussian (:func:`shuffle_event_pmfs`),
+    tails cut to ``tail_mass_truncation`` (by default dp-accounting's 1e-15; mass beyond goes to +∞
+    on the right — pessimistic — and onto the smallest kept loss on the left)."""
     if isinstance(event, LDPCompositionEvent):
-        return ldp_event_pld(event, value_discretization_interval)
-    return truncated(shuffle_event_pld(event, value_discretization_interval, relation),
-                     TAIL_MASS_TRUNCATION)
+        return ldp_event_pmfs(event, value_discretization_interval)
+    pmfs = shuffle_event_pmfs(event, value_discretization_interval, relation)
+    return pmfs.map(lambda pmf: truncated(pmf, tail_mass_truncation))
 
 
 def shuffle_event_rdp(event: dp_event.DpEvent, orders: Sequence[float]) -> NDArray[np.float64]:
@@ -180,9 +221,11 @@ __all__ = [
     "PLD_PRECISION",
     "event_epsilon_cap",
     "event_loss_scale",
-    "event_pld",
+    "event_pmfs",
+    "ldp_event_pmfs",
     "shuffle_event_grid",
     "shuffle_event_loss_scale",
     "shuffle_event_pld",
+    "shuffle_event_pmfs",
     "shuffle_event_rdp",
 ]

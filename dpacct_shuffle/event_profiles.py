@@ -272,7 +272,7 @@ def event_profile(event: dp_event.DpEvent, relation: NeighborRel = NeighborRel.R
     ``SampledWithoutReplacementDpEvent`` (replace-one), a without-replacement-sampled
     ``GaussianDpEvent`` (replace-one, sensitivity 2), and a chained
     :class:`~dpacct_shuffle.events.LDPCompositionEvent` (replace-one; sequential reports are a
-    composition: :func:`dpacct_shuffle.event_plds.event_pld`).
+    composition: :func:`dpacct_shuffle.event_plds.event_pmfs`).
 
     Args:
       event: the event.

@@ -26,6 +26,7 @@ from dpacct_shuffle.accountants import (
     user_counts,
 )
 from dpacct_shuffle.core.closed_forms import chernoff_delta
+from dpacct_shuffle.event_plds import event_pmfs
 from dpacct_shuffle.events import ParallelCompositionEvent, ShuffleEvent
 from dpacct_shuffle.user_anchors import UserCountAnchors
 
@@ -204,20 +205,56 @@ def test_changing_cohort_epsilon_within_half_a_percent_of_exact_per_round_accoun
     assert grid.ledger == exact.ledger  # the ledger keeps the rounds as composed
 
 
-def test_tree_composition_equals_dp_accountings_own_composition() -> None:
+def _dense_pmf_arrays(pmf: pld_pmf.PLDPmf) -> pld_composition.LossPmf:
+    """A dp-accounting pmf's arrays (test-side reading of its internals, to compare with)."""
+    dense = pmf.to_dense_pmf()
+    return pld_composition.LossPmf(dense._discretization, dense._lower_loss, dense._probs.copy(),
+                                   dense._infinity_mass)
+
+
+def _assert_same_pmf(ours: pld_composition.LossPmf, theirs: pld_pmf.PLDPmf) -> None:
+    reference = _dense_pmf_arrays(theirs)
+    np.testing.assert_array_equal(ours.probs, reference.probs)
+    assert ours.lower == reference.lower
+    assert ours.infinity_mass == reference.infinity_mass
+
+
+def test_leaf_pmfs_equal_dp_accountings_truncated_connect_the_dots_pld() -> None:
     vr = VariationRatio.worst_case(1.0)
     d = 1e-4
-    plds = [pld_lib.identity(d).compose(shuffle_event_pld(ShuffleEvent(vr, n), d),
-                                        tail_mass_truncation=1e-15) for n in (300, 310, 320)]
+    for n in (300, 310, 320):
+        # each leaf is dp-accounting's own 1e-15 truncation of the round's Connect-the-Dots PLD
+        theirs = pld_lib.identity(d).compose(shuffle_event_pld(ShuffleEvent(vr, n), d),
+                                             tail_mass_truncation=1e-15)
+        _assert_same_pmf(event_pmfs(ShuffleEvent(vr, n), d).remove, theirs._pmf_remove)
+
+
+def test_certified_tree_composition_against_dp_accountings_own_composition() -> None:
+    """The tree of certified compositions is dp-accounting's composition in the same pairing
+    order, except for the tails: less mass at +∞ (cut at 1e-20, not 1e-15), so δ is lower by at
+    most the mass dp-accounting's four cuts send there, and higher by the certified tails'
+    rounding only."""
+    vr = VariationRatio.worst_case(1.0)
+    d = 1e-4
+    plds = [event_pmfs(ShuffleEvent(vr, n), d) for n in (300, 310, 320)]
     leaves = [plds[0], plds[1], plds[2], plds[1], plds[0]]
-    ours = pld_composition.tree_compose(leaves)
+    ours = pld_composition.certified_tree_compose(leaves, 1e-20)
+    # mass at +∞: the leaves' (union bound) plus at most τ/2 per composition (four of them)
+    assert ours.add is None
+    assert ours.remove.infinity_mass <= sum(leaf.remove.infinity_mass for leaf in leaves) + 2e-20
     # the same pairing order as the tree: ((0, 1), (2, 3)), 4
-    theirs = (leaves[0].compose(leaves[1])).compose(leaves[2].compose(leaves[3])).compose(leaves[4])
-    np.testing.assert_array_equal(ours._pmf_remove._probs, theirs._pmf_remove._probs)
-    assert ours._pmf_remove._lower_loss == theirs._pmf_remove._lower_loss
-    assert ours._pmf_remove._infinity_mass == theirs._pmf_remove._infinity_mass
+    dense = [leaf.to_dp_accounting() for leaf in leaves]
+    theirs = (dense[0].compose(dense[1])).compose(dense[2].compose(dense[3])).compose(dense[4])
+    ours_pld = ours.to_dp_accounting()
+    for eps in np.linspace(0.0, 3.0, 31):
+        ours_delta = ours_pld.get_delta_for_epsilon(float(eps))
+        theirs_delta = theirs.get_delta_for_epsilon(float(eps))
+        # higher by at most the certified tails' rounding: the mass below 1e-13 of the largest
+        # entry, moved up by at most one block
+        assert theirs_delta - 4 * 1e-15 - 1e-15 <= ours_delta <= theirs_delta + 1e-13, eps
     for delta in (1e-3, 1e-6):
-        assert ours.get_epsilon_for_delta(delta) == theirs.get_epsilon_for_delta(delta)
+        assert ours_pld.get_epsilon_for_delta(delta) == pytest.approx(
+            theirs.get_epsilon_for_delta(delta), rel=1e-9)
 
 
 def test_truncate_tails_equals_dp_accountings_rule_on_noisy_tails() -> None:
@@ -225,54 +262,56 @@ def test_truncate_tails_equals_dp_accountings_rule_on_noisy_tails() -> None:
     probs = np.concatenate([rng.uniform(-1e-18, 1e-16, 50), rng.uniform(0.0, 1.0, 20),
                             rng.uniform(-1e-18, 2e-16, 80)])
     probs[50:70] /= probs[50:70].sum()
-    dense_pmf = pld_pmf.DensePLDPmf(1e-3, -40, probs.copy(), 1e-12, True)
-    ours = pld_composition.truncate_tails(dense_pmf, 1e-15)
+    pmf = pld_composition.LossPmf(1e-3, -40, probs.copy(), 1e-12)
+    ours = pld_composition.truncate_tails(pmf, 1e-15)
     offset, kept, right = pld_pmf._truncate_tails(probs.copy(), 1e-15, True)
-    assert ours._lower_loss == -40 + offset and ours._infinity_mass == 1e-12 + right
-    np.testing.assert_array_equal(ours._probs, kept)
+    assert ours.lower == -40 + offset and ours.infinity_mass == 1e-12 + right
+    np.testing.assert_array_equal(ours.probs, kept)
     # tails longer than the first chunk of running sums (several chunks of tiny masses)
     long_tails = np.concatenate([rng.uniform(0.0, 1e-19, 5000), probs[50:70],
                                  rng.uniform(0.0, 3e-19, 9000)])
-    ours = pld_composition.truncate_tails(pld_pmf.DensePLDPmf(1e-3, 0, long_tails.copy(), 0.0, True))
+    ours = pld_composition.truncate_tails(pld_composition.LossPmf(1e-3, 0, long_tails.copy(), 0.0))
     offset, kept, right = pld_pmf._truncate_tails(long_tails.copy(), 1e-15, True)
-    assert offset > 2 * 1024 and ours._lower_loss == offset and ours._infinity_mass == right
-    np.testing.assert_array_equal(ours._probs, kept)
+    assert offset > 2 * 1024 and ours.lower == offset and ours.infinity_mass == right
+    np.testing.assert_array_equal(ours.probs, kept)
 
 
 @pytest.mark.parametrize("count", [2, 3, 7])
-def test_self_compose_equals_pairwise_composition_up_to_its_truncated_mass(count: int) -> None:
-    """The FFT power of copies is dp-accounting's pairwise composition without the intermediate
-    tail cuts: δ differs by at most the mass those cuts send to +∞ ((count − 1)·1e-15), never by
-    more than float rounding in the other direction."""
+def test_certified_power_equals_pairwise_composition_up_to_its_truncated_mass(count: int) -> None:
+    """Repeated squaring with certified tails is dp-accounting's pairwise composition up to the
+    tails: δ is lower by at most the mass dp-accounting's cuts send to +∞ ((count − 1)·1e-15),
+    higher by the certified tails' rounding only."""
     vr = VariationRatio.worst_case(1.0)
     d = 1e-4
-    symmetric = pld_lib.identity(d).compose(shuffle_event_pld(ShuffleEvent(vr, 300), d),
-                                            tail_mass_truncation=1e-15)
+    symmetric = event_pmfs(ShuffleEvent(vr, 300), d)
     # sampled Laplace: add and remove pmfs differ
-    asymmetric = pld_lib.from_laplace_mechanism(1.0, value_discretization_interval=d,
-                                                sampling_prob=0.5)
+    laplace = pld_lib.from_laplace_mechanism(1.0, value_discretization_interval=d,
+                                             sampling_prob=0.5)
+    asymmetric = pld_composition.LossPmfs(_dense_pmf_arrays(laplace._pmf_remove),
+                                          _dense_pmf_arrays(laplace._pmf_add))
     for pld in (symmetric, asymmetric):
-        ours = pld_composition.self_compose(pld_composition.dense(pld), count)
-        theirs = pld
+        ours = pld_composition.certified_power(pld, count, 1e-20)
+        single = pld.to_dp_accounting()
+        theirs = single
         for _ in range(count - 1):
-            theirs = theirs.compose(pld)  # dp-accounting's own composition, 1e-15 cut each time
-        assert ours._symmetric == pld._symmetric
+            theirs = theirs.compose(single)  # dp-accounting's own composition, 1e-15 cut each time
+        assert (ours.add is None) == (pld.add is None)
+        ours_pld = ours.to_dp_accounting()
         cut = (count - 1) * 1e-15
         for eps in np.linspace(0.0, 3.0, 31):
-            ours_delta = ours.get_delta_for_epsilon(float(eps))
+            ours_delta = ours_pld.get_delta_for_epsilon(float(eps))
             theirs_delta = theirs.get_delta_for_epsilon(float(eps))
-            assert theirs_delta - cut - 1e-15 <= ours_delta <= theirs_delta + 1e-15, eps
+            # higher by at most the certified tails' rounding (see the tree test above)
+            assert theirs_delta - cut - 1e-15 <= ours_delta <= theirs_delta + 1e-13, eps
         for delta in (1e-3, 1e-6):
-            assert ours.get_epsilon_for_delta(delta) == pytest.approx(
+            assert ours_pld.get_epsilon_for_delta(delta) == pytest.approx(
                 theirs.get_epsilon_for_delta(delta), rel=1e-9)
-        # (up to float rounding of masses near 1e-16, as for δ above)
-        assert ours._pmf_remove._infinity_mass <= theirs._pmf_remove._infinity_mass + 1e-15
-    assert pld_composition.self_compose(symmetric, 1)._pmf_remove._probs.tolist() == \
-        pld_composition.dense(symmetric)._pmf_remove._probs.tolist()
+        assert ours.remove.infinity_mass <= theirs._pmf_remove._infinity_mass + 1e-15
+    assert pld_composition.certified_power(symmetric, 1).remove is symmetric.remove
 
 
 @pytest.mark.parametrize("count", [0, -1, 2.5, True])
-def test_self_compose_refuses_a_bad_count(count) -> None:
-    pld = pld_composition.dense(pld_lib.from_randomized_response(0.5, 2, 1e-3))
+def test_certified_power_refuses_a_bad_count(count) -> None:
+    pld = pld_composition.LossPmfs(pld_composition.leaky_rr_pmf(0.5, 0.0, 1e-3))
     with pytest.raises(ValueError, match="count"):
-        pld_composition.self_compose(pld, count)
+        pld_composition.certified_power(pld, count)

@@ -380,11 +380,14 @@ def test_replace_one_checkpoint_of_the_previous_format_still_loads() -> None:
     assert accountant.neighboring_relation is REPLACE
     assert accountant.history == [(1.1, 0.01, 3)]
     assert [count for _, count in accountant.events] == [2, 1]
-    assert accountant.get_epsilon(1e-6) == stored["epsilon_at_1e-6"]
+    # the ε it reported, or tighter: the shuffle rounds' tails are now certified and cut at 1e-20
+    # instead of 1e-15 (0.400442313631572 → 0.4004423135910641)
+    epsilon = accountant.get_epsilon(1e-6)
+    assert stored["epsilon_at_1e-6"] * (1 - 1e-9) <= epsilon <= stored["epsilon_at_1e-6"]
     # and it round-trips through the current format
     again = ShuffleAccountant()
     again.load_state_dict(accountant.state_dict())
-    assert again.get_epsilon(1e-6) == stored["epsilon_at_1e-6"]
+    assert again.get_epsilon(1e-6) == epsilon
 
 
 def test_readable_repr() -> None:

@@ -126,7 +126,7 @@ class ShufflePrivacyAccountant:
             raise TypeError(f"config must be a flwr.serverapp.PrivacyConfig, got "
                             f"{type(config).__name__}")
         self._config = config
-        self._value_discretization_interval = _discretization_interval(value_discretization_interval)
+        self._discretization_interval = _discretization_interval(value_discretization_interval)
         self._backend = self._new_backend()
         self.compositions: list[tuple[PrivacyEvent, int]] = []
 
@@ -224,7 +224,7 @@ class ShufflePrivacyAccountant:
             "schema_version": STATE_SCHEMA_VERSION,
             "backend": ACCOUNTING_METHOD,
             "config": _config_to_json(self._config),
-            "value_discretization_interval": self._value_discretization_interval,
+            "value_discretization_interval": self._discretization_interval,
             "compositions": [{"event": event_to_json(event), "count": count}
                              for event, count in self.compositions],
         }
@@ -263,7 +263,7 @@ class ShufflePrivacyAccountant:
                 restored.compose(event_from_json(item["event"]), item["count"])
             except TypeError as error:
                 raise ValueError(f"state['compositions'][{i}]: {error}") from None
-        self._value_discretization_interval = restored._value_discretization_interval
+        self._discretization_interval = restored._discretization_interval
         self._backend = restored._backend
         self.compositions = restored.compositions
 
@@ -310,7 +310,7 @@ class ShufflePrivacyAccountant:
 
     def _new_backend(self) -> ShufflePLDAccountant:
         return ShufflePLDAccountant(_backend_relation(self._config),
-                                    self._value_discretization_interval)
+                                    self._discretization_interval)
 
 
 __all__ = ["ACCOUNTING_METHOD", "STATE_SCHEMA_VERSION", "ShufflePrivacyAccountant"]

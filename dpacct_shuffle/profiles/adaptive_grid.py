@@ -213,7 +213,7 @@ def _adaptive_grid(profile: PrivacyProfile, value_discretization_interval: float
         refine = _refined(keys[:-1], keys[1:], ys[:-1], ys[1:], refine_options)
         if not np.any(refine):
             break
-        evaluate_many((keys[:-1][refine] + keys[1:][refine]) // 2)
+        evaluate_many(((keys[:-1][refine] + keys[1:][refine]) // 2).tolist())
     keys = np.array(sorted(values), dtype=np.int64)
     deltas = np.minimum.accumulate(np.array([values[int(k)] for k in keys], dtype=np.float64))
     return ProfileGrid(d, keys, deltas, capped)
@@ -226,7 +226,8 @@ def _refined(k_a: NDArray[np.int64], k_b: NDArray[np.int64], y_a: NDArray[np.flo
     (module docstring, "Discretisation"; elementwise, so any subset of intervals gives the same
     answers)."""
     d, tolerance, floor, max_width = options
-    gaps = _interval_epsilon_gaps(k_a * d, k_b * d, y_a, y_b)
+    gaps = _interval_epsilon_gaps(np.asarray(k_a * d, dtype=np.float64),
+                                  np.asarray(k_b * d, dtype=np.float64), y_a, y_b)
     widths = k_b - k_a
     allowed = d + tolerance * k_b * d
     return (widths >= 2) & (y_a > floor) & ((widths > max_width) | (gaps > allowed))

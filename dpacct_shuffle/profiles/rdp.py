@@ -26,7 +26,13 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from dpacct_shuffle.profiles.adaptive_grid import ProfileGrid, profile_grid
+from dpacct_shuffle.profiles.adaptive_grid import (
+    DEFAULT_EPSILON_TOLERANCE,
+    DEFAULT_MAX_STEP,
+    DEFAULT_MIN_DELTA,
+    ProfileGrid,
+    profile_grid,
+)
 from dpacct_shuffle.profiles.privacy_profile import PrivacyProfile
 
 _RDP_SUBDIVISIONS = 32
@@ -68,7 +74,7 @@ def rdp_from_grid(grid: ProfileGrid, orders: Sequence[float],
     Orders a = 1 and a = ∞ use the randomized-response bound only.
     """
     all_orders = _check_orders(orders)
-    pure = randomized_response_rdp(epsilon_cap, all_orders)
+    pure = randomized_response_rdp(epsilon_cap, all_orders.tolist())
     integrable = np.isfinite(all_orders) & (all_orders > 1.0)
     if not grid.capped or not np.any(integrable):
         return pure
@@ -96,12 +102,16 @@ def rdp_from_grid(grid: ProfileGrid, orders: Sequence[float],
     profile_bound = np.logaddexp(0.0, log_sum) / (a - 1.0)
     result = pure.copy()
     result[integrable] = np.minimum(profile_bound, pure[integrable])
-    return result
+    return np.asarray(result, dtype=np.float64)
 
 
 def rdp_from_profile(profile: PrivacyProfile, orders: Sequence[float],
-                     value_discretization_interval: float | None = None,
-                     **grid_options: float) -> NDArray[np.float64]:
-    """Upper bound on the Rényi divergence (both directions) at ``orders`` (all ≥ 1)."""
-    grid = profile_grid(profile, value_discretization_interval, **grid_options)
+                     value_discretization_interval: float | None = None, *,
+                     epsilon_tolerance: float = DEFAULT_EPSILON_TOLERANCE,
+                     max_step: float = DEFAULT_MAX_STEP,
+                     min_delta: float = DEFAULT_MIN_DELTA) -> NDArray[np.float64]:
+    """Upper bound on the Rényi divergence (both directions) at ``orders`` (all ≥ 1); the grid
+    options are those of :func:`dpacct_shuffle.profiles.profile_grid`."""
+    grid = profile_grid(profile, value_discretization_interval, epsilon_tolerance=epsilon_tolerance,
+                        max_step=max_step, min_delta=min_delta)
     return rdp_from_grid(grid, orders, profile.epsilon_cap)
