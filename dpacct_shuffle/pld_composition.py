@@ -148,28 +148,31 @@ _FIRST_CHUNK = 1024
 def truncate_tails(pmf: LossPmf, tail_mass_truncation: float = TAIL_MASS_TRUNCATION) -> LossPmf:
     """dp-accounting's pessimistic tail truncation of a pmf (module docstring); the cut masses
     are summed with ``np.sum`` as in dp-accounting."""
-    probs = pmf.probs
-    threshold = tail_mass_truncation / 2.0
-    left = _prefix_to_truncate(probs, threshold)
-    right = max(len(probs) - _prefix_to_truncate(probs[::-1], threshold), left + 1)
-    left_mass, right_mass = np.sum(probs[:left]), np.sum(probs[right:])
-    kept = probs[left:right].copy()
-    kept[0] += left_mass
-    return LossPmf(pmf.discretization, pmf.lower + left, kept,
-                   float(pmf.infinity_mass + right_mass))
+    return _cut_tails(pmf, tail_mass_truncation, lambda part: float(np.sum(part)))
 
 
 def truncated(pmf: LossPmf, tail_mass_truncation: float = TAIL_MASS_TRUNCATION) -> LossPmf:
     """One pmf's tails cut by dp-accounting's rule (:func:`truncate_tails`), the cut masses summed
     with ``math.fsum`` (the rule applied to a single PLD, without composing it)."""
+    return _cut_tails(pmf, tail_mass_truncation, lambda part: math.fsum(part.tolist()))
+
+
+def _cut_tails(pmf: LossPmf, tail_mass_truncation: float,
+               total: Callable[[NDArray[np.float64]], float]) -> LossPmf:
+    """The pessimistic truncation: the left tail (at most half the truncation mass) moved up to
+    the first kept loss, the right tail (likewise) to +∞, at least one finite loss kept; a pmf
+    without finite losses (all its mass at +∞) is returned as it is."""
     probs = pmf.probs
+    if probs.size == 0:
+        return pmf
     threshold = tail_mass_truncation / 2.0
-    left = _prefix_to_truncate(probs, threshold)
+    # at least the largest finite loss is kept (moving mass up to it is pessimistic)
+    left = min(_prefix_to_truncate(probs, threshold), probs.size - 1)
     right = max(len(probs) - _prefix_to_truncate(probs[::-1], threshold), left + 1)
     kept = probs[left:right].copy()
-    kept[0] += math.fsum(probs[:left].tolist())
+    kept[0] += total(probs[:left])
     return LossPmf(pmf.discretization, pmf.lower + left, kept,
-                   pmf.infinity_mass + math.fsum(probs[right:].tolist()))
+                   float(pmf.infinity_mass + total(probs[right:])))
 
 
 # -- composition with certified tails ----------------------------------------------------------

@@ -323,3 +323,18 @@ def test_cheu_binary_summation_with_the_smallest_flip_probability() -> None:
         randomizers.cheu_binary_summation(5e-324)
     assert randomizers.cheu_binary_summation(1e-154).epsilon0 == pytest.approx(
         2.0 * math.log(1e154), rel=1e-12)
+
+
+def test_round_whose_finite_losses_all_fall_in_the_truncated_tail() -> None:
+    """gaussian(0.05) (μ = 20) over 10^5 users: the round's PLD has almost all of its mass beyond
+    the profile grid; the tail truncation keeps one finite loss instead of raising IndexError, and
+    the accountant's ε is an upper bound of the round's point query (here +∞)."""
+    from dpacct_shuffle.accountants import ShufflePLDAccountant
+    from dpacct_shuffle.events import ShuffleEvent
+
+    randomizer = randomizers.gaussian(0.05)
+    accountant = ShufflePLDAccountant()
+    accountant.compose(ShuffleEvent(randomizer, 10**5))
+    point = randomizer.shuffled(10**5).epsilon(1e-6)
+    assert 290.0 < point < 300.0
+    assert accountant.get_epsilon(1e-6) >= point
