@@ -3,7 +3,8 @@
 * :class:`ShufflePLDAccountant` — a ``dp_accounting.PrivacyAccountant`` composing privacy loss
   distributions; for dp-accounting's own events it gives exactly ``dp_accounting.pld.PLDAccountant``'s
   numbers;
-* :class:`ShuffleRdpAccountant` — a ``dp_accounting.rdp.RdpAccountant``.
+* :class:`ShuffleRdpAccountant` — a ``dp_accounting.rdp.RdpAccountant``
+  (:mod:`dpacct_shuffle.rdp_accountant`, re-exported here).
 
 **What "shuffle" means here.** These accountants account the *shuffle model*: each user applies a
 local randomizer to their input and a shuffler releases the multiset of reports
@@ -51,18 +52,24 @@ dp-accounting's public ``compute_epsilon``/``compute_delta`` of the sum of the p
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Sequence
 from typing import Any, Literal, Optional, Union
 
-import numpy as np
 from dp_accounting import dp_event
 from dp_accounting import privacy_accountant
 from dp_accounting.privacy_accountant import NeighboringRelation as NeighborRel
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
-from dp_accounting.rdp import rdp_privacy_accountant
-from numpy.typing import NDArray
 
+from dpacct_shuffle.accountant_ledger import (
+    CAP_ROUNDING,
+    Leaf,
+    checked_delta,
+    checked_epsilon,
+    delta_result,
+    epsilon_result,
+    flatten_events,
+    ledger_summary,
+    summed_cap,
+)
 from dpacct_shuffle.core.validation import check_range
 from dpacct_shuffle.dp_accounting_plds import Outcome, leaf_error, leaf_pld
 from dpacct_shuffle.event_plds import (
@@ -75,7 +82,6 @@ from dpacct_shuffle.event_plds import (
     shuffle_event_rdp,
 )
 from dpacct_shuffle.event_profiles import event_profile
-from dpacct_shuffle.events import LDPCompositionEvent
 from dpacct_shuffle.ldp_events import ldp_event_pld, ldp_event_rdp
 from dpacct_shuffle.pld_composition import (
     LossPmfs,
@@ -86,14 +92,13 @@ from dpacct_shuffle.pld_composition import (
 from dpacct_shuffle.profiles import DEFAULT_VALUE_DISCRETIZATION, discretization_for_scale
 from dpacct_shuffle.progress import ProgressOption, ProgressReporter, is_terminal
 from dpacct_shuffle.relations import (
-    OWN_EVENTS,
     ErrorDetails,
     is_own,
-    is_sampled_shuffle,
     relation_error,
     relation_message,
     supported_relation,
 )
+from dpacct_shuffle.rdp_accountant import ShuffleRdpAccountant
 from dpacct_shuffle.user_anchors import (
     UserCountAnchors,
     anchored_event,
@@ -111,52 +116,11 @@ MAX_SCALE_SPREAD = 64.0
 # tail mass cut at each truncation of this package's compositions (the right tail's goes to +∞);
 # far below the smallest δ the accountants are asked for (continuity down to δ = 1e-15)
 TAIL_TRUNCATION = 1e-20
-# relative margin on the summed ε caps (float sums of products are rounded to nearest)
-CAP_ROUNDING = 1e-12
 # first relative step by which ε(δ) is raised until δ(ε) ≤ δ (doubled at each try)
 CONSISTENCY_STEP = 1e-13
 _CONSISTENCY_TRIES = 60
 # seconds a composition runs before its progress bar appears
 PROGRESS_DELAY = 1.0
-
-_Leaf = tuple[dp_event.DpEvent, int]
-
-
-def _checked_delta(target_delta: float) -> float:
-    return check_range("target_delta", target_delta, 0.0, 1.0)
-
-
-def _checked_epsilon(target_epsilon: float) -> float:
-    return check_range("target_epsilon", target_epsilon, 0.0, math.inf)
-
-
-def _epsilon_result(value: float) -> float:
-    """ε ≥ 0; a NaN from dp-accounting on valid input is reported as no guarantee (inf)."""
-    value = float(value)
-    return math.inf if math.isnan(value) else max(0.0, value)
-
-
-def _delta_result(value: float) -> float:
-    """δ clipped to [0, 1] (sound: δ ≤ 1 always holds); NaN reported as no guarantee (1)."""
-    value = float(value)
-    return 1.0 if math.isnan(value) else min(1.0, max(0.0, value))
-
-
-def _ledger_summary(leaves: Sequence[_Leaf]) -> str:
-    """``"3 × ShuffleEvent, 300 × PoissonSampledDpEvent"``: what an accountant holds."""
-    counts: Counter[str] = Counter()
-    for event, count in leaves:
-        counts[type(event).__name__] += count
-    return ", ".join(f"{count} × {name}" for name, count in counts.items()) or "nothing"
-
-
-def _summed_cap(caps: Sequence[float]) -> float:
-    """Σ ε0 of the composed events (basic composition of pure DP), raised by ``CAP_ROUNDING``;
-    0 for nothing composed, inf if some event has no known ε0."""
-    if not caps:
-        return 0.0
-    total = math.fsum(caps)
-    return total * (1.0 + CAP_ROUNDING) if math.isfinite(total) else math.inf
 
 
 def _consistent_epsilon(pld: pld_lib.PrivacyLossDistribution, delta: float,
@@ -170,15 +134,6 @@ def _consistent_epsilon(pld: pld_lib.PrivacyLossDistribution, delta: float,
             return epsilon
         epsilon, step = epsilon + step, 2.0 * step
     return math.inf
-
-
-def _flatten(event: dp_event.DpEvent, count: int) -> list[_Leaf]:
-    """The leaf events of ``ComposedDpEvent`` / ``SelfComposedDpEvent`` with their counts."""
-    if isinstance(event, dp_event.SelfComposedDpEvent):
-        return _flatten(event.event, event.count * count)
-    if isinstance(event, dp_event.ComposedDpEvent):
-        return [leaf for inner in event.events for leaf in _flatten(inner, count)]
-    return [(event, count)]
 
 
 class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignore[misc]
@@ -255,7 +210,7 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
         self._own: Optional[LossPmfs] = None
         self._query_pld: Optional[pld_lib.PrivacyLossDistribution] = None
         self._non_private = False
-        self._leaves: list[_Leaf] = []  # every leaf event composed, as it is accounted
+        self._leaves: list[Leaf] = []  # every leaf event composed, as it is accounted
         self._pending: list[int] = []  # indices in _leaves of own events not composed yet
         self._epsilon_caps: list[float] = []
         self._progress: ProgressOption = is_terminal() if progress == "auto" else progress
@@ -268,7 +223,7 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
         return self._interval
 
     @property
-    def leaf_events(self) -> tuple[_Leaf, ...]:
+    def leaf_events(self) -> tuple[Leaf, ...]:
         """Every leaf event composed so far with its count, as accounted (with
         ``users_grid_ratio``: at its anchors, once ε or δ has been asked for)."""
         return tuple(self._leaves)
@@ -303,7 +258,7 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
         grid = "" if self._anchors is None else f", users_grid_ratio={self._anchors.ratio!r}"
         return (f"{type(self).__name__}(neighboring_relation={self.neighboring_relation.name}, "
                 f"value_discretization_interval={interval}{grid}; holds "
-                f"{_ledger_summary(self._leaves)})")
+                f"{ledger_summary(self._leaves)})")
 
     # -- composition ----------------------------------------------------------------------
     def compose(self, event: dp_event.DpEvent, count: int = 1) -> "ShufflePLDAccountant":
@@ -323,7 +278,7 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
 
     def _maybe_compose(self, event: dp_event.DpEvent, count: int,
                        do_compose: bool) -> Optional[ErrorDetails]:
-        for leaf, copies in _flatten(event, count):
+        for leaf, copies in flatten_events(event, count):
             error = self._leaf_error(leaf)
             if error is not None:
                 return error
@@ -433,7 +388,7 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
         if not self._pending:
             return
         groups: dict[Any, list[Any]] = {}
-        separate: list[_Leaf] = []
+        separate: list[Leaf] = []
         for index in self._pending:
             event, count = self._leaves[index]
             try:
@@ -452,17 +407,17 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
 
     # -- queries --------------------------------------------------------------------------
     def _epsilon_cap(self) -> float:
-        return _summed_cap(self._epsilon_caps)
+        return summed_cap(self._epsilon_caps)
 
     def get_epsilon(self, target_delta: float) -> float:
         """Smallest ε with (ε, target_delta)-DP for everything composed (target_delta in [0, 1]):
         from the composed PLD, at most Σ ε0 (see the class docstring)."""
-        delta = _checked_delta(target_delta)
+        delta = checked_delta(target_delta)
         self._build()
         if self._non_private:
             return min(math.inf, self._epsilon_cap())
         pld = self._queried_pld()
-        value = _epsilon_result(pld.get_epsilon_for_delta(delta))
+        value = epsilon_result(pld.get_epsilon_for_delta(delta))
         if self._own is not None:
             value = _consistent_epsilon(pld, delta, value)
         return min(value, self._epsilon_cap())
@@ -470,146 +425,13 @@ class ShufflePLDAccountant(privacy_accountant.PrivacyAccountant):  # type: ignor
     def get_delta(self, target_epsilon: float) -> float:
         """Smallest δ with (target_epsilon, δ)-DP for everything composed (target_epsilon ≥ 0):
         from the composed PLD; 0 at ε ≥ Σ ε0."""
-        epsilon = _checked_epsilon(target_epsilon)
+        epsilon = checked_epsilon(target_epsilon)
         self._build()
         if self._non_private:
             return 1.0
         if epsilon >= self._epsilon_cap():
             return 0.0
-        return _delta_result(self._queried_pld().get_delta_for_epsilon(epsilon))
-
-
-def _contains_own_event(event: dp_event.DpEvent) -> bool:
-    """Whether an event of this package (or a sampled shuffle round) is nested in ``event``."""
-    if isinstance(event, OWN_EVENTS) or is_sampled_shuffle(event):
-        return True
-    inner = [getattr(event, "event", None)] + list(getattr(event, "events", None) or [])
-    return any(isinstance(e, dp_event.DpEvent) and _contains_own_event(e) for e in inner)
-
-
-class ShuffleRdpAccountant(rdp_privacy_accountant.RdpAccountant):  # type: ignore[misc]
-    """``RdpAccountant`` that also accounts shuffle rounds and local reports (replace-one default).
-
-    Accounts shuffle-model reports, not DP-SGD on shuffled minibatches (module docstring).
-
-    The RDP of this package's events is kept in the accountant's own vector, added to the
-    parent's public :attr:`rdp`; ε and δ come from dp-accounting's public
-    ``rdp_privacy_accountant.compute_epsilon`` / ``compute_delta`` of the sum. As in
-    :class:`ShufflePLDAccountant`, if every composed event is pure DP with a known ε0 (each
-    round's RDP is also min'd with the RDP of ε0-DP randomized response,
-    :func:`dpacct_shuffle.profiles.rdp_from_grid`), ε is at most Σ ε0 and δ is 0 at ε ≥ Σ ε0
-    (basic composition of pure DP; the conversion from RDP alone gives more at tiny δ). Queries are
-    validated (a bad target is a ValueError naming it; the parent accepts NaN and out-of-range
-    targets) and their results kept in range (ε ≥ 0, δ in [0, 1]).
-
-    Args:
-      orders: RDP orders (default: dp-accounting's ``DEFAULT_RDP_ORDERS``), all >= 1.
-      neighboring_relation: defaults to ``REPLACE_ONE``, the relation the shuffle bounds hold for;
-        a ``GaussianDpEvent``/``LaplaceDpEvent`` is then computed with sensitivity 2 (the parent
-        used 1). Under any other relation the shuffle/LDP events are unsupported.
-    """
-
-    def __init__(self, orders: Optional[Sequence[float]] = None,
-                 neighboring_relation: NeighborRel = NeighborRel.REPLACE_ONE) -> None:
-        super().__init__(orders, neighboring_relation)
-        self._rdp_orders: tuple[float, ...] = tuple(float(order) for order in super().orders)
-        self._shuffle_rdp: NDArray[np.float64] = np.zeros(len(self._rdp_orders))
-        self._held: list[_Leaf] = []
-        self._epsilon_caps: list[float] = []
-
-    def __repr__(self) -> str:
-        return (f"{type(self).__name__}(neighboring_relation={self.neighboring_relation.name}, "
-                f"orders: {len(self._rdp_orders)} from {min(self._rdp_orders):g} to "
-                f"{max(self._rdp_orders):g}; holds {_ledger_summary(self._held)})")
-
-    @property
-    def rdp(self) -> NDArray[np.float64]:
-        """The RDP of everything composed at :attr:`orders`: the parent's RDP of dp-accounting's
-        events plus this package's events."""
-        return np.asarray(super().rdp + self._shuffle_rdp, dtype=np.float64)
-
-    def compose(self, event: dp_event.DpEvent, count: int = 1) -> "ShuffleRdpAccountant":
-        super().compose(event, count)
-        self._held.extend(_flatten(event, count))
-        if count > 0:
-            self._epsilon_caps.append(count * event_epsilon_cap(event, self.neighboring_relation))
-        return self
-
-    def get_epsilon_and_optimal_order(self, target_delta: float) -> tuple[float, float]:
-        """Smallest ε with (ε, target_delta)-DP (target_delta in [0, 1]) and the RDP order that
-        gives it (``rdp_privacy_accountant.compute_epsilon``)."""
-        epsilon, order = rdp_privacy_accountant.compute_epsilon(
-            self._rdp_orders, self.rdp, _checked_delta(target_delta))
-        return min(_epsilon_result(epsilon), _summed_cap(self._epsilon_caps)), order
-
-    def get_epsilon(self, target_delta: float) -> float:
-        """Smallest ε with (ε, target_delta)-DP for everything composed; target_delta in [0, 1]."""
-        return self.get_epsilon_and_optimal_order(target_delta)[0]
-
-    def get_delta_and_optimal_order(self, target_epsilon: float) -> tuple[float, float]:
-        """Smallest δ with (target_epsilon, δ)-DP (target_epsilon ≥ 0) and the RDP order that
-        gives it (``rdp_privacy_accountant.compute_delta``)."""
-        epsilon = _checked_epsilon(target_epsilon)
-        delta, order = rdp_privacy_accountant.compute_delta(self._rdp_orders, self.rdp, epsilon)
-        cap = _summed_cap(self._epsilon_caps)
-        if math.isfinite(cap) and epsilon >= cap:
-            return 0.0, order
-        return _delta_result(delta), order
-
-    def get_delta(self, target_epsilon: float) -> float:
-        """Smallest δ with (target_epsilon, δ)-DP for everything composed; target_epsilon >= 0."""
-        return self.get_delta_and_optimal_order(target_epsilon)[0]
-
-    def _maybe_compose(self, event: dp_event.DpEvent, count: int,
-                       do_compose: bool) -> Optional[ErrorDetails]:
-        replace_one = self.neighboring_relation is NeighborRel.REPLACE_ONE
-        if isinstance(event, OWN_EVENTS) or is_sampled_shuffle(event):
-            if not replace_one and supported_relation(event, self.neighboring_relation):
-                return CompositionErrorDetails(
-                    invalid_event=event,
-                    error_message="the Rényi divergence of a Poisson-sampled shuffle round under "
-                                  "ADD_OR_REMOVE_ONE is infinite (with the victim present every "
-                                  "user may report, an outcome impossible without it); use "
-                                  "ShufflePLDAccountant.")
-            if not replace_one:
-                return relation_error(event, self.neighboring_relation)
-            rdp: Optional[NDArray[np.float64]] = None
-            if isinstance(event, LDPCompositionEvent):
-                rdp = ldp_event_rdp(event, self._rdp_orders)
-                if rdp is None:
-                    return CompositionErrorDetails(
-                        invalid_event=event,
-                        error_message="RDP of an (epsilon, delta>0)-LDP report is unbounded; "
-                                      "use ShufflePLDAccountant.")
-            elif do_compose:
-                rdp = shuffle_event_rdp(event, self._rdp_orders)
-            if do_compose and rdp is not None:
-                self._shuffle_rdp = self._shuffle_rdp + count * rdp
-            return None
-        if isinstance(event, dp_event.RepeatAndSelectDpEvent) and _contains_own_event(event):
-            # the parent transforms the RDP of the repeated event, which it holds in its own
-            # state only; this package's RDP is held apart
-            return CompositionErrorDetails(
-                invalid_event=event,
-                error_message="RepeatAndSelectDpEvent of shuffle rounds or local reports is not "
-                              "supported; use ShufflePLDAccountant or compose the rounds.")
-        if replace_one and isinstance(event, dp_event.GaussianDpEvent):
-            # parent defect: sensitivity 1 under replace-one; a replaced record moves the sum by 2C
-            return super()._maybe_compose(
-                dp_event.GaussianDpEvent(event.noise_multiplier / 2.0), count, do_compose)
-        if replace_one and isinstance(event, dp_event.LaplaceDpEvent):
-            return super()._maybe_compose(
-                dp_event.LaplaceDpEvent(event.noise_multiplier / 2.0), count, do_compose)
-        if (replace_one and isinstance(event, dp_event.SampledWithoutReplacementDpEvent)
-                and isinstance(event.event, dp_event.GaussianDpEvent)):
-            # same defect inside the parent's sampling-without-replacement bound (Wang, Balle,
-            # Kasiviswanathan): its base RDP is the Gaussian's, which under replace-one has
-            # sensitivity 2, i.e. the curve of noise_multiplier / 2
-            halved = dp_event.SampledWithoutReplacementDpEvent(
-                event.source_dataset_size, event.sample_size,
-                dp_event.GaussianDpEvent(event.event.noise_multiplier / 2.0))
-            return super()._maybe_compose(halved, count, do_compose)
-        return super()._maybe_compose(event, count, do_compose)
+        return delta_result(self._queried_pld().get_delta_for_epsilon(epsilon))
 
 
 __all__ = [
