@@ -85,3 +85,12 @@ def test_every_tool_ci_runs_is_pinned_in_an_extra_it_installs() -> None:
 def test_type_checker_is_strict_and_checks_the_package() -> None:
     mypy = _pyproject()["tool"]["mypy"]
     assert mypy["strict"] is True and mypy["files"] == ["dpacct_shuffle"]
+
+
+def test_no_module_of_the_package_is_exempt_from_the_type_check() -> None:
+    """Only third-party packages without type information may be exempted, and only from the
+    missing-import check: no override names a module of the package or ignores errors."""
+    for override in _pyproject()["tool"]["mypy"].get("overrides", []):
+        modules = override["module"] if isinstance(override["module"], list) else [override["module"]]
+        assert not any(module.startswith("dpacct_shuffle") for module in modules), override
+        assert set(override) <= {"module", "ignore_missing_imports"}, override
