@@ -36,7 +36,7 @@ from typing import Sequence
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from dpacct_shuffle import randomizers as rz
@@ -508,13 +508,27 @@ def test_two_row_near_degenerate_fuzz(small: float, ratio: float, bulk: float, e
     rows = np.array([[bulk * (1 - small), (1 - bulk) * (1 - small), small],
                      [bulk * rest, (1 - bulk) * rest, small * ratio]])
     rows = rows[:, rows.max(axis=0) > 0]
-    randomizer = rz.from_matrix(rows)
+    try:
+        randomizer = rz.from_matrix(rows)
+    except ValueError as error:  # pinned by test_from_matrix_near_identical_rows_builds
+        assume("zero-size array" not in str(error))
+        raise
     check_delta_against(randomizer, merge_identical_columns(np.asarray(randomizer.matrix)), n, eps)
 
 
 # Valid row-stochastic matrices (subnormal or tiny entries) on which the package raises an
 # internal error instead of answering (not a soundness violation; docs promise a clear error or
 # a value).
+@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
+    "from_matrix of two rows equal but for a rare output, [[0.6953124999993047, "
+    "0.3046874999996953, 1e-12], [0.6953124999993047, 0.3046874999996953, 1.0001e-12]], raises "
+    "'zero-size array to reduction operation minimum' in randomizers/matrix.py _frontier"))
+def test_from_matrix_near_identical_rows_builds() -> None:
+    randomizer = rz.from_matrix([[0.6953124999993047, 0.3046874999996953, 1e-12],
+                                 [0.6953124999993047, 0.3046874999996953, 1.0001e-12]])
+    randomizer.shuffled(2).delta(0.1)
+
+
 @pytest.mark.xfail(strict=True, raises=ValueError, reason=(
     "from_matrix([[1.5e-178, 1.0], [3.4e-213, 1.0]]) raises 'zero-size array to reduction "
     "operation minimum' in randomizers/matrix.py _frontier (rates(0.0): no input in in1)"))
@@ -539,3 +553,129 @@ def test_from_matrix_subnormal_blanket_delta() -> None:
     "InstanceLowerBound with no pair)"))
 def test_from_matrix_subnormal_lower_bound() -> None:
     rz.from_matrix([[1.0, 0.0], [1.0, 5e-324]]).shuffled(2).epsilon_interval(0.1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Poisson-sampled rounds and the accountants
+# ---------------------------------------------------------------------------------------------
+
+from dp_accounting import dp_event  # noqa: E402
+from dp_accounting.privacy_accountant import NeighboringRelation  # noqa: E402
+
+from dpacct_shuffle import shuffle_round  # noqa: E402
+from dpacct_shuffle.accountants import ShufflePLDAccountant  # noqa: E402
+from dpacct_shuffle.events import ShuffleEvent  # noqa: E402
+from dpacct_shuffle.sampling import poisson_sampled_profile  # noqa: E402
+
+ADD_REMOVE = NeighboringRelation.ADD_OR_REMOVE_ONE
+
+# (name, randomizer, independent matrix)
+SAMPLED = [
+    ("binary_rr 1.5", lambda: rz.binary_rr(1.5), lambda: krr_matrix(1.5, 2)),
+    ("krr 1.0 d=3", lambda: rz.krr(1.0, 3), lambda: krr_matrix(1.0, 3)),
+    ("rappor 2.0 d=2", lambda: rz.rappor(2.0, 2), lambda: rappor_matrix(2.0, 2)),
+    ("matrix 3x3", lambda: rz.from_matrix([[0.6, 0.3, 0.1], [0.2, 0.2, 0.6], [0.1, 0.5, 0.4]]),
+     lambda: np.array([[0.6, 0.3, 0.1], [0.2, 0.2, 0.6], [0.1, 0.5, 0.4]])),
+]
+SAMPLED_IDS = [case[0] for case in SAMPLED]
+
+
+def sampled_replace_one(matrix: np.ndarray, population: int, gamma: float, eps: float) -> Worst:
+    """Replace-one: N users of the void randomizer, every pair of real inputs."""
+    return worst_case_delta(merge_identical_columns(void_matrix(matrix, gamma)), population, eps)
+
+
+def sampled_add_remove(matrix: np.ndarray, population: int, gamma: float, eps: float) -> Worst:
+    """Add/remove-one: the victim present (γR(x) + (1 − γ)⊥) or absent (⊥), both orders; the
+    others (real inputs, each present w.p. γ) number N − 1 or N."""
+    k = matrix.shape[0]
+    pairs = [(x, k) for x in range(k)] + [(k, x) for x in range(k)]
+    return worst_case_delta(merge_identical_columns(void_matrix(matrix, gamma, absent_row=True)),
+                            population, eps, pairs=pairs, other_inputs=range(k),
+                            others_counts=[population - 1, population])
+
+
+def check_sampled(randomizer: rz.Randomizer, matrix: np.ndarray, population: int, gamma: float,
+                  eps: float, *, accountants: bool) -> None:
+    where = f"{randomizer!r} N={population} gamma={gamma} eps={eps}"
+    replace = sampled_replace_one(matrix, population, gamma, eps)
+    profile = poisson_sampled_profile(randomizer, population, gamma).delta(eps)
+    assert profile >= replace.lower * (1 - REL), f"{where}: replace-one profile {profile!r} < {replace}"
+    bounds = shuffle_round.delta_bounds(randomizer, population, eps, sampling_probability=gamma)
+    assert bounds.upper >= replace.lower * (1 - REL), f"{where}: round upper {bounds.upper!r}"
+    if bounds.lower is not None:
+        assert bounds.lower <= replace.upper * (1 + REL), f"{where}: round lower {bounds.lower!r}"
+    remove = sampled_add_remove(matrix, population, gamma, eps)
+    profile_ar = poisson_sampled_profile(randomizer, population, gamma,
+                                         neighboring_relation=ADD_REMOVE).delta(eps)
+    assert profile_ar >= remove.lower * (1 - REL), f"{where}: add/remove {profile_ar!r} < {remove}"
+    if accountants:
+        event = dp_event.PoissonSampledDpEvent(gamma, ShuffleEvent(randomizer, population))
+        acc = ShufflePLDAccountant().compose(event).get_delta(eps)
+        assert acc >= replace.lower * (1 - REL), f"{where}: replace-one accountant {acc!r}"
+        acc_ar = ShufflePLDAccountant(ADD_REMOVE).compose(event).get_delta(eps)
+        assert acc_ar >= remove.lower * (1 - REL), f"{where}: add/remove accountant {acc_ar!r}"
+
+
+# the analyzed 3x3 matrix's sampled round takes minutes in the package (void matrix analysis):
+# it runs under the thorough profile only
+FAST_SAMPLED = SAMPLED[:3]
+
+
+@pytest.mark.parametrize("case", FAST_SAMPLED, ids=SAMPLED_IDS[:3])
+def test_poisson_sampled_fixed_grid(case: tuple) -> None:
+    randomizer, matrix = case[1](), case[2]()
+    for population, gamma, eps in ((2, 0.5, 0.1), (4, 0.1, 0.5), (6, 0.9, 0.3), (3, 0.3, 0.0)):
+        check_sampled(randomizer, matrix, population, gamma, eps, accountants=population == 4)
+
+
+@settings(max_examples=max(3, settings.default.max_examples // 20))
+@given(case=st.sampled_from(FAST_SAMPLED), population=st.integers(1, 6),
+       gamma=st.floats(0.01, 1.0), eps=st.floats(0.0, 2.0))
+def test_poisson_sampled_fuzz(case: tuple, population: int, gamma: float, eps: float) -> None:
+    check_sampled(case[1](), case[2](), population, gamma, eps, accountants=False)
+
+
+@pytest.mark.thorough
+@settings(max_examples=20)
+@given(case=st.sampled_from(SAMPLED), population=st.integers(1, 5), gamma=st.floats(0.01, 1.0),
+       eps=st.floats(0.0, 2.0))
+def test_poisson_sampled_accountants_thorough(case: tuple, population: int, gamma: float,
+                                              eps: float) -> None:
+    check_sampled(case[1](), case[2](), population, gamma, eps, accountants=True)
+
+
+def _pair_laws(matrix: np.ndarray, x0: int, x1: int, others: Sequence[int]
+               ) -> tuple[np.ndarray, np.ndarray]:
+    mat = np.asarray(matrix, dtype=float)
+    n = len(others) + 1
+    space = HistogramSpace(mat.shape[1], n)
+    law = _law_of(space, mat, others)
+    return space.add(law, n, mat[x0]), space.add(law, n, mat[x1])
+
+
+def composed_delta(p: np.ndarray, q: np.ndarray, rounds: int, eps: float) -> float:
+    """δ(ε) of the `rounds`-fold product of (P, Q) (exact enumeration of the product)."""
+    prod_p, prod_q = p, q
+    for _ in range(rounds - 1):
+        prod_p = np.outer(prod_p, p).ravel()
+        prod_q = np.outer(prod_q, q).ravel()
+    diff = prod_p - math.exp(eps) * prod_q
+    return math.fsum(diff[diff > 0].tolist())
+
+
+@pytest.mark.parametrize("case", CATALOG[:4] + CATALOG[7:8], ids=CATALOG_IDS[:4] + CATALOG_IDS[7:8])
+def test_accountant_two_rounds_above_exact_composition(case: tuple) -> None:
+    """ShufflePLDAccountant composing a ShuffleEvent twice ≥ the exact two-fold δ of the
+    single-round worst (pair, configuration) at ε/2 (a lower estimate of the true worst case),
+    both orders of that pair."""
+    randomizer, matrix = _catalog_matrix(case, 1.5)
+    for n in (2, 4):
+        accountant = ShufflePLDAccountant().compose(ShuffleEvent(randomizer, n), 2)
+        for eps in (0.1, 0.6, 1.5):
+            worst = worst_case_delta(matrix, n, eps / 2, exact=False)
+            p, q = _pair_laws(matrix, worst.x0, worst.x1, worst.others)
+            exact = max(composed_delta(p, q, 2, eps), composed_delta(q, p, 2, eps))
+            error = 1e-13 * (1 + math.exp(eps))
+            value = accountant.get_delta(eps)
+            assert value >= exact - error, f"{randomizer!r} n={n} eps={eps}: {value} < {exact}"
