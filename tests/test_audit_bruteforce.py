@@ -510,7 +510,7 @@ def test_two_row_near_degenerate_fuzz(small: float, ratio: float, bulk: float, e
     rows = rows[:, rows.max(axis=0) > 0]
     try:
         randomizer = rz.from_matrix(rows)
-    except ValueError as error:  # pinned by test_from_matrix_near_identical_rows_builds
+    except ValueError as error:  # randomizers/matrix.py _frontier on this branch's base; fixed on main
         assume("zero-size array" not in str(error))
         raise
     check_delta_against(randomizer, merge_identical_columns(np.asarray(randomizer.matrix)), n, eps)
@@ -519,24 +519,6 @@ def test_two_row_near_degenerate_fuzz(small: float, ratio: float, bulk: float, e
 # Valid row-stochastic matrices (subnormal or tiny entries) on which the package raises an
 # internal error instead of answering (not a soundness violation; docs promise a clear error or
 # a value).
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "from_matrix of two rows equal but for a rare output, [[0.6953124999993047, "
-    "0.3046874999996953, 1e-12], [0.6953124999993047, 0.3046874999996953, 1.0001e-12]], raises "
-    "'zero-size array to reduction operation minimum' in randomizers/matrix.py _frontier"))
-def test_from_matrix_near_identical_rows_builds() -> None:
-    randomizer = rz.from_matrix([[0.6953124999993047, 0.3046874999996953, 1e-12],
-                                 [0.6953124999993047, 0.3046874999996953, 1.0001e-12]])
-    randomizer.shuffled(2).delta(0.1)
-
-
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "from_matrix([[1.5e-178, 1.0], [3.4e-213, 1.0]]) raises 'zero-size array to reduction "
-    "operation minimum' in randomizers/matrix.py _frontier (rates(0.0): no input in in1)"))
-def test_from_matrix_tiny_entries_builds() -> None:
-    randomizer = rz.from_matrix([[1.5011674934243562e-178, 1.0], [3.4100245331576815e-213, 1.0]])
-    randomizer.shuffled(2).delta(0.5)
-
-
 @pytest.mark.xfail(strict=True, raises=ValueError, reason=(
     "from_matrix([[.25]*4, [1, .5, .25, 5e-324]/1.75]).shuffled(2).delta(0.5) raises "
     "'ratios0 must be finite and >= 0' from core/multilevel.py (PrivacyLossLevels) via "
