@@ -115,7 +115,10 @@ def binary_reduction(matrix: np.ndarray) -> BinaryReductionUpper | None:
     support = first > 0.0
     ratio = float(np.max(np.maximum(first[support] / second[support],
                                     second[support] / first[support])))
-    beta = math.fsum(np.maximum(first - second, 0.0).tolist())
+    # both one-sided variations: float rows need not sum to exactly 1, and then
+    # Σ(R(0) − R(1))⁺ ≠ Σ(R(1) − R(0))⁺; the proof needs H_R(1) ≤ β in both orders
+    beta = max(math.fsum(np.maximum(first - second, 0.0).tolist()),
+               math.fsum(np.maximum(second - first, 0.0).tolist()))
     if not ratio > 1.0 or not beta > 0.0:
         return None
     epsilon0 = _up(math.log(_up(ratio)))
