@@ -356,3 +356,11 @@ def test_hashing_third_input_beats_others_at_x0_in_the_tail() -> None:
     lower, upper = r.shuffled(1000).epsilon_interval(1e-6)
     assert 0.6747 + 0.015 <= lower <= upper
     assert lower == pytest.approx(0.69075, abs=1e-4)
+
+
+@pytest.mark.parametrize("bad", [1, 2.0, True])
+def test_hashing_third_input_rejects_bad_hash_range(bad: object) -> None:
+    from dpacct_shuffle.randomizers.hashing_lower import third_input_instance
+
+    with pytest.raises(ValueError, match="hash_range"):
+        third_input_instance(10, 1.0, bad)  # type: ignore[arg-type]

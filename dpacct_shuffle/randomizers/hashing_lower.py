@@ -68,6 +68,8 @@ class HashingThirdInputInstance:
     def __init__(self, n: int, epsilon0: float, hash_range: int) -> None:
         self.n = check_num_users(n)
         self.epsilon0 = check_epsilon0(epsilon0)
+        if isinstance(hash_range, bool) or not isinstance(hash_range, int) or hash_range < 2:
+            raise ValueError(f"hash_range must be an integer >= 2, got {hash_range!r}")
         self.hash_range = hash_range
         e = math.exp(self.epsilon0)
         l = hash_range
@@ -114,7 +116,10 @@ class HashingThirdInputInstance:
 
 
 def atom_count(n: int, epsilon0: float, hash_range: int) -> int:
-    """Number of atoms :class:`HashingThirdInputInstance` would hold (its cost)."""
+    """Number of atoms :class:`HashingThirdInputInstance` would hold (its cost), counted up to
+    just above :data:`MAX_ATOMS`."""
+    if isinstance(hash_range, bool) or not isinstance(hash_range, int) or hash_range < 2:
+        raise ValueError(f"hash_range must be an integer >= 2, got {hash_range!r}")
     e = math.exp(epsilon0)
     rare = (hash_range - 1.0) / (e + hash_range - 1.0)
     lo, hi = _window(n, rare)
