@@ -99,6 +99,8 @@ class HashingThirdInputInstance:
     def delta(self, epsilon: float) -> float:
         """D_{e^ε}(P_0 ‖ P_1) of the instance (both orders agree), rounded down."""
         eps = check_epsilon(epsilon)
+        if eps >= self.epsilon0:
+            return 0.0  # S_0/S_1 ≤ e^ε0 (max_loss)
         scale = math.exp(eps) * (1.0 + 4.0 * UNIT_ROUNDOFF)
         margin = VALUE_REL_ERROR + self._sum_error
         total = 0.0
