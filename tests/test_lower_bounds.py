@@ -331,3 +331,36 @@ def test_binary_rr_single_user_is_local() -> None:
     keep = e / (e + 1)
     assert one.delta(0.4) == pytest.approx(keep - math.exp(0.4) * (1 - keep), rel=1e-9)
     assert one.delta(0.4) >= keep - math.exp(0.4) * (1 - keep)
+
+
+# -- local hashing: exact instance "others at a third input" --------------------------------------
+@pytest.mark.parametrize("eps0,l,n", [(4.0, 2, 6), (2.0, 3, 5), (1.0, 2, 7)])
+def test_hashing_third_input_is_exact_configuration(eps0: float, l: int, n: int) -> None:
+    """The instance equals the brute-force shuffled δ of the matrix (all functions [3] → [l]) with
+    the others at input 2, from below; it is the entry's own value at these sizes."""
+    from dpacct_shuffle.randomizers.hashing_lower import third_input_instance
+
+    matrix = rz.local_hashing(eps0, l, 3).matrix
+    inst = third_input_instance(n, eps0, l)
+    assert inst is not None
+    for eps in (0.1, 0.5, 1.5, 2.5):
+        exact = _brute_third(matrix, 0, 1, (2,), n, eps)  # columns merged (lossless)
+        value = inst.delta(eps)
+        assert exact * (1 - 1e-9) <= value <= exact * (1 + 1e-12), (eps, value, exact)
+
+
+def test_hashing_third_input_beats_others_at_x0_in_the_tail() -> None:
+    # ε0 = 4, l = 2, n = 1e3, δ = 1e-6: "others at x⁰" (exact for that configuration) gives 0.6747;
+    # the third input 0.6907, still below the upper bound 1.335
+    r = rz.local_hashing(4.0, 2)
+    lower, upper = r.shuffled(1000).epsilon_interval(1e-6)
+    assert 0.6747 + 0.015 <= lower <= upper
+    assert lower == pytest.approx(0.69075, abs=1e-4)
+
+
+@pytest.mark.parametrize("bad", [1, 2.0, True])
+def test_hashing_third_input_rejects_bad_hash_range(bad: object) -> None:
+    from dpacct_shuffle.randomizers.hashing_lower import third_input_instance
+
+    with pytest.raises(ValueError, match="hash_range"):
+        third_input_instance(10, 1.0, bad)  # type: ignore[arg-type]
