@@ -159,6 +159,15 @@ def parallel_round_65() -> Callable[[], str]:
     return _epsilon_of([ParallelCompositionEvent([rz.krr(2.0, 10), rz.krr(1.0, 4)], 65)])
 
 
+@row("one random-mode parallel round (k-RR(2, 10) | k-RR(1, 4), n = 1000), PLD + ε", "2.0",
+     "0.5")
+def parallel_round_1000() -> Callable[[], str]:
+    from dpacct_shuffle import randomizers as rz
+    from dpacct_shuffle.events import ParallelCompositionEvent
+
+    return _epsilon_of([ParallelCompositionEvent([rz.krr(2.0, 10), rz.krr(1.0, 4)], 1000)])
+
+
 @row("one personalized k-RR round (d = 10, ε0 = 1 and 2, 500 users each), PLD + ε", "0.77",
      "0.5")
 def personalized_round() -> Callable[[], str]:

@@ -55,8 +55,8 @@ PRUNE_PROBABILITY = 1e-24
 #: Loss grid: step min(ε0, LOSS_RANGE) / LOSS_BINS (losses above LOSS_RANGE share the top bin).
 LOSS_BINS = 1 << 16
 LOSS_RANGE = 16.0
-# count vectors expanded per chunk of the last level
-_CHUNK_CELLS = 1 << 20
+# count vectors expanded per chunk (small enough for the arrays of a chunk to stay in cache)
+_CHUNK_CELLS = 1 << 15
 # smallest unassigned mass of a step (a smaller remainder's float error is not covered)
 _MIN_REMAINDER = 1e-9
 _LOSS_MARGIN = 1e-12
@@ -88,8 +88,14 @@ class _Direction:
             # (a second term rounded down to 0 gives an infinite loss: every loss is ≤ ε0)
             losses = np.minimum(np.log(first / second), self.epsilon0)
         index = np.minimum(np.floor(losses / self.step), LOSS_BINS).astype(np.int64)
-        self.p_sums += np.bincount(index, weights * first / n, minlength=LOSS_BINS + 1)
-        self.q_sums += np.bincount(index, weights * second / n, minlength=LOSS_BINS + 1)
+        if index.size == 0:
+            return
+        low = int(index.min())
+        index -= low
+        scaled = weights / n
+        p_part = np.bincount(index, scaled * first)
+        self.p_sums[low:low + p_part.size] += p_part
+        self.q_sums[low:low + p_part.size] += np.bincount(index, scaled * second)
         self.terms += int(index.size)
 
     def finish(self, truncated_probability: float) -> None:
@@ -208,28 +214,30 @@ def _count_vectors_curve(levels: PrivacyLossLevels, n: int) -> EnumeratedLevelsC
         examined += int(sizes.sum())
         if examined > MAX_CELLS:
             return None
-        chunks = [(0, len(rest))] if not last else _chunks(sizes)
+        chunks = _chunks(sizes)
         table = _binomial_log_table(log_fact, log_p, log_q, forced)
         new_parts = []
+        flat_table = table.ravel()
         for lo, hi in chunks:
-            index = np.repeat(np.arange(lo, hi), sizes[lo:hi])
-            starts = np.repeat(np.cumsum(sizes[lo:hi]) - sizes[lo:hi], sizes[lo:hi])
-            k = np.arange(index.size, dtype=np.int64) - starts
-            trials = rest[index]
-            left = trials - k
-            lp = log_prob[index] + table.ravel()[trials * (n + 1) + k]
+            # each partial vector i expands to its sizes[i] cells k = 0, …, rest[i] (by repeats,
+            # not gathers: one pass per array)
+            counts = sizes[lo:hi]
+            first_cell = np.cumsum(counts) - counts
+            k = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(first_cell, counts)
+            lp = np.repeat(log_prob[lo:hi], counts)
+            lp += flat_table[np.repeat(rest[lo:hi] * (n + 1), counts) + k]
+            new_a = np.repeat(sum_a[lo:hi], counts) + float(a[t]) * k
+            new_b = np.repeat(sum_b[lo:hi], counts) + float(b[t]) * k
             keep = lp > threshold
             # each pruned (partial) vector has probability below PRUNE_PROBABILITY·e^margin
             pruned += int(keep.size - np.count_nonzero(keep))
-            index, k, left, lp = index[keep], k[keep], left[keep], lp[keep]
-            new_a = sum_a[index] + float(a[t]) * k
-            new_b = sum_b[index] + float(b[t]) * k
             if not last:
-                new_parts.append((left, new_a, new_b, lp))
+                left = np.repeat(rest[lo:hi], counts) - k
+                new_parts.append((left[keep], new_a[keep], new_b[keep], lp[keep]))
                 continue
             if backward is None:  # one direction: only the atoms that can have a positive loss
-                live = new_a * (1.0 + rounding) > new_b * (1.0 - rounding)
-                new_a, new_b, lp = new_a[live], new_b[live], lp[live]
+                keep &= new_a * (1.0 + rounding) > new_b * (1.0 - rounding)
+            new_a, new_b, lp = new_a[keep], new_b[keep], lp[keep]
             weights = np.exp(lp + margin)
             up_a, down_a = new_a * (1.0 + rounding), new_a * (1.0 - rounding)
             up_b, down_b = new_b * (1.0 + rounding), new_b * (1.0 - rounding)

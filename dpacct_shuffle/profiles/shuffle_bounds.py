@@ -17,6 +17,8 @@ from numpy.typing import NDArray
 from dpacct_shuffle.core.batched import DEFAULT_LOWERING, batched_delta, supports_batched_delta
 from dpacct_shuffle.core.batched_levels import variation_ratio_curve
 from dpacct_shuffle.core.bound import VariationRatio
+from dpacct_shuffle.core.enumerated_levels import EnumeratedLevelsCurve, count_vectors_curve
+from dpacct_shuffle.core.multilevel import PrivacyLossLevels
 from dpacct_shuffle.core.validation import check_num_users, check_range
 from dpacct_shuffle.profiles.tuning import CORE_RTOL, ROUND_LOWERING
 from dpacct_shuffle.randomizers.base import PairBound, Randomizer, SupportsShuffleBound
@@ -72,7 +74,8 @@ def batched_entry_deltas(bound: PairBound, epsilons: NDArray[np.float64], n: int
     docs/theory.md, "Batched evaluation of multi-level bounds"), or its own bound at
     ``CORE_RTOL`` point by point."""
     candidates: Sequence[VariationRatio] = getattr(bound, "candidates", None) or ()
-    curves = [variation_ratio_curve(vr, n, lowering) for vr in candidates]
+    curves = [small_users_curve(vr, n) or variation_ratio_curve(vr, n, lowering)
+              for vr in candidates]
     if not any(curve is not None for curve in curves):
         curved = bound.curve_deltas(epsilons, n, lowering)
         if curved is not None:
@@ -82,6 +85,26 @@ def batched_entry_deltas(bound: PairBound, epsilons: NDArray[np.float64], n: int
         [curve.deltas(epsilons) if curve is not None
          else np.array([vr.delta(float(eps), n, rtol=CORE_RTOL) for eps in epsilons])
          for vr, curve in zip(candidates, curves)], axis=0), dtype=np.float64)
+
+
+#: Users up to which a VariationRatio's every-ε curve is its count-vector curve
+#: (:func:`small_users_curve`; about n²/2 count vectors, above this no cheaper than the batched
+#: pair curve).
+SMALL_USERS_CURVE_MAX_USERS = 200
+
+
+def small_users_curve(vr: VariationRatio, n: int) -> EnumeratedLevelsCurve | None:
+    """For few users, the every-count-vector curve of a VariationRatio's three clone levels
+    (:func:`~dpacct_shuffle.core.enumerated_levels.count_vectors_curve` of
+    :meth:`PrivacyLossLevels.of_variation_ratio`): the multi-level expression of those levels is
+    the core's bound of the pair term by term, and the curve is at least that expression at every
+    ε ≥ 0 (docs/theory.md, "Every-ε curve of a multi-level bound by enumeration") — no lowering η,
+    and at few users far cheaper than the batched pair curve. None when it does not apply (an
+    infinite ratio, β = 0, more than ``SMALL_USERS_CURVE_MAX_USERS`` users)."""
+    if n > SMALL_USERS_CURVE_MAX_USERS or not (math.isfinite(vr.p) and vr.beta > 0.0
+                                               and vr.alpha > 0.0):
+        return None
+    return count_vectors_curve(PrivacyLossLevels.of_variation_ratio(vr), n)
 
 
 @attr.s(frozen=True, slots=True, auto_attribs=True)
