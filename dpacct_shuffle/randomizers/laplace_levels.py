@@ -57,7 +57,7 @@ the shuffled output is D-DP); each knot's value is replaced by the smallest valu
 before it (non-increasing), and between knots δ is read on the chord, in x, of those upper values
 (x of the knots rounded up, the queried x down, the chord raised by a relative ``_CHORD_MARGIN``).
 The knots are found by bisection in ε until the value drops by at most ``CURVE_DROP`` across a
-cell or falls below ``CURVE_FLOOR``; soundness never depends on these choices.
+cell or falls below ``CURVE_FLOOR``, and no further once it stops decreasing; soundness never depends on these choices.
 """
 
 from __future__ import annotations
@@ -168,15 +168,23 @@ def _curve_knots(distance: float, n: int) -> tuple[np.ndarray, np.ndarray]:
             values[eps] = _laplace_delta(distance, eps, n)
         return values[eps]
 
+    # cells left to right (a stack whose top is the leftmost cell); ``best`` is the running
+    # minimum of the values at the knots left of the current cell
     cells = [(distance * j / CURVE_START_KNOTS, distance * (j + 1) / CURVE_START_KNOTS)
-             for j in range(CURVE_START_KNOTS)]
+             for j in reversed(range(CURVE_START_KNOTS))]
+    best = math.inf
     while cells:
         low, high = cells.pop()
-        left, right = at(low), at(high)
+        left, right = min(at(low), best), at(high)
+        if right > 0.0 and right >= left:
+            break  # the point bound no longer decreases (its float floor): no further knots
         if (left > CURVE_FLOOR and left > CURVE_DROP * right
                 and high - low > _MIN_CELL * max(high, 1e-3)):
             middle = 0.5 * (low + high)
-            cells += [(low, middle), (middle, high)]
+            cells += [(middle, high), (low, middle)]
+        else:
+            best = left
+    values[distance] = 0.0  # the shuffled output is D-DP
     epsilons = np.array(sorted(values))
     deltas = np.minimum.accumulate(np.array([values[float(e)] for e in epsilons]))
     knots = np.exp(epsilons) * (1.0 + 4.0 * _U)
