@@ -57,7 +57,8 @@ the shuffled output is D-DP); each knot's value is replaced by the smallest valu
 before it (non-increasing), and between knots δ is read on the chord, in x, of those upper values
 (x of the knots rounded up, the queried x down, the chord raised by a relative ``_CHORD_MARGIN``).
 The knots are found by bisection in ε until the value drops by at most ``CURVE_DROP`` across a
-cell or falls below ``CURVE_FLOOR``, and no further once it stops decreasing; soundness never depends on these choices.
+cell or falls below ``CURVE_FLOOR`` (the last cell, towards δ(D) = 0, down to a width D/64), and
+no further once it stops decreasing; soundness never depends on these choices.
 """
 
 from __future__ import annotations
@@ -178,8 +179,8 @@ def _curve_knots(distance: float, n: int) -> tuple[np.ndarray, np.ndarray]:
         left, right = min(at(low), best), at(high)
         if right > 0.0 and right >= left:
             break  # the point bound no longer decreases (its float floor): no further knots
-        if (left > CURVE_FLOOR and left > CURVE_DROP * right
-                and high - low > _MIN_CELL * max(high, 1e-3)):
+        narrowest = distance / 64.0 if right == 0.0 else _MIN_CELL * max(high, 1e-3)
+        if left > CURVE_FLOOR and left > CURVE_DROP * right and high - low > narrowest:
             middle = 0.5 * (low + high)
             cells += [(middle, high), (low, middle)]
         else:
