@@ -184,7 +184,7 @@ def laplace_round_1e3() -> Callable[[], str]:
     return _epsilon_of([ShuffleEvent(rz.laplace(4.0), 1000)])
 
 
-@row("one shuffled Laplace round (ε0 = 4 on [0, 1], n = 10⁴), PLD + ε", "> 20", "1")
+@row("one shuffled Laplace round (ε0 = 4 on [0, 1], n = 10⁴), PLD + ε", "> 80", "1")
 def laplace_round_1e4() -> Callable[[], str]:
     from dpacct_shuffle import randomizers as rz
     from dpacct_shuffle.events import ShuffleEvent
