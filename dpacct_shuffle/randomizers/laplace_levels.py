@@ -55,7 +55,8 @@ D_x(P‖Q) = sup_S P(S) − x·Q(S), convex and non-increasing in x = e^ε (the 
 chords" in docs/theory.md). The point bound is evaluated at knots 0 = ε_0 < … < ε_K = D (δ(D) = 0:
 the shuffled output is D-DP); each knot's value is replaced by the smallest value at a knot at or
 before it (non-increasing), and between knots δ is read on the chord, in x, of those upper values
-(x of the knots rounded up, the queried x down, the chord raised by a relative ``_CHORD_MARGIN``).
+(x of the knots rounded up, the queried x down, the chord raised by a relative ``_CHORD_MARGIN``);
+the knots' lattice sums coarsen their partial laws to ``CURVE_PARTIAL_CELLS`` entries.
 The knots are found by bisection in ε until the value drops by at most ``CURVE_DROP`` across a
 cell or falls below ``CURVE_FLOOR`` (the last cell, towards δ(D) = 0, down to a width D/64), and
 no further once it stops decreasing; soundness never depends on these choices.
@@ -97,6 +98,8 @@ CURVE_DROP = 2.0
 CURVE_FLOOR = 1e-18
 _MIN_CELL = 1e-6
 _CHORD_MARGIN = 1e-9
+# the curve's knots are evaluated with partial laws coarsened to this many lattice entries
+CURVE_PARTIAL_CELLS = 4096
 
 
 @functools.lru_cache(maxsize=64)
@@ -147,13 +150,16 @@ def _spacing(distance: float, epsilon: float) -> float:
 
 
 @functools.lru_cache(maxsize=4096)
-def _laplace_delta(distance: float, epsilon: float, n: int) -> float:
+def _laplace_delta(distance: float, epsilon: float, n: int, max_length: int | None = None) -> float:
+    """The point bound; with ``max_length`` the lattice sum's partial laws are coarsened to that
+    many entries (:func:`~dpacct_shuffle.core.lattice_sum.positive_part_mean`, a convex-order
+    increase: still an upper bound)."""
     if epsilon >= distance:
         return 0.0
     values, masses = reference_atoms(distance, epsilon)
     spacing = _spacing(distance, epsilon)
     measure, offset = lattice_measure(values, masses, spacing)
-    bound = positive_part_mean(measure, offset, spacing, n)
+    bound = positive_part_mean(measure, offset, spacing, n, max_length=max_length)
     total_variation = ratio_up(-math.expm1(-distance / 2.0), 8)
     return min(bound, total_variation, 1.0)
 
@@ -166,7 +172,7 @@ def _curve_knots(distance: float, n: int) -> tuple[np.ndarray, np.ndarray]:
 
     def at(eps: float) -> float:
         if eps not in values:
-            values[eps] = _laplace_delta(distance, eps, n)
+            values[eps] = _laplace_delta(distance, eps, n, CURVE_PARTIAL_CELLS)
         return values[eps]
 
     # cells left to right (a stack whose top is the leftmost cell); ``best`` is the running
