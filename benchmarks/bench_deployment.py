@@ -185,6 +185,22 @@ def gaussian_round() -> Callable[[], str]:
     return _epsilon_of([ShuffleEvent(rz.gaussian(1.0), 1000)])
 
 
+@row("one shuffled Laplace round (ε0 = 4 on [0, 1], n = 10³), PLD + ε", "20.0", "1")
+def laplace_round_1e3() -> Callable[[], str]:
+    from dpacct_shuffle import randomizers as rz
+    from dpacct_shuffle.events import ShuffleEvent
+
+    return _epsilon_of([ShuffleEvent(rz.laplace(4.0), 1000)])
+
+
+@row("one shuffled Laplace round (ε0 = 4 on [0, 1], n = 10⁴), PLD + ε", "> 80", "1")
+def laplace_round_1e4() -> Callable[[], str]:
+    from dpacct_shuffle import randomizers as rz
+    from dpacct_shuffle.events import ShuffleEvent
+
+    return _epsilon_of([ShuffleEvent(rz.laplace(4.0), 10_000)])
+
+
 def _cold_epsilon(entry: str, n: int) -> Callable[[], str]:
     """The timed work of a cold ε row: ``entry``'s shuffled ε at :data:`DELTA` (scipy.stats,
     which the package imports on first use, is imported before the clock starts)."""

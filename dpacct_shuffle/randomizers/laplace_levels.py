@@ -48,6 +48,18 @@ quotients of a few floats; the knots are floats, so the cells are exact), and th
 a power of two (:func:`~dpacct_shuffle.core.lattice_sum.lattice_measure`). The bound is
 non-increasing in n (:mod:`dpacct_shuffle.core.multilevel`): above ``MAX_LATTICE_USERS`` it is
 evaluated at that many users.
+
+Every-ε curve (:meth:`LaplaceBlanketBound.curve_deltas`, docs/theory.md, "Every-ε curve of the
+Laplace bound"). The shuffled δ is a maximum of hockey-stick divergences
+D_x(P‖Q) = sup_S P(S) − x·Q(S), convex and non-increasing in x = e^ε (the argument of "Grid and
+chords" in docs/theory.md). The point bound is evaluated at knots 0 = ε_0 < … < ε_K = D (δ(D) = 0:
+the shuffled output is D-DP); each knot's value is replaced by the smallest value at a knot at or
+before it (non-increasing), and between knots δ is read on the chord, in x, of those upper values
+(x of the knots rounded up, the queried x down, the chord raised by a relative ``_CHORD_MARGIN``);
+the knots' lattice sums coarsen their partial laws to ``CURVE_PARTIAL_CELLS`` entries.
+The knots are found by bisection in ε until the value drops by at most ``CURVE_DROP`` across a
+cell or falls below ``CURVE_FLOOR`` (the last cell, towards δ(D) = 0, down to a width D/64), and
+no further once it stops decreasing; soundness never depends on these choices.
 """
 
 from __future__ import annotations
@@ -79,6 +91,15 @@ MAX_DISTANCE = 50.0
 _SEARCH_RTOL = 2e-4
 # an ε search is skipped when the bound cannot lower the entry's ε by this fraction
 SKIP_RTOL = 1e-3
+# the every-ε curve: initial knots, largest drop of δ across a cell, δ below which cells are not
+# split, smallest relative cell width, relative margin on the chord (float error of the reading)
+CURVE_START_KNOTS = 8
+CURVE_DROP = 2.0
+CURVE_FLOOR = 1e-18
+_MIN_CELL = 1e-6
+_CHORD_MARGIN = 1e-9
+# the curve's knots are evaluated with partial laws coarsened to this many lattice entries
+CURVE_PARTIAL_CELLS = 4096
 
 
 @functools.lru_cache(maxsize=64)
@@ -129,15 +150,53 @@ def _spacing(distance: float, epsilon: float) -> float:
 
 
 @functools.lru_cache(maxsize=4096)
-def _laplace_delta(distance: float, epsilon: float, n: int) -> float:
+def _laplace_delta(distance: float, epsilon: float, n: int, max_length: int | None = None) -> float:
+    """The point bound; with ``max_length`` the lattice sum's partial laws are coarsened to that
+    many entries (:func:`~dpacct_shuffle.core.lattice_sum.positive_part_mean`, a convex-order
+    increase: still an upper bound)."""
     if epsilon >= distance:
         return 0.0
     values, masses = reference_atoms(distance, epsilon)
     spacing = _spacing(distance, epsilon)
     measure, offset = lattice_measure(values, masses, spacing)
-    bound = positive_part_mean(measure, offset, spacing, n)
+    bound = positive_part_mean(measure, offset, spacing, n, max_length=max_length)
     total_variation = ratio_up(-math.expm1(-distance / 2.0), 8)
     return min(bound, total_variation, 1.0)
+
+
+@functools.lru_cache(maxsize=64)
+def _curve_knots(distance: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Knots x_k = e^{ε_k} (rounded up) and non-increasing upper values of δ at them, the last
+    knot at ε = D with δ = 0 (module docstring, "Every-ε curve")."""
+    values: dict[float, float] = {}
+
+    def at(eps: float) -> float:
+        if eps not in values:
+            values[eps] = _laplace_delta(distance, eps, n, CURVE_PARTIAL_CELLS)
+        return values[eps]
+
+    # cells left to right (a stack whose top is the leftmost cell); ``best`` is the running
+    # minimum of the values at the knots left of the current cell
+    cells = [(distance * j / CURVE_START_KNOTS, distance * (j + 1) / CURVE_START_KNOTS)
+             for j in reversed(range(CURVE_START_KNOTS))]
+    best = math.inf
+    while cells:
+        low, high = cells.pop()
+        left, right = min(at(low), best), at(high)
+        if right > 0.0 and right >= left:
+            break  # the point bound no longer decreases (its float floor): no further knots
+        narrowest = distance / 64.0 if right == 0.0 else _MIN_CELL * max(high, 1e-3)
+        if left > CURVE_FLOOR and left > CURVE_DROP * right and high - low > narrowest:
+            middle = 0.5 * (low + high)
+            cells += [(middle, high), (low, middle)]
+        else:
+            best = left
+    values[distance] = 0.0  # the shuffled output is D-DP
+    epsilons = np.array(sorted(values))
+    deltas = np.minimum.accumulate(np.array([values[float(e)] for e in epsilons]))
+    knots = np.exp(epsilons) * (1.0 + 4.0 * _U)
+    knots[0] = 1.0
+    return knots, deltas
 
 
 class LaplaceBlanketBound(PairBound):
@@ -160,6 +219,22 @@ class LaplaceBlanketBound(PairBound):
         if users > MAX_LATTICE_USERS:
             return min(1.0, self.total_variation)
         return _laplace_delta(self.distance, eps, users)
+
+    def curve_deltas(self, epsilons: np.ndarray, n: int, lowering: float) -> np.ndarray:
+        """Upper bounds on δ at every ε of ``epsilons`` from one every-ε curve for n users (chords
+        of the point bound at knots, module docstring "Every-ε curve"; ``lowering`` unused);
+        above ``MAX_LATTICE_USERS`` users the total variation, as :meth:`delta`."""
+        users = check_num_users(n)
+        eps = np.asarray(epsilons, dtype=np.float64)
+        if users > MAX_LATTICE_USERS:
+            return np.full(eps.shape, min(1.0, self.total_variation))
+        knots, deltas = _curve_knots(self.distance, users)
+        query = np.exp(np.maximum(eps, 0.0)) * (1.0 - 4.0 * _U)
+        chord = np.interp(query, knots, deltas, left=float(deltas[0]), right=0.0)
+        out: np.ndarray = np.minimum(chord * (1.0 + _CHORD_MARGIN), 1.0)
+        out[eps < 0.0] = 1.0
+        out[eps >= self.distance] = 0.0
+        return out
 
     def epsilon(self, delta: float, n: int, guess: float | None = None) -> float:
         """Smallest ε (relative 2·10⁻⁴, secant search of the core) with a certified δ(ε) ≤
