@@ -663,15 +663,10 @@ def test_accountant_two_rounds_above_exact_composition(case: tuple) -> None:
             assert value >= exact - error, f"{randomizer!r} n={n} eps={eps}: {value} < {exact}"
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "poisson_sampled_profile(binary_rr(1.5), 3, 1.0, neighboring_relation=ADD_OR_REMOVE_ONE) "
-    "raises 'q and q1 too small for p and beta: clone rates r0 + r1 = 1.22 exceed 1' "
-    "(sampling/parameters.py add_remove_variation_ratios builds VariationRatio(inf, 1, q, q1=1, "
-    "neutral_share=0) at gamma = 1); gamma = 1 is in the documented range [0, 1] and the exact "
-    "add/remove delta is 1 (the report count reveals presence); krr(1.0, 3) likewise"))
 def test_add_remove_at_sampling_probability_one() -> None:
+    """γ = 1 under add/remove-one: the report count reveals presence, the exact δ is 1."""
     exact = sampled_add_remove(krr_matrix(1.5, 2), 3, 1.0, 0.1)
     assert exact.lower == 1.0
-    value = poisson_sampled_profile(rz.binary_rr(1.5), 3, 1.0,
-                                    neighboring_relation=ADD_REMOVE).delta(0.1)
-    assert value >= exact.lower
+    for randomizer in (rz.binary_rr(1.5), rz.krr(1.0, 3)):
+        profile = poisson_sampled_profile(randomizer, 3, 1.0, neighboring_relation=ADD_REMOVE)
+        assert profile.delta(0.1) == 1.0 and profile.delta(20.0) == 1.0

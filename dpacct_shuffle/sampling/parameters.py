@@ -138,8 +138,9 @@ def add_remove_variation_ratios(randomizer: RandomizerDescription,
         return (VariationRatio(math.inf, 0.0, q),)
     g_up = _gamma_up(gamma)
     silent = 1.0 - g_up
-    if silent <= 0.0:  # everyone always sends: presence is visible
-        return (VariationRatio(math.inf, 1.0, q, q1=1.0, neutral_share=0.0),)
+    if silent <= 0.0:
+        raise ValueError("add/remove-one with sampling_probability rounded up to 1 has no "
+                         "VariationRatio: the number of reports reveals presence (delta = 1)")
     candidates: dict[VariationRatio, None] = {}
     for t in _PRESENCE_SPLITS:
         r1 = min(g_up, t * silent)
@@ -158,12 +159,16 @@ def _presence_deltas(randomizer: RandomizerDescription, gamma: float, users: int
     (q, γ_up, N) for every ε; docs/theory.md, "Presence pairs at every ε"), which is never looser
     than the split pairs of :func:`add_remove_variation_ratios` (forgetting which ⊥ labels they
     call Q1 maps their count law onto the merged one) and gives absent‖present = 0 for
-    ε ≥ −ln(1 − γ) by itself. γ = 0 (nobody reports) and γ_up = 1 (presence visible) are the
-    core's bounds of :func:`add_remove_variation_ratios`. For the catalog ``binary_rr`` entry the
+    ε ≥ −ln(1 − γ) by itself. γ = 0 (nobody reports) is the core's bound of
+    :func:`add_remove_variation_ratios`; γ_up = 1 gives δ = 1 (the number of reports reveals
+    presence: with the victim, N reports; without, N − 1). For the catalog ``binary_rr`` entry the
     exact sampled profile, where tractable, is also evaluated and the smaller value kept.
     """
-    vrs = add_remove_variation_ratios(randomizer, gamma)
     g_up = _gamma_up(gamma)
+    if g_up >= 1.0:
+        # every user always reports: the number of reports reveals presence, δ = 1 at every ε
+        return (lambda epsilon: 1.0), (lambda epsilons: np.ones(len(epsilons)))
+    vrs = add_remove_variation_ratios(randomizer, gamma)
     if 0.0 < g_up < 1.0:
         curves = presence_curves(vrs[0].q0, g_up, users, lowering)
         curve_delta: Callable[[float], float] = curves.delta
