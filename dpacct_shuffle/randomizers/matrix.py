@@ -354,7 +354,7 @@ def _restricted_set_levels(mu0: np.ndarray, mu1: np.ndarray, others: np.ndarray,
 
 
 def matrix_lower_bound(matrix: np.ndarray, n: int, max_configurations: int = 4,
-                       max_levels: int = 3) -> InstanceLowerBound:
+                       max_levels: int = 3) -> InstanceLowerBound | None:
     """Certified lower bound: trinomial projections of the pair (x⁰, x¹) with the largest β (exact.py).
 
     Configurations: all others holding the same input c, for every input if the matrix has at most
@@ -370,6 +370,9 @@ def matrix_lower_bound(matrix: np.ndarray, n: int, max_configurations: int = 4,
     to the victim) removes noise the victim's message hides in: for unary encodings, others at a
     third value y, it selects bit y = 0 (RAPPOR ε0 = 4, d = 5, n = 1e4, δ = 1e-8: lower ε from
     0.344 to 0.418, as the closed-form third-bit projection of the catalog).
+
+    None when no projection separates the pair (its rows differ only below the 1e-9 relative
+    threshold, e.g. by a subnormal entry): the reported lower bound is then 0.
     """
     d = matrix.shape[0]
     best, best_pair = -1.0, (0, 1)
@@ -417,6 +420,8 @@ def matrix_lower_bound(matrix: np.ndarray, n: int, max_configurations: int = 4,
                                        f"pair ({i}, {j}), others all holding input {c}{label}"))
     pairs = [trinomial_projection(n, v0, v1, other, description)
              for v0, v1, other, description in instances.values()]
+    if not pairs:
+        return None
     return InstanceLowerBound(pairs, "finite matrix: trinomial projections of explicit configurations")
 
 

@@ -47,8 +47,9 @@ COARSEST_LOWERING = 5e-4
 
 
 def pair_levels(matrix: np.ndarray, blanket: np.ndarray, i: int, j: int) -> PrivacyLossLevels | None:
-    """Levels of the victim pair (rows i, j) against ``blanket`` (None: identical rows, or an
-    output of the pair outside the blanket's support)."""
+    """Levels of the victim pair (rows i, j) against ``blanket`` (None: identical rows, an
+    output of the pair outside the blanket's support, or a ratio beyond the float range — a
+    subnormal blanket mass)."""
     mu0, mu1 = matrix[i], matrix[j]
     if np.array_equal(mu0, mu1):
         return None
@@ -56,7 +57,10 @@ def pair_levels(matrix: np.ndarray, blanket: np.ndarray, i: int, j: int) -> Priv
     if np.any(blanket[support] <= 0.0):
         return None
     m = blanket[support]
-    ratios = np.stack([mu0[support] / m, mu1[support] / m], axis=1)
+    with np.errstate(over="ignore"):
+        ratios = np.stack([mu0[support] / m, mu1[support] / m], axis=1)
+    if not np.all(np.isfinite(ratios)):
+        return None
     unique, inverse = np.unique(ratios, axis=0, return_inverse=True)
     inverse = inverse.ravel()
     masses = [math.fsum(m[inverse == t].tolist()) for t in range(unique.shape[0])]
