@@ -60,7 +60,7 @@ from dpacct_shuffle.core.cellwise import cellwise_directional_bracket
 from dpacct_shuffle.core.numerics import directional_bracket
 from dpacct_shuffle.core.problem import Bracket, DirectionalProblem
 from dpacct_shuffle.core.rounding import ratio_down, ratio_up, step_down, step_up
-from dpacct_shuffle.core.search import bisect, epsilon_search
+from dpacct_shuffle.core.search import bisect, epsilon_search, expand_bracket
 from dpacct_shuffle.core.tails import chernoff_log_upper
 from dpacct_shuffle.core.validation import (
     check_delta,
@@ -83,6 +83,9 @@ _SEARCH_RTOL = DELTA_RTOL
 _MAX_EVALUATED_EPSILON = 300.0
 # clone rates below this are treated as underflow (bound by β instead)
 _TINY_RATE = 1e-290
+# ε searches at δ at most this with at least this many evaluated users use the Chernoff ε
+_CHERNOFF_SEARCH_MAX_DELTA = 1e-15
+_CHERNOFF_SEARCH_USERS = 10**8
 # δ bounds this small are reported without relative refinement (see _delta_bracket)
 _NEGLIGIBLE_DELTA = 1e-300
 # (p, β, q0, q1, neutral share, neutral weight): the identity of a VariationRatio (equality, hash)
@@ -440,6 +443,7 @@ def refined_bracket(problems: Sequence[DirectionalProblem], total_variation: flo
     chernoff = max(chernoff_log_upper(problem) for problem in problems)
     if chernoff < math.log(max(stop_below, 1e-308)):
         return Bracket(0.0, max(math.exp(chernoff), 5e-324))
+    chernoff_upper = max(math.exp(chernoff), 5e-324)  # ln bound carries a 1e-9 margin: covers exp
     shift_tol = 0.1 * rtol
     lower = upper = 0.0
     for _ in range(12):
@@ -461,7 +465,9 @@ def refined_bracket(problems: Sequence[DirectionalProblem], total_variation: flo
             shift_tol *= 0.5
         else:
             break
-    return Bracket(lower, upper)
+    # the Chernoff bound is an upper bound as well (the ε search at tiny δ relies on it)
+    upper = min(upper, chernoff_upper)
+    return Bracket(min(lower, upper), upper)
 
 
 def _gaussian_epsilon(mu: float, delta: float) -> float:
@@ -489,10 +495,40 @@ def _initial_guess(vr: VariationRatio, delta: float, n: int) -> float:
     return max(guess, 1e-9)
 
 
+def _chernoff_epsilon(vr: VariationRatio, delta: float, n: int, rtol: float) -> float:
+    """Smallest ε (relative tolerance rtol, the feasible end) with the Chernoff bound of every
+    direction ≤ delta: max over directions of :func:`~dpacct_shuffle.core.tails.chernoff_log_upper`
+    at ε is ≤ ln delta. Certified: :func:`refined_bracket` caps its upper end by the same Chernoff
+    bound, so ``delta(ε, n) ≤ delta`` holds at the returned ε. At most ``vr.epsilon0`` (δ = 0 there).
+    """
+    log_target = math.log(delta)
+
+    def holds(eps: float) -> bool:
+        problems = _directional_problems(vr, min(eps, _MAX_EVALUATED_EPSILON), n)
+        return (_finite_coefficients(problems)
+                and max(chernoff_log_upper(problem) for problem in problems) <= log_target)
+
+    cap = vr.epsilon0 if math.isfinite(vr.epsilon0) else _MAX_EVALUATED_EPSILON
+    bracket = expand_bracket(lambda eps: not holds(eps), 0.0, min(1e-12, cap), ceiling=cap)
+    if bracket is None:  # the Chernoff bound does not reach delta below ε0: δ(ε0) = 0
+        return cap
+    infeasible, feasible = bracket
+    return bisect(holds, feasible, infeasible, rtol=rtol)
+
+
 def _epsilon_search(vr: VariationRatio, delta: float, n: int, rtol: float) -> float:
     """Smallest ε (relative tolerance rtol) with the certified δ_upper(ε) ≤ delta (see
-    :func:`~dpacct_shuffle.core.search.epsilon_search`; the bound is evaluated at the public ``delta_interval``'s bracket)."""
+    :func:`~dpacct_shuffle.core.search.epsilon_search`; the bound is evaluated at the public ``delta_interval``'s bracket).
+
+    Tiny δ at huge n (``delta ≤ _CHERNOFF_SEARCH_MAX_DELTA``, at least ``_CHERNOFF_SEARCH_USERS``
+    evaluated users): every evaluation of the banded bound truncates far into the tails of millions
+    of C values (seconds each), so the answer is the Chernoff ε (:func:`_chernoff_epsilon`), a
+    certified upper bound a few percent above the banded one (the Chernoff bound loses only a
+    polynomial factor, small against ln(1/δ)).
+    """
     n_eval = min(n, MAX_EVALUATED_USERS)
+    if delta < vr.beta and delta <= _CHERNOFF_SEARCH_MAX_DELTA and n_eval >= _CHERNOFF_SEARCH_USERS:
+        return _chernoff_epsilon(vr, delta, n_eval, rtol)
     return epsilon_search(lambda eps: _delta_bracket(vr, eps, n_eval, _SEARCH_RTOL).upper,
                           delta, vr.beta, vr.epsilon0, _initial_guess(vr, delta, n), rtol)
 
