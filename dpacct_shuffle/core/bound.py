@@ -60,8 +60,8 @@ from dpacct_shuffle.core.cellwise import cellwise_directional_bracket
 from dpacct_shuffle.core.numerics import directional_bracket
 from dpacct_shuffle.core.problem import Bracket, DirectionalProblem
 from dpacct_shuffle.core.rounding import ratio_down, ratio_up, step_down, step_up
-from dpacct_shuffle.core.search import bisect, epsilon_search, expand_bracket
-from dpacct_shuffle.core.tails import chernoff_log_upper
+from dpacct_shuffle.core.search import bisect, epsilon_search
+from dpacct_shuffle.core.tails import chernoff_epsilon, chernoff_log_upper
 from dpacct_shuffle.core.validation import (
     check_delta,
     check_epsilon,
@@ -84,8 +84,8 @@ _MAX_EVALUATED_EPSILON = 300.0
 # clone rates below this are treated as underflow (bound by β instead)
 _TINY_RATE = 1e-290
 # ε searches at δ at most this with at least this many evaluated users use the Chernoff ε
-_CHERNOFF_SEARCH_MAX_DELTA = 1e-15
-_CHERNOFF_SEARCH_USERS = 10**8
+CHERNOFF_SEARCH_MAX_DELTA = 1e-15
+CHERNOFF_SEARCH_USERS = 10**8
 # δ bounds this small are reported without relative refinement (see _delta_bracket)
 _NEGLIGIBLE_DELTA = 1e-300
 # (p, β, q0, q1, neutral share, neutral weight): the identity of a VariationRatio (equality, hash)
@@ -496,38 +496,26 @@ def _initial_guess(vr: VariationRatio, delta: float, n: int) -> float:
 
 
 def _chernoff_epsilon(vr: VariationRatio, delta: float, n: int, rtol: float) -> float:
-    """Smallest ε (relative tolerance rtol, the feasible end) with the Chernoff bound of every
-    direction ≤ delta: max over directions of :func:`~dpacct_shuffle.core.tails.chernoff_log_upper`
-    at ε is ≤ ln delta. Certified: :func:`refined_bracket` caps its upper end by the same Chernoff
-    bound, so ``delta(ε, n) ≤ delta`` holds at the returned ε. At most ``vr.epsilon0`` (δ = 0 there).
-    """
-    log_target = math.log(delta)
-
-    def holds(eps: float) -> bool:
-        problems = _directional_problems(vr, min(eps, _MAX_EVALUATED_EPSILON), n)
-        return (_finite_coefficients(problems)
-                and max(chernoff_log_upper(problem) for problem in problems) <= log_target)
-
+    """The Chernoff ε of the pair (:func:`~dpacct_shuffle.core.tails.chernoff_epsilon` over both
+    directions), at most ``vr.epsilon0`` (δ = 0 there). Certified: :func:`refined_bracket` caps its
+    upper end by the same Chernoff bound, so ``delta(ε, n) ≤ delta`` holds at the returned ε."""
     cap = vr.epsilon0 if math.isfinite(vr.epsilon0) else _MAX_EVALUATED_EPSILON
-    bracket = expand_bracket(lambda eps: not holds(eps), 0.0, min(1e-12, cap), ceiling=cap)
-    if bracket is None:  # the Chernoff bound does not reach delta below ε0: δ(ε0) = 0
-        return cap
-    infeasible, feasible = bracket
-    return bisect(holds, feasible, infeasible, rtol=rtol)
+    return chernoff_epsilon(
+        lambda eps: _directional_problems(vr, min(eps, _MAX_EVALUATED_EPSILON), n), delta, cap, rtol)
 
 
 def _epsilon_search(vr: VariationRatio, delta: float, n: int, rtol: float) -> float:
     """Smallest ε (relative tolerance rtol) with the certified δ_upper(ε) ≤ delta (see
     :func:`~dpacct_shuffle.core.search.epsilon_search`; the bound is evaluated at the public ``delta_interval``'s bracket).
 
-    Tiny δ at huge n (``delta ≤ _CHERNOFF_SEARCH_MAX_DELTA``, at least ``_CHERNOFF_SEARCH_USERS``
+    Tiny δ at huge n (``delta ≤ CHERNOFF_SEARCH_MAX_DELTA``, at least ``CHERNOFF_SEARCH_USERS``
     evaluated users): every evaluation of the banded bound truncates far into the tails of millions
     of C values (seconds each), so the answer is the Chernoff ε (:func:`_chernoff_epsilon`), a
     certified upper bound a few percent above the banded one (the Chernoff bound loses only a
     polynomial factor, small against ln(1/δ)).
     """
     n_eval = min(n, MAX_EVALUATED_USERS)
-    if delta < vr.beta and delta <= _CHERNOFF_SEARCH_MAX_DELTA and n_eval >= _CHERNOFF_SEARCH_USERS:
+    if delta < vr.beta and delta <= CHERNOFF_SEARCH_MAX_DELTA and n_eval >= CHERNOFF_SEARCH_USERS:
         return _chernoff_epsilon(vr, delta, n_eval, rtol)
     return epsilon_search(lambda eps: _delta_bracket(vr, eps, n_eval, _SEARCH_RTOL).upper,
                           delta, vr.beta, vr.epsilon0, _initial_guess(vr, delta, n), rtol)
