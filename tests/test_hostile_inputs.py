@@ -356,3 +356,13 @@ def test_tiny_delta_chernoff_epsilon_is_close_to_the_banded_search() -> None:
     is sound (above it) and within 5%."""
     eps = randomizers.krr(1.0, 4).shuffled(10**12).epsilon(1e-20)
     assert 7.807e-5 <= eps <= 1.05 * 7.807e-5
+
+
+@pytest.mark.parametrize("delta", [1e-15, 1e-300, 5e-324])
+def test_tiny_delta_of_a_multilevel_entry_at_a_trillion_users(delta: float) -> None:
+    """Hadamard response at 10¹² users and tiny δ: a finite ε ≤ ε0 with delta(ε) ≤ δ."""
+    shuffled = randomizers.hadamard_response(1.0, 64).shuffled(10**12)
+    eps = shuffled.epsilon(delta)
+    assert 0.0 < eps <= 1.0
+    if delta <= 1e-300:  # larger δ: delta(ε) evaluates the banded bound (seconds)
+        assert shuffled.delta(eps) <= delta
