@@ -497,11 +497,11 @@ def _initial_guess(vr: VariationRatio, delta: float, n: int) -> float:
 
 def _chernoff_epsilon(vr: VariationRatio, delta: float, n: int, rtol: float) -> float:
     """The Chernoff ε of the pair (:func:`~dpacct_shuffle.core.tails.chernoff_epsilon` over both
-    directions), at most ``vr.epsilon0`` (δ = 0 there). Certified: :func:`refined_bracket` caps its
+    directions), at most ``vr.epsilon0`` (finite: δ = 0 there). Certified: :func:`refined_bracket` caps its
     upper end by the same Chernoff bound, so ``delta(ε, n) ≤ delta`` holds at the returned ε."""
-    cap = vr.epsilon0 if math.isfinite(vr.epsilon0) else _MAX_EVALUATED_EPSILON
     return chernoff_epsilon(
-        lambda eps: _directional_problems(vr, min(eps, _MAX_EVALUATED_EPSILON), n), delta, cap, rtol)
+        lambda eps: _directional_problems(vr, min(eps, _MAX_EVALUATED_EPSILON), n), delta,
+        vr.epsilon0, rtol)
 
 
 def _epsilon_search(vr: VariationRatio, delta: float, n: int, rtol: float) -> float:
@@ -515,7 +515,8 @@ def _epsilon_search(vr: VariationRatio, delta: float, n: int, rtol: float) -> fl
     polynomial factor, small against ln(1/δ)).
     """
     n_eval = min(n, MAX_EVALUATED_USERS)
-    if delta < vr.beta and delta <= CHERNOFF_SEARCH_MAX_DELTA and n_eval >= CHERNOFF_SEARCH_USERS:
+    if (delta < vr.beta and delta <= CHERNOFF_SEARCH_MAX_DELTA and n_eval >= CHERNOFF_SEARCH_USERS
+            and math.isfinite(vr.epsilon0)):  # δ = 0 certified at ε0, the Chernoff search's cap
         return _chernoff_epsilon(vr, delta, n_eval, rtol)
     return epsilon_search(lambda eps: _delta_bracket(vr, eps, n_eval, _SEARCH_RTOL).upper,
                           delta, vr.beta, vr.epsilon0, _initial_guess(vr, delta, n), rtol)

@@ -210,12 +210,11 @@ class PrivacyLossLevels:
         start = self._initial_guess(target, users) if guess is None else check_range(
             "guess", guess, 0.0, math.inf, low_open=True, high_open=True)
         if (target < self.total_variation and target <= CHERNOFF_SEARCH_MAX_DELTA
-                and users >= CHERNOFF_SEARCH_USERS):
+                and users >= CHERNOFF_SEARCH_USERS and math.isfinite(self.epsilon0)):
             # tiny δ at huge n: the Chernoff ε of the convex-order problems, certified by the
             # cap of :func:`_levels_bracket` (as for VariationRatio.epsilon)
-            cap = self.epsilon0 if math.isfinite(self.epsilon0) else _MAX_EVALUATED_EPSILON
-            return chernoff_epsilon(lambda eps: _chernoff_problems(self, eps, users), target, cap,
-                                    tolerance)
+            return chernoff_epsilon(lambda eps: _chernoff_problems(self, eps, users), target,
+                                    self.epsilon0, tolerance)
         return epsilon_search(lambda eps: _levels_bracket(self, eps, users, _SEARCH_RTOL).upper,
                               target, self.total_variation, self.epsilon0, start, tolerance)
 

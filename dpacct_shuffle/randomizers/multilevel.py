@@ -200,7 +200,9 @@ class MultiLevelBound(PairBound):
         if not self.level_sets:
             return math.inf
         if not 0.0 < current < math.inf or (delta <= CHERNOFF_SEARCH_MAX_DELTA
-                                             and n >= CHERNOFF_SEARCH_USERS):
+                                             and n >= CHERNOFF_SEARCH_USERS and all(
+                                                 math.isfinite(levels.epsilon0)
+                                                 for levels in self.level_sets)):
             return self.epsilon(delta, n)  # tiny δ at huge n: the search is one Chernoff bisection
         if self.delta((1.0 - SKIP_RTOL) * current, n) > delta:
             return current
