@@ -132,6 +132,19 @@ def rappor_365_rounds() -> Callable[[], str]:
     return _epsilon_of([event])
 
 
+@row("ε of k-RR(ε0 = 1, d = 4) at δ = 1e-20 and 1e-300, Hadamard response(1, 64) at δ = 1e-15, "
+     "n = 10¹²", "> 60", "1")
+def tiny_delta_huge_n() -> Callable[[], str]:
+    from dpacct_shuffle import randomizers as rz
+
+    def work() -> str:
+        shuffled = rz.krr(1.0, 4).shuffled(10**12)
+        hadamard = rz.hadamard_response(1.0, 64).shuffled(10**12)
+        return (f"{shuffled.epsilon(1e-20):.4g}, {shuffled.epsilon(1e-300):.4g}, "
+                f"{hadamard.epsilon(1e-15):.4g}")
+    return work
+
+
 @row("one Poisson round (γ = 0.01) of a 3×3 `from_matrix` randomizer (N = 10⁴)", "> 280", "1")
 def matrix_poisson_round() -> Callable[[], str]:
     from dp_accounting import dp_event

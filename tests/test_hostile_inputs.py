@@ -338,3 +338,31 @@ def test_round_whose_finite_losses_all_fall_in_the_truncated_tail() -> None:
     point = randomizer.shuffled(10**5).epsilon(1e-6)
     assert 290.0 < point < 300.0
     assert accountant.get_epsilon(1e-6) >= point
+
+
+@pytest.mark.parametrize(("epsilon0", "delta"), [
+    pytest.param(1.0, 1e-20, marks=pytest.mark.thorough),  # delta(ε) evaluates the banded bound
+    (1e-6, 1e-300), (1.0, 5e-324), (4.0, 1e-15)])
+def test_tiny_delta_at_a_trillion_users_is_certified(epsilon0: float, delta: float) -> None:
+    """The ε search at tiny δ and huge n answers with the Chernoff ε: delta(ε) ≤ δ and ε ≤ ε0."""
+    shuffled = randomizers.krr(epsilon0, 4).shuffled(10**12)
+    eps = shuffled.epsilon(delta)
+    assert 0.0 < eps <= epsilon0
+    assert shuffled.delta(eps) <= delta
+
+
+def test_tiny_delta_chernoff_epsilon_is_close_to_the_banded_search() -> None:
+    """k-RR(1, 4) at 10¹² users, δ = 1e-20: the banded search gives ε = 7.807e-5; the Chernoff ε
+    is sound (above it) and within 5%."""
+    eps = randomizers.krr(1.0, 4).shuffled(10**12).epsilon(1e-20)
+    assert 7.807e-5 <= eps <= 1.05 * 7.807e-5
+
+
+@pytest.mark.parametrize("delta", [1e-15, 1e-300, 5e-324])
+def test_tiny_delta_of_a_multilevel_entry_at_a_trillion_users(delta: float) -> None:
+    """Hadamard response at 10¹² users and tiny δ: a finite ε ≤ ε0 with delta(ε) ≤ δ."""
+    shuffled = randomizers.hadamard_response(1.0, 64).shuffled(10**12)
+    eps = shuffled.epsilon(delta)
+    assert 0.0 < eps <= 1.0
+    if delta <= 1e-300:  # larger δ: delta(ε) evaluates the banded bound (seconds)
+        assert shuffled.delta(eps) <= delta

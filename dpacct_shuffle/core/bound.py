@@ -61,7 +61,7 @@ from dpacct_shuffle.core.numerics import directional_bracket
 from dpacct_shuffle.core.problem import Bracket, DirectionalProblem
 from dpacct_shuffle.core.rounding import ratio_down, ratio_up, step_down, step_up
 from dpacct_shuffle.core.search import bisect, epsilon_search
-from dpacct_shuffle.core.tails import chernoff_log_upper
+from dpacct_shuffle.core.tails import chernoff_epsilon, chernoff_log_upper
 from dpacct_shuffle.core.validation import (
     check_delta,
     check_epsilon,
@@ -83,6 +83,9 @@ _SEARCH_RTOL = DELTA_RTOL
 _MAX_EVALUATED_EPSILON = 300.0
 # clone rates below this are treated as underflow (bound by β instead)
 _TINY_RATE = 1e-290
+# ε searches at δ at most this with at least this many evaluated users use the Chernoff ε
+CHERNOFF_SEARCH_MAX_DELTA = 1e-15
+CHERNOFF_SEARCH_USERS = 10**8
 # δ bounds this small are reported without relative refinement (see _delta_bracket)
 _NEGLIGIBLE_DELTA = 1e-300
 # (p, β, q0, q1, neutral share, neutral weight): the identity of a VariationRatio (equality, hash)
@@ -440,6 +443,7 @@ def refined_bracket(problems: Sequence[DirectionalProblem], total_variation: flo
     chernoff = max(chernoff_log_upper(problem) for problem in problems)
     if chernoff < math.log(max(stop_below, 1e-308)):
         return Bracket(0.0, max(math.exp(chernoff), 5e-324))
+    chernoff_upper = max(math.exp(chernoff), 5e-324)  # ln bound carries a 1e-9 margin: covers exp
     shift_tol = 0.1 * rtol
     lower = upper = 0.0
     for _ in range(12):
@@ -461,7 +465,9 @@ def refined_bracket(problems: Sequence[DirectionalProblem], total_variation: flo
             shift_tol *= 0.5
         else:
             break
-    return Bracket(lower, upper)
+    # the Chernoff bound is an upper bound as well (the ε search at tiny δ relies on it)
+    upper = min(upper, chernoff_upper)
+    return Bracket(min(lower, upper), upper)
 
 
 def _gaussian_epsilon(mu: float, delta: float) -> float:
@@ -489,10 +495,29 @@ def _initial_guess(vr: VariationRatio, delta: float, n: int) -> float:
     return max(guess, 1e-9)
 
 
+def _chernoff_epsilon(vr: VariationRatio, delta: float, n: int, rtol: float) -> float:
+    """The Chernoff ε of the pair (:func:`~dpacct_shuffle.core.tails.chernoff_epsilon` over both
+    directions), at most ``vr.epsilon0`` (finite: δ = 0 there). Certified: :func:`refined_bracket` caps its
+    upper end by the same Chernoff bound, so ``delta(ε, n) ≤ delta`` holds at the returned ε."""
+    return chernoff_epsilon(
+        lambda eps: _directional_problems(vr, min(eps, _MAX_EVALUATED_EPSILON), n), delta,
+        vr.epsilon0, rtol)
+
+
 def _epsilon_search(vr: VariationRatio, delta: float, n: int, rtol: float) -> float:
     """Smallest ε (relative tolerance rtol) with the certified δ_upper(ε) ≤ delta (see
-    :func:`~dpacct_shuffle.core.search.epsilon_search`; the bound is evaluated at the public ``delta_interval``'s bracket)."""
+    :func:`~dpacct_shuffle.core.search.epsilon_search`; the bound is evaluated at the public ``delta_interval``'s bracket).
+
+    Tiny δ at huge n (``delta ≤ CHERNOFF_SEARCH_MAX_DELTA``, at least ``CHERNOFF_SEARCH_USERS``
+    evaluated users): every evaluation of the banded bound truncates far into the tails of millions
+    of C values (seconds each), so the answer is the Chernoff ε (:func:`_chernoff_epsilon`), a
+    certified upper bound a few percent above the banded one (the Chernoff bound loses only a
+    polynomial factor, small against ln(1/δ)).
+    """
     n_eval = min(n, MAX_EVALUATED_USERS)
+    if (delta < vr.beta and delta <= CHERNOFF_SEARCH_MAX_DELTA and n_eval >= CHERNOFF_SEARCH_USERS
+            and math.isfinite(vr.epsilon0)):  # δ = 0 certified at ε0, the Chernoff search's cap
+        return _chernoff_epsilon(vr, delta, n_eval, rtol)
     return epsilon_search(lambda eps: _delta_bracket(vr, eps, n_eval, _SEARCH_RTOL).upper,
                           delta, vr.beta, vr.epsilon0, _initial_guess(vr, delta, n), rtol)
 

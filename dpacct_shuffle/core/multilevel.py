@@ -73,6 +73,8 @@ import numpy as np
 from scipy import special
 
 from dpacct_shuffle.core.bound import (
+    CHERNOFF_SEARCH_MAX_DELTA,
+    CHERNOFF_SEARCH_USERS,
     MAX_EVALUATED_USERS,
     _gaussian_epsilon,
     refined_bracket,
@@ -80,7 +82,7 @@ from dpacct_shuffle.core.bound import (
 from dpacct_shuffle.core.inner_expectation import inner_expectation
 from dpacct_shuffle.core.numerics import directional_bracket
 from dpacct_shuffle.core.problem import Bracket, DirectionalProblem
-from dpacct_shuffle.core.tails import _binomial_window
+from dpacct_shuffle.core.tails import _binomial_window, chernoff_epsilon, chernoff_log_upper
 from dpacct_shuffle.core.search import epsilon_search
 from dpacct_shuffle.core.validation import check_delta, check_epsilon, check_num_users, check_range
 
@@ -207,6 +209,12 @@ class PrivacyLossLevels:
         tolerance = check_range("rtol", rtol, 0.0, 1.0, low_open=True)
         start = self._initial_guess(target, users) if guess is None else check_range(
             "guess", guess, 0.0, math.inf, low_open=True, high_open=True)
+        if (target < self.total_variation and target <= CHERNOFF_SEARCH_MAX_DELTA
+                and users >= CHERNOFF_SEARCH_USERS and math.isfinite(self.epsilon0)):
+            # tiny δ at huge n: the Chernoff ε of the convex-order problems, certified by the
+            # cap of :func:`_levels_bracket` (as for VariationRatio.epsilon)
+            return chernoff_epsilon(lambda eps: _chernoff_problems(self, eps, users), target,
+                                    self.epsilon0, tolerance)
         return epsilon_search(lambda eps: _levels_bracket(self, eps, users, _SEARCH_RTOL).upper,
                               target, self.total_variation, self.epsilon0, start, tolerance)
 
@@ -232,7 +240,29 @@ def _levels_bracket(levels: PrivacyLossLevels, eps: float, n: int, rtol: float) 
         bracket = _direction_bracket(values, masses, n, levels.total_variation, rtol)
         lower, upper = max(lower, bracket.lower), max(upper, bracket.upper)
     upper = min(upper, levels.total_variation)
+    chernoff_problems = _chernoff_problems(levels, eps, n) if n >= CHERNOFF_SEARCH_USERS else None
+    if chernoff_problems is not None:  # the Chernoff bound of the convex-order problems caps it
+        chernoff = max((chernoff_log_upper(problem) for problem in chernoff_problems),
+                       default=-math.inf)
+        upper = min(upper, max(math.exp(chernoff), 5e-324))
     return Bracket(min(lower, upper), upper)
+
+
+def _chernoff_problems(levels: PrivacyLossLevels, eps: float, n: int
+                       ) -> list[DirectionalProblem] | None:
+    """The first convex-order problem of each direction with atoms of both signs (a direction
+    without positive atoms has δ = 0); None if a direction has only positive atoms (δ = E[Z], not
+    bounded by Chernoff here)."""
+    eps = min(eps, _MAX_EVALUATED_EPSILON)
+    directions = ((levels.ratios0, levels.ratios1), (levels.ratios1, levels.ratios0))
+    problems = []
+    for a, b in directions[:1] if levels.symmetric else directions:
+        values, masses = direction_atoms(a, b, levels.masses, eps)
+        if np.any(values > 0.0) and not np.any(values < 0.0):
+            return None
+        if np.any(values > 0.0):
+            problems.append(convex_order_problems(values, masses, n, 2)[0])
+    return problems
 
 
 def direction_atoms(a: np.ndarray, b: np.ndarray, masses: np.ndarray, eps: float

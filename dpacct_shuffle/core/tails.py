@@ -4,6 +4,7 @@ the rest bounded by Chernoff times a tilted tail mass."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy import special
@@ -27,7 +28,7 @@ from dpacct_shuffle.core.problem import (
     special_function_rtol,
     stats,
 )
-from dpacct_shuffle.core.search import bisect, smallest_true_integer
+from dpacct_shuffle.core.search import bisect, expand_bracket, smallest_true_integer
 
 
 def chernoff_log_upper(problem: DirectionalProblem) -> float:
@@ -62,6 +63,28 @@ def chernoff_log_upper(problem: DirectionalProblem) -> float:
         value += 16.0 * UNIT_ROUNDOFF * n * (abs(log_m) + 1.0) + 1e-9
         best = min(best, value)
     return best
+
+
+def chernoff_epsilon(problems_at: Callable[[float], Sequence[DirectionalProblem] | None],
+                     delta: float, cap: float, rtol: float) -> float:
+    """Smallest ε in (0, cap] (relative width rtol, the feasible end) at which the Chernoff bound
+    :func:`chernoff_log_upper` of every problem of ``problems_at(ε)`` is ≤ ln ``delta``; ``cap`` if
+    none below it is (the caller certifies δ = 0 at ``cap``). A problem with a non-finite
+    coefficient, or ``None`` (no Chernoff certificate at that ε), counts as failing. Certified where the caller's δ upper bound is capped by the
+    same Chernoff bound.
+    """
+    log_target = math.log(delta)
+
+    def holds(eps: float) -> bool:
+        problems = problems_at(eps)
+        return problems is not None and all(all(math.isfinite(c) for c in (problem.c_a, problem.c_b, problem.c_k))
+                   and chernoff_log_upper(problem) <= log_target for problem in problems)
+
+    bracket = expand_bracket(lambda eps: not holds(eps), 0.0, min(1e-12, cap), ceiling=cap)
+    if bracket is None:
+        return cap
+    infeasible, feasible = bracket
+    return bisect(holds, feasible, infeasible, rtol=rtol)
 
 
 # The tilted window is used when the Chernoff bound is below this (δ far in the tail, where the

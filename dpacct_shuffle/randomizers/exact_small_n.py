@@ -59,7 +59,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -77,6 +77,8 @@ LOG_MARGIN = 1e-11
 EPSILON_CAP = 700.0
 _SUBNORMAL = 2.0**-1074
 _CACHE_SIZE = 32
+# Curves of one ExactShuffle kept between queries up to this many bytes (cut to ε ≥ 0)
+_CURVE_CACHE_BYTES = 64 * 2**20
 _BATCH_CELLS = 60_000
 
 
@@ -406,6 +408,18 @@ def _lower_epsilon(curves: Curves, delta: float, floor: float) -> float:
     return max(floor, best) if best > -np.inf else floor
 
 
+def _reachable(curves: Curves) -> Curves:
+    """The curves cut to their first t_max cells, t_max the largest count of cells with
+    ℓ̃ > −(shift + τ) over the rows, and t_max + 1 prefix sums: every query at ε ≥ 0 (upper prefix
+    {ℓ̃ + shift > ε − τ}, lower prefix {ℓ̃ − shift > ε}, and the ε-search masks with floor ≥ 0)
+    uses only those prefixes, so the values are unchanged (``sum_error`` keeps the full length)."""
+    reach = int(np.max(np.sum(curves.log_ratio > -(curves.shift + LOG_MARGIN), axis=1), initial=0))
+    if reach >= curves.log_ratio.shape[1]:
+        return curves
+    return replace(curves, log_ratio=curves.log_ratio[:, :reach].copy(),
+                   cum_p=curves.cum_p[:, :reach + 1].copy(), cum_q=curves.cum_q[:, :reach + 1].copy())
+
+
 class ExactShuffle:
     """Certified exact δ(ε) over one or several families (the maximum: e.g. one family per victim
     group of a personalized round), evaluated only within the work budget.
@@ -418,6 +432,7 @@ class ExactShuffle:
         self.families = tuple(families)
         self.budget = budget
         self._cache: OrderedDict[tuple[object, ...], object] = OrderedDict()
+        self._curve_cache: list[Curves] | None = None
 
     def work(self) -> int:
         return sum(family.work() for family in self.families)
@@ -426,9 +441,22 @@ class ExactShuffle:
         return self.work() <= self.budget
 
     def _all_curves(self) -> Iterator[Curves]:
+        """Every batch of curves, kept after the first pass (cut to the cells that any ε ≥ 0 can
+        reach, :func:`_reachable`) when they fit in ``_CURVE_CACHE_BYTES``."""
+        if self._curve_cache is not None:
+            yield from self._curve_cache
+            return
+        kept: list[Curves] | None = []
+        size = 0
         for family in self.families:
             if family.pairs:  # no pair of distinct rows: nothing to distinguish, δ = 0
-                yield from _curves(family)
+                for curves in _curves(family):
+                    cut = _reachable(curves)
+                    if kept is not None:
+                        size += 3 * cut.log_ratio.nbytes
+                        kept = kept + [cut] if size <= _CURVE_CACHE_BYTES else None
+                    yield cut
+        self._curve_cache = kept
 
     def _cached(self, key: tuple[object, ...], compute: Callable[[], object]) -> object:
         if key in self._cache:
@@ -446,6 +474,8 @@ class ExactShuffle:
 
         def compute() -> tuple[FloatArray, FloatArray]:
             lower, upper = np.zeros(eps.shape), np.zeros(eps.shape)
+            if not np.all(eps >= 0.0):  # the kept curves serve ε ≥ 0 only
+                raise ValueError(f"epsilons must be >= 0, got {epsilons!r}")
             for curves in self._all_curves():
                 upper = np.maximum(upper, _upper_deltas(curves, eps))
                 lower = np.maximum(lower, _lower_deltas(curves, eps))

@@ -28,7 +28,11 @@ import numpy as np
 
 from dpacct_shuffle.core.batched import BatchedDelta
 from dpacct_shuffle.core.batched_levels import TwoSidedCurve, enumerated_levels_curve, levels_curve
-from dpacct_shuffle.core.bound import VariationRatio
+from dpacct_shuffle.core.bound import (
+    CHERNOFF_SEARCH_MAX_DELTA,
+    CHERNOFF_SEARCH_USERS,
+    VariationRatio,
+)
 from dpacct_shuffle.core.enumerated_levels import EnumeratedLevelsCurve, count_vectors_curve
 from dpacct_shuffle.core.multilevel import PrivacyLossLevels
 from dpacct_shuffle.core.validation import check_range
@@ -199,8 +203,11 @@ class MultiLevelBound(PairBound):
         otherwise a search starting from that feasible point."""
         if not self.level_sets:
             return math.inf
-        if not 0.0 < current < math.inf:
-            return self.epsilon(delta, n)
+        if not 0.0 < current < math.inf or (delta <= CHERNOFF_SEARCH_MAX_DELTA
+                                             and n >= CHERNOFF_SEARCH_USERS and all(
+                                                 math.isfinite(levels.epsilon0)
+                                                 for levels in self.level_sets)):
+            return self.epsilon(delta, n)  # tiny δ at huge n: the search is one Chernoff bisection
         if self.delta((1.0 - SKIP_RTOL) * current, n) > delta:
             return current
         return self.epsilon(delta, n, guess=(1.0 - SKIP_RTOL) * current)
