@@ -368,3 +368,16 @@ def test_any_value_anywhere_gives_a_pipeline_or_one_value_error(
     for step in pipeline.steps:
         assert step.count >= 1
     assert pipeline.delta is None or 0.0 < pipeline.delta < 1.0
+
+
+def test_max_integer_parameter_is_deprecated_and_keeps_its_value() -> None:
+    """The randomizer schema checks integer parameters now; the old cap stays readable, with a
+    DeprecationWarning, from both places it was importable from."""
+    import dpacct_shuffle.pipeline as pipeline_package
+    from dpacct_shuffle.pipeline import fields
+
+    for module in (fields, pipeline_package):
+        with pytest.warns(DeprecationWarning, match="MAX_INTEGER_PARAMETER is deprecated"):
+            assert module.MAX_INTEGER_PARAMETER == 10**15
+        with pytest.raises(AttributeError):
+            getattr(module, "NO_SUCH_NAME")

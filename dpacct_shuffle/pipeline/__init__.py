@@ -41,7 +41,6 @@ from dpacct_shuffle.pipeline.accounting import (
 from dpacct_shuffle.pipeline.fields import (
     MAX_COUNT,
     MAX_DISCRETIZATION as MAX_DISCRETIZATION,
-    MAX_INTEGER_PARAMETER as MAX_INTEGER_PARAMETER,
     MAX_USERS,
     MIN_DISCRETIZATION as MIN_DISCRETIZATION,
     STEP_TYPES as STEP_TYPES,
@@ -87,3 +86,13 @@ __all__ = [
     "load_pipeline",
     "read_pipeline_file",
 ]
+
+
+def __getattr__(name: str) -> int:
+    """Deprecated names of the package (PEP 562): ``MAX_INTEGER_PARAMETER``
+    (:mod:`dpacct_shuffle.pipeline.fields`)."""
+    if name == "MAX_INTEGER_PARAMETER":
+        from dpacct_shuffle.pipeline import fields
+
+        return int(getattr(fields, name))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,6 +5,7 @@ listed)."""
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
@@ -17,8 +18,6 @@ MAX_USERS = 10**15
 #: privacy-loss distribution grows with k (a composition that still does not fit in memory is
 #: reported as a ValueError, never a MemoryError).
 MAX_COUNT = 10**6
-#: Largest integer parameter of a catalog entry (domain sizes, bins, ...).
-MAX_INTEGER_PARAMETER = 10**15
 #: Range of ``value_discretization_interval`` (the PLD grid; finer grids need more memory).
 MIN_DISCRETIZATION, MAX_DISCRETIZATION = 1e-6, 1.0
 STEP_TYPES = ("shuffle", "personalized_shuffle", "parallel", "ldp", "dpsgd", "gaussian")
@@ -122,3 +121,14 @@ class _Strict(BaseModel):
                 if key not in allowed:
                     raise _unknown_key_error(key, allowed)
         return data
+
+
+def __getattr__(name: str) -> int:
+    """Deprecated names of this module (PEP 562)."""
+    if name == "MAX_INTEGER_PARAMETER":
+        warnings.warn("dpacct_shuffle.pipeline.fields.MAX_INTEGER_PARAMETER is deprecated: the "
+                      "integer parameters of catalog entries are checked by the randomizer schema "
+                      "(dpacct_shuffle.randomizers.schema) and each entry's own range",
+                      DeprecationWarning, stacklevel=2)
+        return 10**15
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
