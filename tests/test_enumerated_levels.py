@@ -8,6 +8,7 @@ References: the exact shuffled δ of every victim pair and every configuration o
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -19,7 +20,9 @@ from dpacct_shuffle.core.enumerated_levels import count_vectors_curve
 from dpacct_shuffle.core.multilevel import PrivacyLossLevels
 from dpacct_shuffle.events import ParallelCompositionEvent
 from dpacct_shuffle.randomizers.multilevel import pair_levels
-from tests.oracle import exact_shuffled_delta
+from dpacct_shuffle.core.bound import VariationRatio
+from dpacct_shuffle.profiles.shuffle_bounds import small_users_curve
+from tests.oracle import exact_shuffled_delta, krr_matrix, pair_delta_bruteforce
 
 EPSILONS = (0.0, 0.1, 0.3, 0.6, 1.0, 1.5, 2.5)
 
@@ -137,3 +140,43 @@ def test_curve_at_extreme_levels_stays_above_the_exact_sum(a, b, m, n) -> None:
     for eps, value in zip(epsilons, values):
         point = levels.delta(float(eps), n)  # the exact multinomial sum here
         assert point * (1.0 - 1e-12) <= value <= point * (1.0 + 1e-6) + 1e-15
+
+
+@pytest.mark.parametrize("params", [
+    dict(p=math.e ** 2, beta=0.6, q0=math.e ** 2, q1=None, neutral_share=None),
+    dict(p=3.0, beta=0.4, q0=3.0, q1=2.0, neutral_share=0.3),
+    dict(p=20.0, beta=0.9, q0=20.0, q1=None, neutral_share=None),
+])
+@pytest.mark.parametrize("n", [2, 5, 12])
+def test_small_users_curve_covers_the_dominating_pair(params: dict, n: int) -> None:
+    """The every-count-vector curve a round PLD reads for a VariationRatio at few users
+    (``shuffle_bounds.small_users_curve``) is at least the pair's exact δ (brute force of the
+    dominating pair, both directions) and, two loss bins β lower in ε (the curve reads the bins
+    around ε at their lower edge), within 1 % of the core's point bound."""
+    vr = VariationRatio(params["p"], params["beta"], params["q0"], q1=params["q1"],
+                        neutral_share=params["neutral_share"])
+    curve = small_users_curve(vr, n)
+    assert curve is not None
+    epsilons = np.array([0.0, 0.05, 0.2, 0.5, 1.0, 2.0])
+    values = curve.deltas(epsilons)
+    bin_width = min(math.log(params["p"]), enumerated_levels.LOSS_RANGE) / enumerated_levels.LOSS_BINS
+    for eps, value in zip(epsilons.tolist(), values.tolist()):
+        exact = max(pair_delta_bruteforce(params["p"], params["beta"], params["q0"], params["q1"],
+                                          params["neutral_share"], n, eps, direction)
+                    for direction in (0, 1))
+        assert value >= exact * (1 - 1e-12), (eps, value, exact)
+        point = vr.delta(max(eps - 2 * bin_width, 0.0), n)
+        assert value <= point * 1.01 + 1e-15, (eps, value, point)
+
+
+def test_small_users_curve_of_krr_covers_the_exact_shuffled_law() -> None:
+    randomizer = rz.krr(2.0, 3)
+    matrix = krr_matrix(2.0, 3)
+    for n in (2, 4, 6):
+        curves = [small_users_curve(vr, n) for bound in randomizer.cover
+                  for vr in getattr(bound, "candidates", ())]
+        curves = [curve for curve in curves if curve is not None]
+        assert curves
+        for eps in (0.0, 0.3, 1.0):
+            exact = worst_exact(matrix, 0, 1, n, eps)
+            assert min(float(curve.deltas(np.array([eps]))[0]) for curve in curves) >= exact * (1 - 1e-12)
