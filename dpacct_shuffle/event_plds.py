@@ -60,11 +60,17 @@ from dpacct_shuffle.relations import (
 
 #: The precision of the profile every PLD and RDP is built from (a grid of about a hundred
 #: points): the batched curve alone — the grid stops refining at δ ≤ 1e-16, where the curve's
-#: floor of about 1e-20 moves ε by about 1e-11 relative — and the structured bounds of random-mode
+#: floor of about 1e-22 moves ε by about 1e-13 relative — and the structured bounds of random-mode
 #: parallel rounds up to ``profiles.PARALLEL_STRUCTURE_PROFILE_MAX_USERS`` users
 #: (docs/theory.md, "Sampled and parallel round profiles for PLDs").
 PLD_PRECISION = Precision(pointwise_below=0.0,
                           structure_max_users=PARALLEL_STRUCTURE_PROFILE_MAX_USERS)
+#: The profile grid of a round's PLD is evaluated up to a point with δ at most this
+#: (:func:`dpacct_shuffle.profiles.profile_grid`'s ``stop_delta``): the chord from there to the cap
+#: puts about that δ as mass at the largest loss ε_cap, and with it well below the accountants'
+#: per-side tail cut (``accountants.TAIL_TRUNCATION``/2 = 5e-21) that mass is cut to +∞ instead of
+#: stretching the round's pmf out to ε_cap.
+GRID_STOP_DELTA = 1e-22
 
 _Result = TypeVar("_Result")
 
@@ -93,7 +99,8 @@ def shuffle_event_grid(event: dp_event.DpEvent,
     :func:`dpacct_shuffle.event_profiles.event_profile` at ``PLD_PRECISION``. Interval None:
     chosen from the event's loss scale (:func:`dpacct_shuffle.profiles.discretization_for_scale`)."""
     profile = event_profile(event, relation, precision=PLD_PRECISION)
-    return profile_grid(profile, value_discretization_interval), profile.epsilon_cap
+    return (profile_grid(profile, value_discretization_interval, stop_delta=GRID_STOP_DELTA),
+            profile.epsilon_cap)
 
 
 @_cached
@@ -108,12 +115,18 @@ def shuffle_event_pld(event: dp_event.DpEvent,
 
 @_cached
 def shuffle_event_pmfs(event: dp_event.DpEvent, value_discretization_interval: float,
-                       relation: NeighborRel = NeighborRel.REPLACE_ONE) -> LossPmfs:
+                       relation: NeighborRel = NeighborRel.REPLACE_ONE,
+                       tail_mass_truncation: Optional[float] = None) -> LossPmfs:
     """:func:`shuffle_event_pld` as this package's pmfs
-    (:func:`dpacct_shuffle.pld_composition.connect_the_dots_pmf` of the same grid points)."""
+    (:func:`dpacct_shuffle.pld_composition.connect_the_dots_pmf` of the same grid points); with
+    ``tail_mass_truncation``, its right tail cut to that mass and its left tail to
+    dp-accounting's 1e-15 (moved up to the first kept loss: the left end's mass is the float
+    remainder 1 − Σ of the others, about 1e-16, and moving it up changes δ only through the other
+    rounds' largest losses; docs/theory.md, "Tiny δ: certified tails")."""
     grid = shuffle_event_grid(event, value_discretization_interval, relation)[0]
     ks, ys = connect_the_dots_points(grid)
-    return LossPmfs(connect_the_dots_pmf(grid.discretization, ks, ys))
+    left = None if tail_mass_truncation is None else TAIL_MASS_TRUNCATION
+    return LossPmfs(connect_the_dots_pmf(grid.discretization, ks, ys, tail_mass_truncation, left))
 
 
 def ldp_event_pmfs(event: LDPCompositionEvent, value_discretization_interval: float) -> LossPmfs:
@@ -140,12 +153,12 @@ def event_pmfs(event: dp_event.DpEvent, value_discretization_interval: float,
                tail_mass_truncation: float = TAIL_MASS_TRUNCATION) -> LossPmfs:
     """Pmfs of one event of this package (:func:`dpacct_shuffle.relations.is_own`): local reports
     (:func:`ldp_event_pmfs`) or a shuffle round / sampled Gaussian (:func:`shuffle_event_pmfs`),
-    tails cut to ``tail_mass_truncation`` (by default dp-accounting's 1e-15; mass beyond goes to +∞
-    on the right — pessimistic — and onto the smallest kept loss on the left)."""
+    the right tail cut to ``tail_mass_truncation`` (by default dp-accounting's 1e-15; the mass
+    beyond goes to +∞ — pessimistic) and the left tail to 1e-15 (moved up onto the smallest kept
+    loss)."""
     if isinstance(event, LDPCompositionEvent):
         return ldp_event_pmfs(event, value_discretization_interval)
-    pmfs = shuffle_event_pmfs(event, value_discretization_interval, relation)
-    return pmfs.map(lambda pmf: truncated(pmf, tail_mass_truncation))
+    return shuffle_event_pmfs(event, value_discretization_interval, relation, tail_mass_truncation)
 
 
 def shuffle_event_rdp(event: dp_event.DpEvent, orders: Sequence[float]) -> NDArray[np.float64]:
@@ -218,6 +231,7 @@ def event_epsilon_cap(event: dp_event.DpEvent,
 
 
 __all__ = [
+    "GRID_STOP_DELTA",
     "PLD_PRECISION",
     "event_epsilon_cap",
     "event_loss_scale",

@@ -10,9 +10,9 @@ victim pair and configuration of the other users (so is their minimum):
 
 * the **batched pair curve** (:func:`dpacct_shuffle.profiles.round_randomizer`, η =
   ``profiles.ROUND_LOWERING``): every ε from one curve per number of users, within about 0.2 %
-  of the core's ε in the bulk; its truncated windows put a mass of about 1e-20 at the largest
+  of the core's ε in the bulk; its truncated windows put a mass of about 1e-22 at the largest
   loss, so in the deep tail it is flat at that level (``ShuffleEvent(krr(2, 10), 2000)`` at
-  ε = 0.6: 3.0e-20 where the core certifies 7.9e-37);
+  ε = 0.6: 8.0e-22 where the core certifies 7.9e-37);
 * the **core's point bound** (the randomizer's own ``delta(ε, n)``, bracket ``profiles.CORE_RTOL``):
   tight at any δ, one evaluation per ε (about 25 ms there).
 

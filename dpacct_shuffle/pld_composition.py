@@ -96,12 +96,17 @@ def _sparse_to_dense(discretization: float, losses: NDArray[np.int64],
 
 
 def connect_the_dots_pmf(discretization: float, rounded_epsilons: ArrayLike,
-                         deltas: ArrayLike) -> LossPmf:
+                         deltas: ArrayLike, tail_mass_truncation: Optional[float] = None,
+                         left_tail_mass: Optional[float] = None) -> LossPmf:
     """Pessimistic Connect-the-Dots pmf of profile values δ_i at losses ε_i = k_i·d (k_i strictly
     increasing, δ_i non-increasing upper bounds), Algorithm 1 of Doroshenko et al. (module
     docstring): mass ``y_{i−1} + z_i`` at ε_i with y_0 = 1 − δ_1,
     y_i = (δ_{i+1} − δ_i)/(e^{ε_i − ε_{i+1}} − 1), z_i = (δ_{i+1} − δ_i)/(e^{ε_{i+1} − ε_i} − 1),
-    z_n = 0, and δ_n at +∞; negative masses (float rounding) are set to 0."""
+    z_n = 0, and δ_n at +∞; negative masses (float rounding) are set to 0.
+
+    With ``tail_mass_truncation``, the result is :func:`truncated` (same arguments), cut on the
+    grid's few atoms before the dense array is built (the same pmf, without the long array of
+    zeros a far atom — e.g. at ε_cap — would need)."""
     ks = np.asarray(rounded_epsilons, dtype=int)
     values = np.minimum.accumulate(np.asarray(deltas, dtype=float))
     epsilon_diffs = np.diff(ks) * discretization
@@ -109,7 +114,14 @@ def connect_the_dots_pmf(discretization: float, rounded_epsilons: ArrayLike,
     first = np.append(1 - values[0], delta_diffs / np.expm1(-epsilon_diffs))
     second = np.append(delta_diffs / np.expm1(epsilon_diffs), 0.0)
     probs = np.maximum(0, first + second)
-    return _sparse_to_dense(discretization, ks, probs, float(values[-1]))
+    infinity_mass = float(values[-1])
+    if tail_mass_truncation is not None:
+        left, right = _tail_cut(probs, tail_mass_truncation, left_tail_mass)
+        kept = probs[left:right].copy()
+        kept[0] += _exact_sum(probs[:left])
+        infinity_mass = float(infinity_mass + _exact_sum(probs[right:]))
+        ks, probs = ks[left:right], kept
+    return _sparse_to_dense(discretization, ks, probs, infinity_mass)
 
 
 def leaky_rr_pmf(epsilon: float, delta: float, discretization: float) -> LossPmf:
@@ -151,24 +163,43 @@ def truncate_tails(pmf: LossPmf, tail_mass_truncation: float = TAIL_MASS_TRUNCAT
     return _cut_tails(pmf, tail_mass_truncation, lambda part: float(np.sum(part)))
 
 
-def truncated(pmf: LossPmf, tail_mass_truncation: float = TAIL_MASS_TRUNCATION) -> LossPmf:
+def truncated(pmf: LossPmf, tail_mass_truncation: float = TAIL_MASS_TRUNCATION,
+              left_tail_mass: Optional[float] = None) -> LossPmf:
     """One pmf's tails cut by dp-accounting's rule (:func:`truncate_tails`), the cut masses summed
-    with ``math.fsum`` (the rule applied to a single PLD, without composing it)."""
-    return _cut_tails(pmf, tail_mass_truncation, lambda part: math.fsum(part.tolist()))
+    with ``math.fsum`` (the rule applied to a single PLD, without composing it). ``left_tail_mass``
+    (default ``tail_mass_truncation``) is the total the left cut may move up to the first kept
+    loss (docs/theory.md, "Tiny δ: certified tails")."""
+    return _cut_tails(pmf, tail_mass_truncation, _exact_sum, left_tail_mass)
+
+
+def _exact_sum(part: NDArray[np.float64]) -> float:
+    """Σ part, correctly rounded (``math.fsum``)."""
+    return math.fsum(part.tolist())
+
+
+def _tail_cut(probs: NDArray[np.float64], tail_mass_truncation: float,
+              left_tail_mass: Optional[float] = None) -> tuple[int, int]:
+    """(left, right): the entries kept by the pessimistic truncation, ``probs[left:right]`` — the
+    left tail of mass at most ``left_tail_mass``/2 (default ``tail_mass_truncation``/2) and the
+    right tail of mass at most ``tail_mass_truncation``/2 are cut, at least the largest entry's
+    loss kept (moving mass up to it is pessimistic). ``probs`` is not empty."""
+    threshold = tail_mass_truncation / 2.0
+    left_threshold = threshold if left_tail_mass is None else left_tail_mass / 2.0
+    left = min(_prefix_to_truncate(probs, left_threshold), probs.size - 1)
+    right = max(len(probs) - _prefix_to_truncate(probs[::-1], threshold), left + 1)
+    return left, right
 
 
 def _cut_tails(pmf: LossPmf, tail_mass_truncation: float,
-               total: Callable[[NDArray[np.float64]], float]) -> LossPmf:
-    """The pessimistic truncation: the left tail (at most half the truncation mass) moved up to
-    the first kept loss, the right tail (likewise) to +∞, at least one finite loss kept; a pmf
-    without finite losses (all its mass at +∞) is returned as it is."""
+               total: Callable[[NDArray[np.float64]], float],
+               left_tail_mass: Optional[float] = None) -> LossPmf:
+    """The pessimistic truncation (:func:`_tail_cut`): the left tail moved up to the first kept
+    loss, the right tail to +∞; a pmf without finite losses (all its mass at +∞) is returned as
+    it is."""
     probs = pmf.probs
     if probs.size == 0:
         return pmf
-    threshold = tail_mass_truncation / 2.0
-    # at least the largest finite loss is kept (moving mass up to it is pessimistic)
-    left = min(_prefix_to_truncate(probs, threshold), probs.size - 1)
-    right = max(len(probs) - _prefix_to_truncate(probs[::-1], threshold), left + 1)
+    left, right = _tail_cut(probs, tail_mass_truncation, left_tail_mass)
     kept = probs[left:right].copy()
     kept[0] += total(probs[:left])
     return LossPmf(pmf.discretization, pmf.lower + left, kept,
@@ -183,11 +214,14 @@ TRUSTED_FRACTION = 1e-13
 #: distance from the start of the tail (so a few hundred blocks cover any tail)
 MIN_BLOCK = 8
 BLOCK_FRACTION = 1.0 / 64.0
-#: grid steps of ``first``'s entries grouped (and rounded up) in the exact tail sums, and the
-#: largest number of such groups (longer arrays get wider groups)
-SURVIVAL_CHUNK = 16
-MAX_SURVIVAL_CHUNKS = 4096
+#: the largest number of groups of ``first``'s consecutive entries (each group's losses rounded up
+#: to its last one) in the exact tail sums: arrays up to this long are summed entry by entry,
+#: longer ones in groups of ⌈len/MAX_SURVIVAL_CHUNKS⌉ entries (a loss shift of at most 1/1024 of
+#: the array's span, whatever the discretisation)
+MAX_SURVIVAL_CHUNKS = 1024
 _UNIT_ROUNDOFF = 2.0 ** -53
+# entries of the lookup matrix of one matrix-vector product in _exact_survival
+_SURVIVAL_PIECE = 1 << 18
 
 
 def _survival(probs: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -200,22 +234,24 @@ def _exact_survival(first: NDArray[np.float64], second: NDArray[np.float64],
     """Upper bounds on T(K) = Σ_{k ≥ K} (first ⊛ second)[k] at every K of ``indices``, without
     FFT. T(K) = Σ_i first[i]·S₂(K − i) with S₂ the survival function of ``second``
     (S₂(j) = Σ second for j ≤ 0, 0 for j ≥ len) is non-increasing in K − i, so over a chunk
-    c = [c₀, c₁] of consecutive i (``SURVIVAL_CHUNK`` of them, more for arrays longer than
-    ``SURVIVAL_CHUNK``·``MAX_SURVIVAL_CHUNKS``) it is at most (Σ_{i∈c} first[i])·S₂(K − c₁):
+    c = [c₀, c₁] of consecutive i (one entry for arrays of at most ``MAX_SURVIVAL_CHUNKS``,
+    ⌈len/``MAX_SURVIVAL_CHUNKS``⌉ for longer ones) it is at most (Σ_{i∈c} first[i])·S₂(K − c₁):
     T(K) ≤ Σ_c F_c·S₂(K − c₁) (the exact T of ``first`` with each loss rounded up to its chunk's
     end). Sums of products of non-negative numbers, each rounded to nearest, raised by their
     relative rounding bound 2(n + 2)·u."""
     if len(first) < len(second):
         first, second = second, first
     survival_second = _survival(second)  # S₂(0 … len₂), the last entry 0
-    width = max(SURVIVAL_CHUNK, -(-len(first) // MAX_SURVIVAL_CHUNKS))
+    width = max(1, -(-len(first) // MAX_SURVIVAL_CHUNKS))
     starts = np.arange(0, len(first), width)
     chunk_mass = np.add.reduceat(first, starts)
     chunk_end = np.minimum(starts + width - 1, len(first) - 1)
     values = np.empty(len(indices))
-    for position, k in enumerate(indices.tolist()):
-        lookup = np.clip(k - chunk_end, 0, len(second))
-        values[position] = float(np.dot(chunk_mass, survival_second[lookup]))
+    rows = max(1, _SURVIVAL_PIECE // len(chunk_end))  # indices per matrix-vector product
+    for start in range(0, len(indices), rows):
+        lookup = indices[start:start + rows, None] - chunk_end[None, :]
+        np.clip(lookup, 0, len(second), out=lookup)
+        values[start:start + rows] = survival_second[lookup] @ chunk_mass
     terms = len(starts) + width + len(second)
     return values * (1.0 + 2.0 * (terms + 2) * _UNIT_ROUNDOFF)
 
@@ -234,14 +270,28 @@ def _exact_prefix_mass(first: NDArray[np.float64], second: NDArray[np.float64],
     return float(np.dot(first[:high], cumulative_second[reach]))
 
 
+def _block_offsets(length: int) -> NDArray[np.int64]:
+    """Offsets O₀ = 0 < O₁ < … of the tail blocks from their start, O_{j+1} = O_j +
+    max(``MIN_BLOCK``, ⌊O_j·``BLOCK_FRACTION``⌋), up to the first one ≥ ``length`` (a prefix of
+    one sequence, grown and kept as needed)."""
+    global _OFFSETS
+    while _OFFSETS[-1] < length:
+        grown = [int(_OFFSETS[-1])]
+        while grown[-1] < 2 * length:
+            grown.append(grown[-1] + max(MIN_BLOCK, int(grown[-1] * BLOCK_FRACTION)))
+        _OFFSETS = np.concatenate((_OFFSETS, np.array(grown[1:], dtype=np.int64)))
+    return _OFFSETS[:int(np.searchsorted(_OFFSETS, length)) + 1]
+
+
+_OFFSETS = np.zeros(1, dtype=np.int64)
+
+
 def _tail_boundaries(start: int, size: int) -> NDArray[np.int64]:
     """Block boundaries start = B₀ < B₁ < … < B_m = size of the exact right tail: blocks of
     ``MIN_BLOCK`` steps, growing to ``BLOCK_FRACTION`` of their distance from ``start``."""
-    bounds = [start]
-    while bounds[-1] < size:
-        width = max(MIN_BLOCK, int((bounds[-1] - start) * BLOCK_FRACTION))
-        bounds.append(min(bounds[-1] + width, size))
-    return np.array(bounds, dtype=np.int64)
+    bounds = start + _block_offsets(size - start)
+    bounds[-1] = size
+    return bounds
 
 
 def certified_convolution(first: NDArray[np.float64],
@@ -357,7 +407,7 @@ def _checked_count(count: int) -> int:
     return int(count)
 
 
-__all__ = ["BLOCK_FRACTION", "MAX_SURVIVAL_CHUNKS", "MIN_BLOCK", "SURVIVAL_CHUNK", "TAIL_MASS_TRUNCATION", "TRUSTED_FRACTION", "LossPmf",
+__all__ = ["BLOCK_FRACTION", "MAX_SURVIVAL_CHUNKS", "MIN_BLOCK", "TAIL_MASS_TRUNCATION", "TRUSTED_FRACTION", "LossPmf",
            "LossPmfs", "certified_compose", "certified_convolution", "certified_power",
            "certified_tree_compose", "compose_exactly", "connect_the_dots_pmf", "leaky_rr_pmf",
            "truncate_tails", "truncated"]

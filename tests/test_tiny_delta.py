@@ -47,7 +47,8 @@ def test_certified_convolution_tail_dominates_the_exact_one_where_fft_is_noise()
         # within one block, plus one chunk of the exact sums' rounding up
         width = max(pld_composition.MIN_BLOCK,
                     int((k - start) * pld_composition.BLOCK_FRACTION))
-        shift = width + pld_composition.SURVIVAL_CHUNK
+        chunk = -(-max(len(first), len(second)) // pld_composition.MAX_SURVIVAL_CHUNKS)
+        shift = width + chunk
         assert ours_tail[k] <= exact_tail[max(k - shift, 0)] * (1 + 1e-9), k
     # where the exact tail is 1e-40 the plain FFT's is rounding noise, ours is the tail
     k = int(np.flatnonzero(exact_tail > 1e-40)[-1])

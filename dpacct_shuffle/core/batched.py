@@ -75,6 +75,10 @@ from dpacct_shuffle.core.validation import check_epsilon, check_num_users, check
 
 DEFAULT_LOWERING = 5e-4
 DEFAULT_BATCHED_TAIL = 1e-18
+# window tail of the equal-clone-rate pair curve (batched_delta): its truncated mass, placed at the
+# largest loss, is then about 1e-22 — below the 5e-21 per side an accountant cuts from a round's
+# PLD (accountants.TAIL_TRUNCATION), so a round's pmf is not stretched out to ε0 by that mass
+PAIR_CURVE_TAIL = 1e-22
 # relative error allowed to the masses at least (the computed bound of the pmfs, sums and matrix
 # product, about 1e-10, is used when larger)
 _MASS_RTOL = 1e-6
@@ -254,7 +258,7 @@ class BatchedDelta:
 
 
 def batched_delta(vr: VariationRatio, n: int, lowering: float = DEFAULT_LOWERING,
-                  tail: float = DEFAULT_BATCHED_TAIL) -> BatchedDelta:
+                  tail: float = PAIR_CURVE_TAIL) -> BatchedDelta:
     """The curve of :class:`BatchedDelta` for ``vr`` and n users (cached per arguments).
 
     Args:

@@ -18,8 +18,8 @@ Discretisation (stated for the tightness claims)
   ``max_step`` (0.25) or, for δ(ε_a) > ``min_delta`` (1e-16), while the estimated error in ε of
   its chord exceeds d + ``epsilon_tolerance``·ε_b (1e-3·ε_b). The estimate compares the chord
   with the log-linear interpolation of the two end values (:func:`_interval_epsilon_gaps`).
-  Points beyond the first ε with δ ≤ ``min_delta`` are not evaluated: the chord from there to
-  the cap point (δ = 0) is already a valid upper bound. Point placement and d only steer
+  Points beyond the first initial point with δ ≤ ``stop_delta`` (default ``min_delta``) are
+  not evaluated: the chord from there to the cap point (δ = 0) is already a valid upper bound. Point placement and d only steer
   tightness — soundness never depends on them (tests/test_profiles.py and tests/test_cohorts.py
   assert one round's ε within 0.2 % of the core's).
 * Values are made non-increasing by a running minimum (valid: the true δ is non-increasing, so
@@ -126,8 +126,15 @@ def profile_grid(profile: PrivacyProfile,
                  epsilon_tolerance: float = DEFAULT_EPSILON_TOLERANCE,
                  max_step: float = DEFAULT_MAX_STEP,
                  min_delta: float = DEFAULT_MIN_DELTA,
-                 progress: ProgressOption = False) -> ProfileGrid:
+                 progress: ProgressOption = False,
+                 stop_delta: float | None = None) -> ProfileGrid:
     """Adaptive grid of the profile (see the module docstring, "Discretisation").
+
+    ``stop_delta`` (default ``min_delta``, at most it): the initial points are evaluated up to
+    the first one with δ ≤ ``stop_delta`` (intervals with δ ≤ ``min_delta`` are still not
+    refined). The chord from that point to the cap puts a mass of about its δ at the largest
+    loss ε_cap, so a PLD whose tails are cut below ``min_delta`` asks for a smaller
+    ``stop_delta`` (:mod:`dpacct_shuffle.event_plds`).
 
     ``value_discretization_interval`` None (default): chosen from the profile's loss scale
     (:func:`discretization_for_scale`). ``progress``: ``True`` shows a tqdm count of the profile
@@ -137,17 +144,19 @@ def profile_grid(profile: PrivacyProfile,
     """
     with ProgressReporter(None, "privacy-loss profile", progress, unit="eval") as reporter:
         return _adaptive_grid(profile, value_discretization_interval, epsilon_tolerance,
-                              max_step, min_delta, reporter.tick)
+                              max_step, min_delta, reporter.tick, stop_delta)
 
 
 def _adaptive_grid(profile: PrivacyProfile, value_discretization_interval: float | None,
                    epsilon_tolerance: float, max_step: float, min_delta: float,
-                   tick: Callable[[int], None]) -> ProfileGrid:
+                   tick: Callable[[int], None],
+                   stop_delta: float | None = None) -> ProfileGrid:
     """:func:`profile_grid`, calling ``tick(count)`` after ``count`` profile evaluations."""
     d = _discretization(profile, value_discretization_interval)
     tolerance = check_range("epsilon_tolerance", epsilon_tolerance, 0.0, 1.0, low_open=True)
     step = check_range("max_step", max_step, 0.0, math.inf, low_open=True)
     floor = check_range("min_delta", min_delta, 0.0, 1.0)
+    stop = floor if stop_delta is None else check_range("stop_delta", stop_delta, 0.0, floor)
     values: dict[int, float] = {}
 
     def evaluate_many(ks: Sequence[int]) -> None:
@@ -176,24 +185,24 @@ def _adaptive_grid(profile: PrivacyProfile, value_discretization_interval: float
     else:
         # grow until δ is negligible, flat (everything beyond goes to +∞ anyway) or ε is huge
         k_end = max(1, math.ceil(1.0 / d))
-        while (evaluate(k_end) > floor and k_end * d < _UNCAPPED_MAX_EPSILON
+        while (evaluate(k_end) > stop and k_end * d < _UNCAPPED_MAX_EPSILON
                and evaluate(2 * k_end) < values[k_end]):
             k_end *= 2
-    # initial points in increasing ε, up to the first one with δ <= min_delta: beyond it the chord
+    # initial points in increasing ε, up to the first one with δ <= stop_delta: beyond it the chord
     # to the cap point (δ = 0) is already a valid upper bound, so no evaluation is needed there
     # (deep tails are also the most expensive evaluations of the core)
     initial = [int(k) for k in np.unique(np.linspace(0, k_end, _INITIAL_POINTS + 1).round())
                if k < k_end]
     if profile.deltas_upper is not None:
         # an array form: all of them in one call, then the same points as the sequential order
-        # keeps (nothing beyond the first one with δ <= min_delta)
+        # keeps (nothing beyond the first one with δ <= stop_delta)
         evaluate_many(initial)
-        negligible = [k for k in sorted(values) if values[k] <= floor]
+        negligible = [k for k in sorted(values) if values[k] <= stop]
         for k in [k for k in values if negligible and k > negligible[0]]:
             del values[k]
     else:
         for k in initial:
-            if evaluate(k) <= floor:
+            if evaluate(k) <= stop:
                 break
     if capped:
         values[k_end] = 0.0  # δ(ε) = 0 for ε >= ε_cap, and k_end·d >= ε_cap
