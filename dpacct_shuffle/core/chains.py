@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dpacct_shuffle.core.binomial import binomial_pmf
+from dpacct_shuffle.core.binomial import binomial_pmf, binomial_points
 from dpacct_shuffle.core.inner_expectation import upper_tail
 from dpacct_shuffle.core.problem import UNIT_ROUNDOFF, special_function_rtol, stats
 
@@ -42,14 +42,23 @@ class ChainState(NamedTuple):
 
 
 def anchor_chains(c: np.ndarray, t: np.ndarray, pi: float) -> ChainState:
-    """Exact anchors: P[Bin(c, π) ≥ t] by the regularized incomplete beta, P[Bin(c, π) = t] by scipy.
+    """Exact anchors: P[Bin(c, π) ≥ t] by the regularized incomplete beta, P[Bin(c, π) = t] by scipy
+    (both through the memo of :func:`~dpacct_shuffle.core.binomial.binomial_points` for integer
+    points: a search anchors the same (c, t) again and again).
 
     Both carry relative error ≤ :func:`special_function_rtol` (c).
     """
     c, t = np.broadcast_arrays(np.asarray(c, dtype=float), np.asarray(t, dtype=float))
     tail = upper_tail(t, c, pi)
+    inside = (t >= 0.0) & (t <= c)
     with np.errstate(all="ignore"):
-        pmf = np.where((t >= 0.0) & (t <= c), binomial_pmf(t, c, pi), 0.0)
+        memoized = (binomial_points("pmf", t[inside], c[inside], pi)
+                    if np.array_equal(t, np.floor(t)) and np.array_equal(c, np.floor(c)) else None)
+        if memoized is not None:  # the same kernel values, each distinct point evaluated once
+            pmf = np.zeros(t.shape)
+            pmf[inside] = memoized
+        else:
+            pmf = np.where(inside, binomial_pmf(t, c, pi), 0.0)
     rtol = np.asarray(special_function_rtol(c), dtype=float)
     return ChainState(t.copy(), tail, pmf, rtol * tail, rtol)
 

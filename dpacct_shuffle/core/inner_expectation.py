@@ -6,7 +6,12 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from dpacct_shuffle.core.binomial import binomial_cdf, binomial_pmf, binomial_sf
+from dpacct_shuffle.core.binomial import (
+    binomial_cdf,
+    binomial_pmf,
+    binomial_points,
+    binomial_sf,
+)
 from dpacct_shuffle.core.problem import UNIT_ROUNDOFF, special_function_rtol, stats
 
 
@@ -17,9 +22,10 @@ _DISTINCT_PAIRS_FROM = 1 << 10
 def upper_tail(t: np.ndarray, c: np.ndarray, pi: float) -> np.ndarray:
     """P[Bin(c, π) ≥ t] for integer-valued float arrays (broadcast), exact at the ends.
 
-    Large arrays evaluate each distinct pair (t, c) once (windowed sums and chain anchors share
-    many): indexed on their (c, t) grid when it is small, else sorted; the same betainc values,
-    fewer calls."""
+    Integer points go through the memo of :func:`~dpacct_shuffle.core.binomial.binomial_points`
+    (searches evaluate the same anchors again and again); where it declines, large arrays evaluate
+    each distinct pair (t, c) once (windowed sums and chain anchors share many): indexed on their
+    (c, t) grid when it is small, else sorted. Every path gives the same betainc values."""
     t, c = np.broadcast_arrays(t, c)
     out = np.where(t <= 0, 1.0, 0.0)
     inner = (t >= 1) & (t <= c)
@@ -28,8 +34,11 @@ def upper_tail(t: np.ndarray, c: np.ndarray, pi: float) -> np.ndarray:
         t_low, c_low = float(ti.min()), float(ci.min())
         width = float(ti.max()) - t_low + 1.0
         grid = (float(ci.max()) - c_low + 1.0) * width
-        if (ti.size >= _DISTINCT_PAIRS_FROM and grid <= 4.0 * ti.size
-                and np.array_equal(ti, np.floor(ti)) and np.array_equal(ci, np.floor(ci))):
+        integral = np.array_equal(ti, np.floor(ti)) and np.array_equal(ci, np.floor(ci))
+        memoized = binomial_points("tail", ti, ci, pi) if integral else None
+        if memoized is not None:
+            out[inner] = memoized
+        elif ti.size >= _DISTINCT_PAIRS_FROM and grid <= 4.0 * ti.size and integral:
             # many cells share (t, c): index the pairs on their (c, t) grid, evaluate each once
             index = ((ci - c_low) * width + (ti - t_low)).astype(np.int64)
             present = np.zeros(int(grid), dtype=bool)
@@ -40,8 +49,7 @@ def upper_tail(t: np.ndarray, c: np.ndarray, pi: float) -> np.ndarray:
             t_distinct = t_low + (distinct % int(width)).astype(float)
             values = special.betainc(t_distinct, c_distinct - t_distinct + 1.0, pi)
             out[inner] = values[position[index]]
-        elif (ti.size >= _DISTINCT_PAIRS_FROM and np.array_equal(ti, np.floor(ti))
-              and np.array_equal(ci, np.floor(ci)) and grid < 2.0**52):
+        elif ti.size >= _DISTINCT_PAIRS_FROM and integral and grid < 2.0**52:
             index = ((ci - c_low) * width + (ti - t_low)).astype(np.int64)
             distinct, position = np.unique(index, return_inverse=True)
             c_distinct = c_low + (distinct // int(width)).astype(float)
