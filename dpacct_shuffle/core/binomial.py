@@ -123,7 +123,12 @@ def binomial_points(kind: str, k: NDArray[np.float64], m: NDArray[np.float64], p
     values = table.values.ravel()
     missing = index[~known[index]]
     if missing.size:
-        needed = np.unique(missing)
+        if 8 * missing.size >= known.size:  # many: mark them on the table (no sort)
+            marked = np.zeros(known.size, dtype=bool)
+            marked[missing] = True
+            needed = np.flatnonzero(marked)
+        else:
+            needed = np.unique(missing)
         values[needed] = _kernel(kind, (table.k0 + needed % columns).astype(np.float64),
                                  (table.m0 + needed // columns).astype(np.float64), p)
         known[needed] = True

@@ -444,15 +444,17 @@ def _window_cell_sums(axes: list[np.ndarray], values: np.ndarray, masses: np.nda
         out_shape = (min(step, rows.size - first), *shape[1:])
 
         def summed(index: int) -> np.ndarray:
-            acc = np.zeros(out_shape)
-            for piece in pieces:
+            """The cells' sums of per-axis terms, added in axis order from 0.0; the partial sums
+            broadcast over the axes added so far (one addition of the chunk's full size)."""
+            acc = 0.0 + pieces[0][index]
+            for piece in pieces[1:]:
                 acc = acc + piece[index]
-            return acc.ravel()
+            return np.broadcast_to(acc, out_shape).ravel()
 
-        count_sum = np.zeros(out_shape, dtype=np.int64)
-        for piece in pieces:
+        count_sum = pieces[0][4]
+        for piece in pieces[1:]:
             count_sum = count_sum + piece[4]
-        position = count_sum.ravel() - lowest
+        position = np.broadcast_to(count_sum, out_shape).ravel() - lowest
         level = summed(2)
         scale = summed(3)
         remaining = remaining_all[position]
