@@ -451,27 +451,39 @@ def _window_cell_sums(axes: list[np.ndarray], values: np.ndarray, masses: np.nda
                 acc = acc + piece[index]
             return np.broadcast_to(acc, out_shape).ravel()
 
+        def summed_at(index: int, axis_positions: tuple[np.ndarray, ...]) -> np.ndarray:
+            """:func:`summed` at the cells of ``axis_positions`` only (the same additions)."""
+            acc = 0.0 + per_axis[0][index][first + axis_positions[0]]
+            for j in range(1, k):
+                acc = acc + per_axis[j][index][axis_positions[j]]
+            return acc
+
         count_sum = pieces[0][4]
         for piece in pieces[1:]:
             count_sum = count_sum + piece[4]
-        position = np.broadcast_to(count_sum, out_shape).ravel() - lowest
-        level = summed(2)
-        scale = summed(3)
+        position_all = np.broadcast_to(count_sum, out_shape).ravel() - lowest
+        level_all = summed(2)
+        scale_all = summed(3)
+        if c_a > 0.0:
+            best = level_all + 2.0 * (k + 1) * _U * scale_all
+            best += c_a * remaining_all[position_all]  # every closed-form user at c_A
+        else:
+            best = level_all + 2.0 * (k + 1) * _U * scale_all  # every closed-form user at 0
+        # cells beyond n users, and cells where no closed-form outcome makes the sum positive;
+        # everything else is evaluated on the live cells only
+        live = np.flatnonzero(valid_all[position_all] & (best > 0.0))
+        if not live.size:
+            continue
+        position, level, scale = position_all[live], level_all[live], scale_all[live]
         remaining = remaining_all[position]
         if c_a > 0.0:
             level_up = level + 2.0 * (k + 1) * _U * scale
-            best = level_up + c_a * remaining  # every closed-form user at c_A
         else:
             # all M closed-form users at c_A < 0, plus c_A·(M − X'), X' ~ Bin(M, π) the users at 0
             level_up = level + c_a * remaining
             level_up += 2.0 * (k + 2) * _U * (scale - c_a * remaining)
-            best = level + 2.0 * (k + 1) * _U * scale  # every closed-form user at 0
-        # cells beyond n users, and cells where no closed-form outcome makes the sum positive
-        live = valid_all[position] & (best > 0.0)
-        if not np.any(live):
-            continue
-        gamma_terms, mass_terms = summed(0)[live], summed(1)[live]
-        position, remaining, level_up = position[live], remaining[live], level_up[live]
+        axis_positions = np.unravel_index(live, out_shape)
+        gamma_terms, mass_terms = summed_at(0, axis_positions), summed_at(1, axis_positions)
         log_terms = [np.full(remaining.size, log_n), gamma_terms, -log_gamma_rest[position],
                      mass_terms, log_mass_rest[position]]
         log_pmf, margin = _log_pmf_with_margin(log_terms, n)
