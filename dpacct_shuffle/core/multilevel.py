@@ -199,6 +199,14 @@ class PrivacyLossLevels:
         """Certified upper bound on the shuffled δ(ε) of the pair with n users."""
         return self.delta_interval(epsilon, n).upper
 
+    def delta_floor(self, epsilon: float, n: int) -> float:
+        """A value at most :meth:`delta` (at every rtol of :meth:`delta_interval`), from one
+        coarse evaluation of each convex-order problem: lets a caller that only needs to know
+        whether the certified δ exceeds a target skip the refinement (:func:`_upper_floor`);
+        0.0 where no such cheap value exists."""
+        eps = check_epsilon(epsilon)
+        return _upper_floor(self, eps, min(check_num_users(n), MAX_EVALUATED_USERS))
+
     def epsilon(self, delta: float, n: int, rtol: float = 1e-4, guess: float | None = None
                 ) -> float:
         """Smallest ε (relative ``rtol``) where the certified :meth:`delta` is ≤ ``delta``
@@ -246,6 +254,38 @@ def _levels_bracket(levels: PrivacyLossLevels, eps: float, n: int, rtol: float) 
                        default=-math.inf)
         upper = min(upper, max(math.exp(chernoff), 5e-324))
     return Bracket(min(lower, upper), upper)
+
+
+def _upper_floor(levels: PrivacyLossLevels, eps: float, n: int) -> float:
+    """A lower bound on the upper end of ``_levels_bracket(levels, eps, n, rtol)`` for every rtol.
+
+    Where a direction is evaluated by the convex-order reduction alone (more than
+    ``EXACT_CELL_LIMIT`` count vectors, no window within ``WINDOW_CELL_LIMIT``), its upper end is
+    the minimum, over the problems :func:`_direction_bracket` refines, of certified upper bounds
+    on each problem's exact value E_i, capped by the total variation (and by a Chernoff bound of
+    the first problem, also ≥ E_1). The lower end L_i of any evaluation of problem i is at most
+    E_i, so min(L_1, L_2, TV) is at most that upper end, and the maximum of it over the
+    directions is at most the two-sided upper end. Here L_i is the coarsest evaluation (4 bands).
+    Returns 0.0 (a trivial floor) where another path evaluates some direction.
+    """
+    if eps >= levels.epsilon0:
+        return 0.0
+    eps = min(eps, _MAX_EVALUATED_EPSILON)
+    floor = 0.0
+    directions = ((levels.ratios0, levels.ratios1), (levels.ratios1, levels.ratios0))
+    for a, b in directions[:1] if levels.symmetric else directions:
+        values, masses = direction_atoms(a, b, levels.masses, eps)
+        if (not np.any(values > 0.0) or not np.any(values < 0.0)
+                or math.comb(n + values.size, values.size) <= EXACT_CELL_LIMIT
+                or _first_window_fits(values, masses, n)):
+            return 0.0
+        problems = convex_order_problems(values, masses, n, 2)
+        if not all(math.isfinite(c) for problem in problems
+                   for c in (problem.c_a, problem.c_b, problem.c_k)):
+            return 0.0
+        lowest = min(directional_bracket(problem, 4, 1e-18).lower for problem in problems)
+        floor = max(floor, min(lowest, levels.total_variation))
+    return floor
 
 
 def _chernoff_problems(levels: PrivacyLossLevels, eps: float, n: int
@@ -504,6 +544,28 @@ def _window_cell_sums(axes: list[np.ndarray], values: np.ndarray, masses: np.nda
     return upper, lower, cells
 
 
+def _windows(other_masses: np.ndarray, n: int, tail: float) -> list[tuple[int, int, float]]:
+    """The count window [lo, hi] and the mass outside it of each atom summed over a window
+    (:func:`windowed_direction`)."""
+    return [_binomial_window(n - 1, float(rate), tail) for rate in other_masses]
+
+
+def _window_cells(windows: list[tuple[int, int, float]]) -> int:
+    """Cells of the product window (each axis [lo, hi + 1])."""
+    return math.prod(hi + 2 - lo for lo, hi, _ in windows)
+
+
+def _closed_form_atom(masses: np.ndarray) -> int:
+    """The atom :func:`windowed_direction` sums in closed form: the largest count variance."""
+    return int(np.argmax(masses * (1.0 - masses)))
+
+
+def _first_window_fits(values: np.ndarray, masses: np.ndarray, n: int) -> bool:
+    """Whether :func:`windowed_direction` sums a first window (else it returns None)."""
+    others = np.delete(np.arange(values.size), _closed_form_atom(masses))
+    return _window_cells(_windows(masses[others], n, _FIRST_WINDOW_TAIL)) <= WINDOW_CELL_LIMIT
+
+
 def windowed_direction(values: np.ndarray, masses: np.ndarray, n: int, rtol: float
                        ) -> Bracket | None:
     """Bracket of (1/n)·E[(Σ_{i ≤ n} Z_i)⁺] summing the count vectors of a window, or None when
@@ -536,7 +598,7 @@ def windowed_direction(values: np.ndarray, masses: np.ndarray, n: int, rtol: flo
     where the level x·t + y' is within rounding of 0 (:func:`_threshold_slack`, added). The lower end drops the truncated part and every margin.
     """
     positive = np.flatnonzero(values > 0.0)
-    a_index = int(np.argmax(masses * (1.0 - masses)))  # the widest window is not summed
+    a_index = _closed_form_atom(masses)  # the widest window is not summed
     c_a, m_a = float(values[a_index]), float(masses[a_index])
     others = np.delete(np.arange(values.size), a_index)
     other_values, other_masses = values[others], masses[others]
@@ -548,9 +610,8 @@ def windowed_direction(values: np.ndarray, masses: np.ndarray, n: int, rtol: flo
     lower = upper = 0.0
     tail = _FIRST_WINDOW_TAIL
     for _ in range(_WINDOW_PASSES):
-        windows = [_binomial_window(n - 1, float(rate), tail) for rate in other_masses]
-        sizes = [hi + 2 - lo for lo, hi, _ in windows]
-        if math.prod(sizes) > WINDOW_CELL_LIMIT:
+        windows = _windows(other_masses, n, tail)
+        if _window_cells(windows) > WINDOW_CELL_LIMIT:
             # the previous pass (if any) is a valid, looser bracket: its upper end holds the
             # dropped part
             return Bracket(max(0.0, min(lower, upper)), upper) if upper > 0.0 else None
