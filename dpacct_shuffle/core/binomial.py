@@ -54,9 +54,10 @@ def binomial_sf(k: ArrayLike, n: ArrayLike, p: float) -> NDArray[np.float64]:
 
 
 # the memo of binomial_points: one dense table over a rectangle of points (m, k) per (kind, p), at
-# most this many points per table and in all tables (oldest tables dropped first); a request whose
-# rectangle is larger is declined
-MEMO_MAX_POINTS = 1 << 21
+# most MEMO_MAX_POINTS points per table (a request whose rectangle is larger is declined) and
+# MEMO_TOTAL_POINTS in all tables (oldest tables dropped first): about 40 MB
+MEMO_MAX_POINTS = 1 << 20
+MEMO_TOTAL_POINTS = 1 << 22
 # requests with fewer points than this are declined (the lookup costs more than the kernel)
 _MEMO_MIN_POINTS = 64
 
@@ -77,9 +78,13 @@ _TABLES: dict[tuple[str, float], _PointTable] = {}
 
 def _kernel(kind: str, k: NDArray[np.float64], m: NDArray[np.float64], p: float
             ) -> NDArray[np.float64]:
-    """The kernel of :func:`binomial_points` at points with 0 ≤ k ≤ m (1 ≤ k for the tail)."""
+    """The kernel of :func:`binomial_points` at its points."""
     if kind == "pmf":
         values: NDArray[np.float64] = _pmf_kernel(k, m, p)
+    elif kind == "cdf":
+        values = _cdf_kernel(k, m, p)
+    elif kind == "sf":
+        values = _sf_kernel(k, m, p)
     else:
         values = betainc(k, m - k + 1.0, p)
     return values
@@ -87,9 +92,11 @@ def _kernel(kind: str, k: NDArray[np.float64], m: NDArray[np.float64], p: float
 
 def binomial_points(kind: str, k: NDArray[np.float64], m: NDArray[np.float64], p: float
                     ) -> NDArray[np.float64] | None:
-    """P[Bin(m, p) = k] (``kind`` "pmf", the kernel of :func:`binomial_pmf`) or P[Bin(m, p) ≥ k]
-    (``kind`` "tail", the regularized incomplete beta I_p(k, m − k + 1)) at 1-D arrays of
-    integer-valued floats with 0 ≤ k ≤ m (1 ≤ k for "tail"), through the memo of the module
+    """P[Bin(m, p) = k] (``kind`` "pmf", the kernel of :func:`binomial_pmf`), P[Bin(m, p) ≤ k]
+    ("cdf", that of :func:`binomial_cdf`), P[Bin(m, p) > k] ("sf", that of :func:`binomial_sf`)
+    or P[Bin(m, p) ≥ k] ("tail", the regularized incomplete beta I_p(k, m − k + 1)) at 1-D arrays
+    of integer-valued floats with 0 ≤ k ≤ m (k < m for "cdf" and "sf", 1 ≤ k for "tail": the
+    points where the kernel is called), through the memo of the module
     docstring: each point not yet in the table of (kind, p) is evaluated once, by the same kernel
     call as without the memo. None (nothing evaluated) for fewer than ``_MEMO_MIN_POINTS`` points
     or points spread over a rectangle of more than ``MEMO_MAX_POINTS``: the caller evaluates
@@ -134,10 +141,26 @@ def binomial_points(kind: str, k: NDArray[np.float64], m: NDArray[np.float64], p
         known[needed] = True
     # the newest table last; drop the oldest while the tables hold too many points
     _TABLES[key] = table
-    while sum(t.values.size for t in _TABLES.values()) > MEMO_MAX_POINTS and len(_TABLES) > 1:
+    while sum(t.values.size for t in _TABLES.values()) > MEMO_TOTAL_POINTS and len(_TABLES) > 1:
         del _TABLES[next(iter(_TABLES))]
     result: NDArray[np.float64] = values[index]
     return result
 
 
-__all__ = ["binomial_cdf", "binomial_pmf", "binomial_points", "binomial_sf"]
+def binomial_edge_tails(kind: str, k: NDArray[np.float64], n: NDArray[np.float64], p: float
+                        ) -> NDArray[np.float64]:
+    """:func:`binomial_cdf` (``kind`` "cdf") or :func:`binomial_sf` ("sf") of 1-D arrays k, n
+    (the same floats), the points inside the support read through :func:`binomial_points` when n
+    is integer-valued (band edges: every refinement of the bands reads the coarser edges again)."""
+    k_arr = np.floor(k)
+    inside = (k_arr >= 0.0) & (k_arr < n)
+    values = (binomial_points(kind, k_arr[inside], n[inside], p)
+              if np.array_equal(n, np.floor(n)) else None)
+    if values is None:
+        return binomial_cdf(k, n, p) if kind == "cdf" else binomial_sf(k, n, p)
+    out = np.where(k_arr >= n, 1.0, 0.0) if kind == "cdf" else np.where(k_arr < 0.0, 1.0, 0.0)
+    out[inside] = values
+    return out
+
+
+__all__ = ["binomial_cdf", "binomial_edge_tails", "binomial_pmf", "binomial_points", "binomial_sf"]

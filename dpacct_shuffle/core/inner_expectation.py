@@ -7,10 +7,9 @@ import numpy as np
 from scipy import special
 
 from dpacct_shuffle.core.binomial import (
-    binomial_cdf,
+    binomial_edge_tails,
     binomial_pmf,
     binomial_points,
-    binomial_sf,
 )
 from dpacct_shuffle.core.problem import UNIT_ROUNDOFF, special_function_rtol, stats
 
@@ -156,9 +155,9 @@ def band_edge_tails(edges: np.ndarray, m: np.ndarray, p: float
     need_cdf[:, :-1] |= ~use_sf
     trials = np.broadcast_to(m, edges.shape)
     cdf = np.zeros(edges.shape)
-    cdf[need_cdf] = binomial_cdf(edges[need_cdf] - 1.0, trials[need_cdf], p)
+    cdf[need_cdf] = binomial_edge_tails("cdf", edges[need_cdf] - 1.0, trials[need_cdf], p)
     sf = np.zeros(edges.shape)
-    sf[need_sf] = binomial_sf(edges[need_sf] - 1.0, trials[need_sf], p)
+    sf[need_sf] = binomial_edge_tails("sf", edges[need_sf] - 1.0, trials[need_sf], p)
     return cdf, sf, use_sf
 
 
