@@ -428,8 +428,14 @@ def _log_pmf_with_margin(terms: list[np.ndarray], n: int) -> tuple[np.ndarray, n
     magnitude and a mass computed as one minus a sum is off by at most ~u absolutely (its log by
     ~u per count): 64u × (Σ|terms| + n + 1) covers both and the summation of the terms.
     """
-    log_pmf = np.sum(terms, axis=0)
-    margin = 64.0 * _U * (np.sum(np.abs(terms), axis=0) + n + 1.0)
+    # summed term by term, in order (what np.sum over the stacked terms' first axis does, without
+    # stacking them)
+    log_pmf = terms[0].copy()
+    absolute = np.abs(terms[0])
+    for term in terms[1:]:
+        log_pmf += term
+        absolute += np.abs(term)
+    margin = 64.0 * _U * (absolute + n + 1.0)
     return log_pmf, margin
 
 
