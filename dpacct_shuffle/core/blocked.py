@@ -283,7 +283,8 @@ def blocked_directional_bracket(problem: DirectionalProblem, bands: int, tail: f
             if bad.any():
                 state, lost = reanchor_chains(state, bad, np.broadcast_to(c_column, bad.shape), pi)
                 exact = exact | lost
-        g_lo, g_up, stale = chain_values(state, c_column, offset, slope, pi)
+        # at step 0 every chain is an anchor: nothing carried can be stale
+        g_lo, g_up, stale = chain_values(state, c_column, offset, slope, pi, with_stale=step > 0)
         stale &= ~exact & ~bounded
         if step > 0 and stale.any():  # carried error grew past what an anchor would have
             state, lost = reanchor_chains(state, stale, np.broadcast_to(c_column, stale.shape), pi)

@@ -149,11 +149,13 @@ def chain_inner_expectation(
     return lower, upper
 
 
-def chain_values(state: ChainState, c: np.ndarray, offset: np.ndarray, slope: float, pi: float
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def chain_values(state: ChainState, c: np.ndarray, offset: np.ndarray, slope: float, pi: float,
+                 *, with_stale: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`chain_inner_expectation` plus ``stale``: where the carried margin exceeds twice the
     margin an exact anchor at the same point would have (plus ``_REANCHOR_RTOL`` of the value), i.e.
     where re-anchoring would visibly tighten the value (cancellation in g amplifies carried error).
+    ``with_stale=False`` (chains just anchored, nothing carried) skips that comparison: ``stale``
+    is then all False.
     """
     mean_term = slope * c * pi
     slope_term = slope * (1.0 - pi) * state.t * state.pmf
@@ -169,6 +171,11 @@ def chain_values(state: ChainState, c: np.ndarray, offset: np.ndarray, slope: fl
     margin = abs_level * state.tail_error
     margin += slope_term * state.pmf_rtol
     margin += rounding
+    cap = np.maximum(mean_term, 0.0) * (1.0 + 4.0 * UNIT_ROUNDOFF)
+    upper = np.minimum(np.maximum(value + margin, 0.0), cap)
+    lower = np.minimum(np.maximum(value - margin, 0.0), cap)
+    if not with_stale:
+        return lower, upper, np.zeros(upper.shape, dtype=bool)
     fresh = abs_level * abs_tail
     fresh += slope_term
     fresh *= special_function_rtol(c)
@@ -176,9 +183,6 @@ def chain_values(state: ChainState, c: np.ndarray, offset: np.ndarray, slope: fl
     fresh *= 2.0
     fresh += _REANCHOR_RTOL * np.abs(value)
     stale = margin > fresh
-    cap = np.maximum(mean_term, 0.0) * (1.0 + 4.0 * UNIT_ROUNDOFF)
-    upper = np.minimum(np.maximum(value + margin, 0.0), cap)
-    lower = np.minimum(np.maximum(value - margin, 0.0), cap)
     return lower, upper, stale
 
 
