@@ -130,7 +130,7 @@ def binomial_points(kind: str, k: NDArray[np.float64], m: NDArray[np.float64], p
     values = table.values.ravel()
     missing = index[~known[index]]
     if missing.size:
-        if 8 * missing.size >= known.size:  # many: mark them on the table (no sort)
+        if 64 * missing.size >= known.size:  # many: mark them on the table (no sort)
             marked = np.zeros(known.size, dtype=bool)
             marked[missing] = True
             needed = np.flatnonzero(marked)

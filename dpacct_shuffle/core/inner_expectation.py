@@ -30,14 +30,15 @@ def upper_tail(t: np.ndarray, c: np.ndarray, pi: float) -> np.ndarray:
     inner = (t >= 1) & (t <= c)
     if np.any(inner):
         ti, ci = t[inner], c[inner]
-        t_low, c_low = float(ti.min()), float(ci.min())
-        width = float(ti.max()) - t_low + 1.0
-        grid = (float(ci.max()) - c_low + 1.0) * width
         integral = np.array_equal(ti, np.floor(ti)) and np.array_equal(ci, np.floor(ci))
         memoized = binomial_points("tail", ti, ci, pi) if integral else None
         if memoized is not None:
             out[inner] = memoized
-        elif ti.size >= _DISTINCT_PAIRS_FROM and grid <= 4.0 * ti.size and integral:
+            return out
+        t_low, c_low = float(ti.min()), float(ci.min())
+        width = float(ti.max()) - t_low + 1.0
+        grid = (float(ci.max()) - c_low + 1.0) * width
+        if ti.size >= _DISTINCT_PAIRS_FROM and grid <= 4.0 * ti.size and integral:
             # many cells share (t, c): index the pairs on their (c, t) grid, evaluate each once
             index = ((ci - c_low) * width + (ti - t_low)).astype(np.int64)
             present = np.zeros(int(grid), dtype=bool)
