@@ -489,38 +489,62 @@ def _window_cell_sums(axes: list[np.ndarray], values: np.ndarray, masses: np.nda
                            for term in (*per_axis[j], axes[j])])
         out_shape = (min(step, rows.size - first), *shape[1:])
 
-        def summed(index: int) -> np.ndarray:
-            """The cells' sums of per-axis terms, added in axis order from 0.0; the partial sums
-            broadcast over the axes added so far (one addition of the chunk's full size)."""
-            acc = 0.0 + pieces[0][index]
-            for piece in pieces[1:]:
+        rows_shape = (*out_shape[:-1], 1)
+        length = out_shape[-1]
+
+        def row_sums(index: int, start: float | int) -> np.ndarray:
+            """Per row (every axis but the last), ``start`` plus the per-axis terms of every axis
+            but the last, added in axis order, as a column."""
+            acc = start + pieces[0][index] if k > 1 else np.full(rows_shape, start)
+            for piece in pieces[1:-1]:
                 acc = acc + piece[index]
-            return np.broadcast_to(acc, out_shape).ravel()
+            return np.broadcast_to(acc, rows_shape).reshape(-1, 1)
+
+        def last_terms(index: int) -> np.ndarray:
+            return pieces[-1][index].reshape(1, length)
 
         def summed_at(index: int, axis_positions: tuple[np.ndarray, ...]) -> np.ndarray:
-            """:func:`summed` at the cells of ``axis_positions`` only (the same additions)."""
+            """The cells' sums of per-axis terms at ``axis_positions``, added in axis order from
+            0.0 (as :func:`row_sums` and the last axis add them)."""
             acc = 0.0 + per_axis[0][index][first + axis_positions[0]]
             for j in range(1, k):
                 acc = acc + per_axis[j][index][axis_positions[j]]
             return acc
 
-        count_sum = pieces[0][4]
-        for piece in pieces[1:]:
-            count_sum = count_sum + piece[4]
-        position_all = np.broadcast_to(count_sum, out_shape).ravel() - lowest
-        level_all = summed(2)
-        scale_all = summed(3)
+        # a cell's sums are its row's partial sum plus its last-axis term; along the last axis
+        # they are affine in its count, so the largest "best" of a row (below) is at an end.
+        # Rows whose ends are below 0 by far more than rounding have no live cell: skipped
+        level_rows, scale_rows = row_sums(2, 0.0), row_sums(3, 0.0)
+        count_rows = row_sums(4, 0)
+        level_last, scale_last, count_last = last_terms(2), last_terms(3), last_terms(4)
+        ends = [0, length - 1]
+        end_level = level_rows + level_last[:, ends]
+        end_scale = scale_rows + scale_last[:, ends]
+        end_best = end_level + 2.0 * (k + 1) * _U * end_scale
+        end_size = end_scale
         if c_a > 0.0:
-            best = level_all + 2.0 * (k + 1) * _U * scale_all
-            best += c_a * remaining_all[position_all]  # every closed-form user at c_A
+            end_remaining = n - (count_rows + count_last[:, ends]).astype(float)
+            end_best = end_best + c_a * end_remaining
+            end_size = end_size + c_a * np.abs(end_remaining)
+        kept_rows = np.flatnonzero(end_best.max(axis=1) + 1e-9 * end_size.max(axis=1) > 0.0)
+        if not kept_rows.size:
+            continue
+        level_kept = (level_rows[kept_rows] + level_last).ravel()
+        scale_kept = (scale_rows[kept_rows] + scale_last).ravel()
+        position_kept = (count_rows[kept_rows] + count_last).ravel() - lowest
+        if c_a > 0.0:
+            best = level_kept + 2.0 * (k + 1) * _U * scale_kept
+            best += c_a * remaining_all[position_kept]  # every closed-form user at c_A
         else:
-            best = level_all + 2.0 * (k + 1) * _U * scale_all  # every closed-form user at 0
+            best = level_kept + 2.0 * (k + 1) * _U * scale_kept  # every closed-form user at 0
         # cells beyond n users, and cells where no closed-form outcome makes the sum positive;
         # everything else is evaluated on the live cells only
-        live = np.flatnonzero(valid_all[position_all] & (best > 0.0))
-        if not live.size:
+        live_kept = np.flatnonzero(valid_all[position_kept] & (best > 0.0))
+        if not live_kept.size:
             continue
-        position, level, scale = position_all[live], level_all[live], scale_all[live]
+        live = (kept_rows[live_kept // length] * length + live_kept % length)
+        position, level, scale = (position_kept[live_kept], level_kept[live_kept],
+                                  scale_kept[live_kept])
         remaining = remaining_all[position]
         if c_a > 0.0:
             level_up = level + 2.0 * (k + 1) * _U * scale
