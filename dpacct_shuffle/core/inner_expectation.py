@@ -29,10 +29,13 @@ def upper_tail(t: np.ndarray, c: np.ndarray, pi: float) -> np.ndarray:
     out = np.where(t <= 0, 1.0, 0.0)
     inner = (t >= 1) & (t <= c)
     if np.any(inner):
-        ti, ci = t[inner], c[inner]
+        every = bool(inner.all())  # then no compression: the arrays themselves, flattened
+        ti, ci = (t.ravel(), c.ravel()) if every else (t[inner], c[inner])
         integral = np.array_equal(ti, np.floor(ti)) and np.array_equal(ci, np.floor(ci))
         memoized = binomial_points("tail", ti, ci, pi) if integral else None
         if memoized is not None:
+            if every:
+                return memoized.reshape(out.shape)
             out[inner] = memoized
             return out
         t_low, c_low = float(ti.min()), float(ci.min())
