@@ -506,7 +506,7 @@ def _window_cell_sums(axes: list[np.ndarray], values: np.ndarray, masses: np.nda
         def summed_at(index: int, axis_positions: tuple[np.ndarray, ...]) -> np.ndarray:
             """The cells' sums of per-axis terms at ``axis_positions``, added in axis order from
             0.0 (as :func:`row_sums` and the last axis add them)."""
-            acc = 0.0 + per_axis[0][index][first + axis_positions[0]]
+            acc: np.ndarray = 0.0 + per_axis[0][index][first + axis_positions[0]]
             for j in range(1, k):
                 acc = acc + per_axis[j][index][axis_positions[j]]
             return acc
