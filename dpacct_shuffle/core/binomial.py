@@ -8,14 +8,16 @@ rules — pmf 0 off the support {0, …, n}; cdf 0 below 0 and 1 from n on; sf t
 value is bit-identical to ``scipy.stats.binom``'s for integer n ≥ 0 and 0 ≤ p ≤ 1 (the callers
 validate both). ``tests/test_core_structure.py`` compares them on random arguments.
 
-:func:`binomial_points` evaluates P[Bin(m, p) = k] or P[Bin(m, p) ≥ k] at integer points through a
-memo per (kind, p): an ε search evaluates the same anchors (c, t) of the same π at every point and
+:func:`binomial_points` evaluates these kernels and P[Bin(m, p) ≥ k] at integer points through a
+memo per (kind, p) (one lock: threads share it safely): an ε search evaluates the same anchors (c, t) of the same π at every point and
 every band refinement (a RAPPOR(2, 64) search at n = 10⁴: 550,000 anchors, 22,000 distinct). The
 memo stores the kernels' own values, so every result is the float the kernel returns for that
 point, whatever was evaluated before.
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -74,6 +76,7 @@ class _PointTable:
 
 
 _TABLES: dict[tuple[str, float], _PointTable] = {}
+_TABLES_LOCK = threading.Lock()
 
 
 def _kernel(kind: str, k: NDArray[np.float64], m: NDArray[np.float64], p: float
@@ -103,6 +106,13 @@ def binomial_points(kind: str, k: NDArray[np.float64], m: NDArray[np.float64], p
     those directly."""
     if k.size < _MEMO_MIN_POINTS:
         return None
+    with _TABLES_LOCK:
+        return _memoized_points(kind, k, m, p)
+
+
+def _memoized_points(kind: str, k: NDArray[np.float64], m: NDArray[np.float64], p: float
+                     ) -> NDArray[np.float64] | None:
+    """:func:`binomial_points` for at least ``_MEMO_MIN_POINTS`` points, under the memo's lock."""
     m_lo, m_hi = int(m.min()), int(m.max())
     k_lo, k_hi = int(k.min()), int(k.max())
     key = (kind, p)
