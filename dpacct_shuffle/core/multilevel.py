@@ -76,6 +76,7 @@ from dpacct_shuffle.core.bound import (
     CHERNOFF_SEARCH_MAX_DELTA,
     CHERNOFF_SEARCH_USERS,
     MAX_EVALUATED_USERS,
+    _NEGLIGIBLE_DELTA,
     _gaussian_epsilon,
     refined_bracket,
 )
@@ -266,7 +267,9 @@ def _upper_floor(levels: PrivacyLossLevels, eps: float, n: int) -> float:
     the first problem, also ≥ E_1). The lower end L_i of any evaluation of problem i is at most
     E_i, so min(L_1, L_2, TV) is at most that upper end, and the maximum of it over the
     directions is at most the two-sided upper end. Here L_i is the coarsest evaluation (4 bands).
-    Returns 0.0 (a trivial floor) where another path evaluates some direction.
+    Returns 0.0 (a trivial floor) where another path evaluates some direction, or where a
+    coefficient is not finite or a problem's Chernoff bound is below 1e-300 (refined_bracket then
+    answers without evaluating the problem).
     """
     if eps >= levels.epsilon0:
         return 0.0
@@ -281,8 +284,9 @@ def _upper_floor(levels: PrivacyLossLevels, eps: float, n: int) -> float:
             return 0.0
         problems = convex_order_problems(values, masses, n, 2)
         if not all(math.isfinite(c) for problem in problems
-                   for c in (problem.c_a, problem.c_b, problem.c_k)):
-            return 0.0
+                   for c in (problem.c_a, problem.c_b, problem.c_k)) or any(
+                chernoff_log_upper(problem) < math.log(_NEGLIGIBLE_DELTA) for problem in problems):
+            return 0.0  # refined_bracket answers from the coefficients or the Chernoff bound alone
         lowest = min(directional_bracket(problem, 4, 1e-18).lower for problem in problems)
         floor = max(floor, min(lowest, levels.total_variation))
     return floor
