@@ -89,3 +89,40 @@ def test_binomial_kernels_are_scipy_stats_bit_for_bit() -> None:
         for ours, theirs in ((binomial_pmf, stats.binom.pmf), (binomial_cdf, stats.binom.cdf),
                              (binomial_sf, stats.binom.sf)):
             assert np.array_equal(ours(k, n, p), theirs(k, n, p)), (ours.__name__, p)
+
+
+def test_binomial_memo_returns_the_kernels_own_values() -> None:
+    """binomial_points (the memo of repeated searches) gives bit for bit what the kernels give
+    without it — the scipy.stats values for pmf/cdf/sf, betainc for the upper tail — on first use,
+    on repeats and after its table grew; it declines requests too small or too spread out, and
+    the memo paths of upper_tail and binomial_edge_tails agree with the direct evaluations."""
+    from scipy import special, stats
+
+    from dpacct_shuffle.core import binomial
+    from dpacct_shuffle.core.binomial import binomial_edge_tails, binomial_points
+    from dpacct_shuffle.core.inner_expectation import upper_tail
+
+    rng = np.random.default_rng(11)
+    direct = {"pmf": stats.binom.pmf, "cdf": stats.binom.cdf, "sf": stats.binom.sf,
+              "tail": lambda k, m, p: special.betainc(k, m - k + 1.0, p)}
+    for p in (0.013, 0.5, 0.87):
+        for low, high in ((100, 300), (250, 700), (50, 120), (100, 300)):  # grows, then repeats
+            m = rng.integers(low, high, size=500).astype(float)
+            k = np.floor(m * rng.uniform(0.0, 1.0, size=500))
+            for kind, evaluate in direct.items():
+                inside = (k >= 1.0) if kind == "tail" else (k < m) if kind in ("cdf", "sf") else k >= 0
+                found = binomial_points(kind, k[inside], m[inside], p)
+                assert found is not None
+                assert np.array_equal(found, evaluate(k[inside], m[inside], p)), (kind, p)
+    assert binomial_points("pmf", np.arange(3.0), np.full(3, 10.0), 0.5) is None  # too few
+    spread = np.array([0.0, 5e6] * 40)
+    assert binomial_points("pmf", spread, spread, 0.5) is None  # rectangle beyond the cap
+    assert sum(table.values.size for table in binomial._TABLES.values()) <= binomial.MEMO_TOTAL_POINTS
+    m = rng.integers(0, 400, size=2000).astype(float)
+    t = rng.integers(-2, 420, size=2000).astype(float)
+    expected = np.where(t <= 0, 1.0, np.where(t > m, 0.0, special.betainc(
+        np.clip(t, 1.0, None), np.maximum(m - t + 1.0, 1.0), 0.3)))
+    assert np.array_equal(upper_tail(t, m, 0.3), expected)
+    k = rng.integers(-3, 420, size=2000) + rng.choice([0.0, 0.5], size=2000)
+    assert np.array_equal(binomial_edge_tails("cdf", k, m, 0.3), stats.binom.cdf(k, m, 0.3))
+    assert np.array_equal(binomial_edge_tails("sf", k, m, 0.3), stats.binom.sf(k, m, 0.3))

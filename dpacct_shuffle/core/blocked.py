@@ -249,15 +249,16 @@ def blocked_directional_bracket(problem: DirectionalProblem, bands: int, tail: f
     irregular = (t > c0) | ~(state.pmf >= CHAIN_UNDERFLOW)
     bounded = np.zeros_like(irregular)
     bound_value = np.zeros_like(state.tail)
-    if np.any(irregular):
-        c1 = np.broadcast_to(ends[:, None], t.shape)
-        t_min = np.minimum(t, positive_threshold(slope_b * c1 + base_y, slope))  # t(c) is monotone in c
+    if np.any(irregular):  # the bound below, evaluated at the irregular chains only
+        c1 = np.broadcast_to(ends[:, None], t.shape)[irregular]
+        offset_end = slope_b * c1 + np.broadcast_to(base_y, t.shape)[irregular]
+        t_min = np.minimum(t[irregular], positive_threshold(offset_end, slope))  # t(c) is monotone in c
         sup = (slope * pi * c1 * upper_tail(t_min - 1.0, c1 - 1.0, pi)
                * (1.0 + special_function_rtol(c1)))
-        block_weight = weights_2d.sum(axis=1)[:, None] * coef
+        block_weight = np.broadcast_to(weights_2d.sum(axis=1)[:, None] * coef, t.shape)[irregular]
         negligible = sup * block_weight <= 1e-6 * tail * n / (n_blocks * n_chains)
-        bounded = irregular & negligible
-        bound_value = np.where(bounded, sup, 0.0)
+        bounded[irregular] = negligible
+        bound_value[irregular] = np.where(negligible, sup, 0.0)
     exact = irregular & ~bounded
     state = state._replace(tail=np.where(irregular, 0.0, state.tail),
                            pmf=np.where(irregular, 0.0, state.pmf))
@@ -282,7 +283,8 @@ def blocked_directional_bracket(problem: DirectionalProblem, bands: int, tail: f
             if bad.any():
                 state, lost = reanchor_chains(state, bad, np.broadcast_to(c_column, bad.shape), pi)
                 exact = exact | lost
-        g_lo, g_up, stale = chain_values(state, c_column, offset, slope, pi)
+        # at step 0 every chain is an anchor: nothing carried can be stale
+        g_lo, g_up, stale = chain_values(state, c_column, offset, slope, pi, with_stale=step > 0)
         stale &= ~exact & ~bounded
         if step > 0 and stale.any():  # carried error grew past what an anchor would have
             state, lost = reanchor_chains(state, stale, np.broadcast_to(c_column, stale.shape), pi)

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from dpacct_shuffle.core.binomial import binomial_pmf
+from dpacct_shuffle.core.binomial import binomial_pmf, binomial_points
 from dpacct_shuffle.core.inner_expectation import upper_tail
 from dpacct_shuffle.core.problem import UNIT_ROUNDOFF, special_function_rtol, stats
 
@@ -42,14 +42,23 @@ class ChainState(NamedTuple):
 
 
 def anchor_chains(c: np.ndarray, t: np.ndarray, pi: float) -> ChainState:
-    """Exact anchors: P[Bin(c, π) ≥ t] by the regularized incomplete beta, P[Bin(c, π) = t] by scipy.
+    """Exact anchors: P[Bin(c, π) ≥ t] by the regularized incomplete beta, P[Bin(c, π) = t] by scipy
+    (both through the memo of :func:`~dpacct_shuffle.core.binomial.binomial_points` for integer
+    points: a search anchors the same (c, t) again and again).
 
     Both carry relative error ≤ :func:`special_function_rtol` (c).
     """
     c, t = np.broadcast_arrays(np.asarray(c, dtype=float), np.asarray(t, dtype=float))
     tail = upper_tail(t, c, pi)
+    inside = (t >= 0.0) & (t <= c)
     with np.errstate(all="ignore"):
-        pmf = np.where((t >= 0.0) & (t <= c), binomial_pmf(t, c, pi), 0.0)
+        memoized = (binomial_points("pmf", t[inside], c[inside], pi)
+                    if np.array_equal(t, np.floor(t)) and np.array_equal(c, np.floor(c)) else None)
+        if memoized is not None:  # the same kernel values, each distinct point evaluated once
+            pmf = np.zeros(t.shape)
+            pmf[inside] = memoized
+        else:
+            pmf = np.where(inside, binomial_pmf(t, c, pi), 0.0)
     rtol = np.asarray(special_function_rtol(c), dtype=float)
     return ChainState(t.copy(), tail, pmf, rtol * tail, rtol)
 
@@ -140,11 +149,13 @@ def chain_inner_expectation(
     return lower, upper
 
 
-def chain_values(state: ChainState, c: np.ndarray, offset: np.ndarray, slope: float, pi: float
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def chain_values(state: ChainState, c: np.ndarray, offset: np.ndarray, slope: float, pi: float,
+                 *, with_stale: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`chain_inner_expectation` plus ``stale``: where the carried margin exceeds twice the
     margin an exact anchor at the same point would have (plus ``_REANCHOR_RTOL`` of the value), i.e.
     where re-anchoring would visibly tighten the value (cancellation in g amplifies carried error).
+    ``with_stale=False`` (chains just anchored, nothing carried) skips that comparison: ``stale``
+    is then all False.
     """
     mean_term = slope * c * pi
     slope_term = slope * (1.0 - pi) * state.t * state.pmf
@@ -160,6 +171,11 @@ def chain_values(state: ChainState, c: np.ndarray, offset: np.ndarray, slope: fl
     margin = abs_level * state.tail_error
     margin += slope_term * state.pmf_rtol
     margin += rounding
+    cap = np.maximum(mean_term, 0.0) * (1.0 + 4.0 * UNIT_ROUNDOFF)
+    upper = np.minimum(np.maximum(value + margin, 0.0), cap)
+    lower = np.minimum(np.maximum(value - margin, 0.0), cap)
+    if not with_stale:
+        return lower, upper, np.zeros(upper.shape, dtype=bool)
     fresh = abs_level * abs_tail
     fresh += slope_term
     fresh *= special_function_rtol(c)
@@ -167,9 +183,6 @@ def chain_values(state: ChainState, c: np.ndarray, offset: np.ndarray, slope: fl
     fresh *= 2.0
     fresh += _REANCHOR_RTOL * np.abs(value)
     stale = margin > fresh
-    cap = np.maximum(mean_term, 0.0) * (1.0 + 4.0 * UNIT_ROUNDOFF)
-    upper = np.minimum(np.maximum(value + margin, 0.0), cap)
-    lower = np.minimum(np.maximum(value - margin, 0.0), cap)
     return lower, upper, stale
 
 

@@ -6,7 +6,11 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from dpacct_shuffle.core.binomial import binomial_cdf, binomial_pmf, binomial_sf
+from dpacct_shuffle.core.binomial import (
+    binomial_edge_tails,
+    binomial_pmf,
+    binomial_points,
+)
 from dpacct_shuffle.core.problem import UNIT_ROUNDOFF, special_function_rtol, stats
 
 
@@ -17,19 +21,27 @@ _DISTINCT_PAIRS_FROM = 1 << 10
 def upper_tail(t: np.ndarray, c: np.ndarray, pi: float) -> np.ndarray:
     """P[Bin(c, π) ≥ t] for integer-valued float arrays (broadcast), exact at the ends.
 
-    Large arrays evaluate each distinct pair (t, c) once (windowed sums and chain anchors share
-    many): indexed on their (c, t) grid when it is small, else sorted; the same betainc values,
-    fewer calls."""
+    Integer points go through the memo of :func:`~dpacct_shuffle.core.binomial.binomial_points`
+    (searches evaluate the same anchors again and again); where it declines, large arrays evaluate
+    each distinct pair (t, c) once (windowed sums and chain anchors share many): indexed on their
+    (c, t) grid when it is small, else sorted. Every path gives the same betainc values."""
     t, c = np.broadcast_arrays(t, c)
     out = np.where(t <= 0, 1.0, 0.0)
     inner = (t >= 1) & (t <= c)
     if np.any(inner):
-        ti, ci = t[inner], c[inner]
+        every = bool(inner.all())  # then no compression: the arrays themselves, flattened
+        ti, ci = (t.ravel(), c.ravel()) if every else (t[inner], c[inner])
+        integral = np.array_equal(ti, np.floor(ti)) and np.array_equal(ci, np.floor(ci))
+        memoized = binomial_points("tail", ti, ci, pi) if integral else None
+        if memoized is not None:
+            if every:
+                return memoized.reshape(out.shape)
+            out[inner] = memoized
+            return out
         t_low, c_low = float(ti.min()), float(ci.min())
         width = float(ti.max()) - t_low + 1.0
         grid = (float(ci.max()) - c_low + 1.0) * width
-        if (ti.size >= _DISTINCT_PAIRS_FROM and grid <= 4.0 * ti.size
-                and np.array_equal(ti, np.floor(ti)) and np.array_equal(ci, np.floor(ci))):
+        if ti.size >= _DISTINCT_PAIRS_FROM and grid <= 4.0 * ti.size and integral:
             # many cells share (t, c): index the pairs on their (c, t) grid, evaluate each once
             index = ((ci - c_low) * width + (ti - t_low)).astype(np.int64)
             present = np.zeros(int(grid), dtype=bool)
@@ -40,8 +52,7 @@ def upper_tail(t: np.ndarray, c: np.ndarray, pi: float) -> np.ndarray:
             t_distinct = t_low + (distinct % int(width)).astype(float)
             values = special.betainc(t_distinct, c_distinct - t_distinct + 1.0, pi)
             out[inner] = values[position[index]]
-        elif (ti.size >= _DISTINCT_PAIRS_FROM and np.array_equal(ti, np.floor(ti))
-              and np.array_equal(ci, np.floor(ci)) and grid < 2.0**52):
+        elif ti.size >= _DISTINCT_PAIRS_FROM and integral and grid < 2.0**52:
             index = ((ci - c_low) * width + (ti - t_low)).astype(np.int64)
             distinct, position = np.unique(index, return_inverse=True)
             c_distinct = c_low + (distinct // int(width)).astype(float)
@@ -148,9 +159,9 @@ def band_edge_tails(edges: np.ndarray, m: np.ndarray, p: float
     need_cdf[:, :-1] |= ~use_sf
     trials = np.broadcast_to(m, edges.shape)
     cdf = np.zeros(edges.shape)
-    cdf[need_cdf] = binomial_cdf(edges[need_cdf] - 1.0, trials[need_cdf], p)
+    cdf[need_cdf] = binomial_edge_tails("cdf", edges[need_cdf] - 1.0, trials[need_cdf], p)
     sf = np.zeros(edges.shape)
-    sf[need_sf] = binomial_sf(edges[need_sf] - 1.0, trials[need_sf], p)
+    sf[need_sf] = binomial_edge_tails("sf", edges[need_sf] - 1.0, trials[need_sf], p)
     return cdf, sf, use_sf
 
 

@@ -76,6 +76,7 @@ from dpacct_shuffle.core.bound import (
     CHERNOFF_SEARCH_MAX_DELTA,
     CHERNOFF_SEARCH_USERS,
     MAX_EVALUATED_USERS,
+    _NEGLIGIBLE_DELTA,
     _gaussian_epsilon,
     refined_bracket,
 )
@@ -199,6 +200,14 @@ class PrivacyLossLevels:
         """Certified upper bound on the shuffled δ(ε) of the pair with n users."""
         return self.delta_interval(epsilon, n).upper
 
+    def delta_floor(self, epsilon: float, n: int) -> float:
+        """A value at most :meth:`delta` (at every rtol of :meth:`delta_interval`), from one
+        coarse evaluation of each convex-order problem: lets a caller that only needs to know
+        whether the certified δ exceeds a target skip the refinement (:func:`_upper_floor`);
+        0.0 where no such cheap value exists."""
+        eps = check_epsilon(epsilon)
+        return _upper_floor(self, eps, min(check_num_users(n), MAX_EVALUATED_USERS))
+
     def epsilon(self, delta: float, n: int, rtol: float = 1e-4, guess: float | None = None
                 ) -> float:
         """Smallest ε (relative ``rtol``) where the certified :meth:`delta` is ≤ ``delta``
@@ -246,6 +255,41 @@ def _levels_bracket(levels: PrivacyLossLevels, eps: float, n: int, rtol: float) 
                        default=-math.inf)
         upper = min(upper, max(math.exp(chernoff), 5e-324))
     return Bracket(min(lower, upper), upper)
+
+
+def _upper_floor(levels: PrivacyLossLevels, eps: float, n: int) -> float:
+    """A lower bound on the upper end of ``_levels_bracket(levels, eps, n, rtol)`` for every rtol.
+
+    Where a direction is evaluated by the convex-order reduction alone (more than
+    ``EXACT_CELL_LIMIT`` count vectors, no window within ``WINDOW_CELL_LIMIT``), its upper end is
+    the minimum, over the problems :func:`_direction_bracket` refines, of certified upper bounds
+    on each problem's exact value E_i, capped by the total variation (and by a Chernoff bound of
+    the first problem, also ≥ E_1). The lower end L_i of any evaluation of problem i is at most
+    E_i, so min(L_1, L_2, TV) is at most that upper end, and the maximum of it over the
+    directions is at most the two-sided upper end. Here L_i is the coarsest evaluation (4 bands).
+    Returns 0.0 (a trivial floor) where another path evaluates some direction, or where a
+    coefficient is not finite or a problem's Chernoff bound is below 1e-300 (refined_bracket then
+    answers without evaluating the problem).
+    """
+    if eps >= levels.epsilon0:
+        return 0.0
+    eps = min(eps, _MAX_EVALUATED_EPSILON)
+    floor = 0.0
+    directions = ((levels.ratios0, levels.ratios1), (levels.ratios1, levels.ratios0))
+    for a, b in directions[:1] if levels.symmetric else directions:
+        values, masses = direction_atoms(a, b, levels.masses, eps)
+        if (not np.any(values > 0.0) or not np.any(values < 0.0)
+                or math.comb(n + values.size, values.size) <= EXACT_CELL_LIMIT
+                or _first_window_fits(values, masses, n)):
+            return 0.0
+        problems = convex_order_problems(values, masses, n, 2)
+        if not all(math.isfinite(c) for problem in problems
+                   for c in (problem.c_a, problem.c_b, problem.c_k)) or any(
+                chernoff_log_upper(problem) < math.log(_NEGLIGIBLE_DELTA) for problem in problems):
+            return 0.0  # refined_bracket answers from the coefficients or the Chernoff bound alone
+        lowest = min(directional_bracket(problem, 4, 1e-18).lower for problem in problems)
+        floor = max(floor, min(lowest, levels.total_variation))
+    return floor
 
 
 def _chernoff_problems(levels: PrivacyLossLevels, eps: float, n: int
@@ -388,8 +432,14 @@ def _log_pmf_with_margin(terms: list[np.ndarray], n: int) -> tuple[np.ndarray, n
     magnitude and a mass computed as one minus a sum is off by at most ~u absolutely (its log by
     ~u per count): 64u × (Σ|terms| + n + 1) covers both and the summation of the terms.
     """
-    log_pmf = np.sum(terms, axis=0)
-    margin = 64.0 * _U * (np.sum(np.abs(terms), axis=0) + n + 1.0)
+    # summed term by term, in order (what np.sum over the stacked terms' first axis does, without
+    # stacking them)
+    log_pmf = terms[0].copy()
+    absolute = np.abs(terms[0])
+    for term in terms[1:]:
+        log_pmf += term
+        absolute += np.abs(term)
+    margin = 64.0 * _U * (absolute + n + 1.0)
     return log_pmf, margin
 
 
@@ -443,33 +493,71 @@ def _window_cell_sums(axes: list[np.ndarray], values: np.ndarray, masses: np.nda
                            for term in (*per_axis[j], axes[j])])
         out_shape = (min(step, rows.size - first), *shape[1:])
 
-        def summed(index: int) -> np.ndarray:
-            acc = np.zeros(out_shape)
-            for piece in pieces:
-                acc = acc + piece[index]
-            return acc.ravel()
+        rows_shape = (*out_shape[:-1], 1)
+        length = out_shape[-1]
 
-        count_sum = np.zeros(out_shape, dtype=np.int64)
-        for piece in pieces:
-            count_sum = count_sum + piece[4]
-        position = count_sum.ravel() - lowest
-        level = summed(2)
-        scale = summed(3)
+        def row_sums(index: int, start: float | int) -> np.ndarray:
+            """Per row (every axis but the last), ``start`` plus the per-axis terms of every axis
+            but the last, added in axis order, as a column."""
+            acc = start + pieces[0][index] if k > 1 else np.full(rows_shape, start)
+            for piece in pieces[1:-1]:
+                acc = acc + piece[index]
+            return np.broadcast_to(acc, rows_shape).reshape(-1, 1)
+
+        def last_terms(index: int) -> np.ndarray:
+            return pieces[-1][index].reshape(1, length)
+
+        def summed_at(index: int, axis_positions: tuple[np.ndarray, ...]) -> np.ndarray:
+            """The cells' sums of per-axis terms at ``axis_positions``, added in axis order from
+            0.0 (as :func:`row_sums` and the last axis add them)."""
+            acc: np.ndarray = 0.0 + per_axis[0][index][first + axis_positions[0]]
+            for j in range(1, k):
+                acc = acc + per_axis[j][index][axis_positions[j]]
+            return acc
+
+        # a cell's sums are its row's partial sum plus its last-axis term; along the last axis
+        # they are affine in its count, so the largest "best" of a row (below) is at an end.
+        # Rows whose ends are below 0 by far more than rounding have no live cell: skipped
+        level_rows, scale_rows = row_sums(2, 0.0), row_sums(3, 0.0)
+        count_rows = row_sums(4, 0)
+        level_last, scale_last, count_last = last_terms(2), last_terms(3), last_terms(4)
+        ends = [0, length - 1]
+        end_level = level_rows + level_last[:, ends]
+        end_scale = scale_rows + scale_last[:, ends]
+        end_best = end_level + 2.0 * (k + 1) * _U * end_scale
+        end_size = end_scale
+        if c_a > 0.0:
+            end_remaining = n - (count_rows + count_last[:, ends]).astype(float)
+            end_best = end_best + c_a * end_remaining
+            end_size = end_size + c_a * np.abs(end_remaining)
+        kept_rows = np.flatnonzero(end_best.max(axis=1) + 1e-9 * end_size.max(axis=1) > 0.0)
+        if not kept_rows.size:
+            continue
+        level_kept = (level_rows[kept_rows] + level_last).ravel()
+        scale_kept = (scale_rows[kept_rows] + scale_last).ravel()
+        position_kept = (count_rows[kept_rows] + count_last).ravel() - lowest
+        if c_a > 0.0:
+            best = level_kept + 2.0 * (k + 1) * _U * scale_kept
+            best += c_a * remaining_all[position_kept]  # every closed-form user at c_A
+        else:
+            best = level_kept + 2.0 * (k + 1) * _U * scale_kept  # every closed-form user at 0
+        # cells beyond n users, and cells where no closed-form outcome makes the sum positive;
+        # everything else is evaluated on the live cells only
+        live_kept = np.flatnonzero(valid_all[position_kept] & (best > 0.0))
+        if not live_kept.size:
+            continue
+        live = (kept_rows[live_kept // length] * length + live_kept % length)
+        position, level, scale = (position_kept[live_kept], level_kept[live_kept],
+                                  scale_kept[live_kept])
         remaining = remaining_all[position]
         if c_a > 0.0:
             level_up = level + 2.0 * (k + 1) * _U * scale
-            best = level_up + c_a * remaining  # every closed-form user at c_A
         else:
             # all M closed-form users at c_A < 0, plus c_A·(M − X'), X' ~ Bin(M, π) the users at 0
             level_up = level + c_a * remaining
             level_up += 2.0 * (k + 2) * _U * (scale - c_a * remaining)
-            best = level + 2.0 * (k + 1) * _U * scale  # every closed-form user at 0
-        # cells beyond n users, and cells where no closed-form outcome makes the sum positive
-        live = valid_all[position] & (best > 0.0)
-        if not np.any(live):
-            continue
-        gamma_terms, mass_terms = summed(0)[live], summed(1)[live]
-        position, remaining, level_up = position[live], remaining[live], level_up[live]
+        axis_positions = np.unravel_index(live, out_shape)
+        gamma_terms, mass_terms = summed_at(0, axis_positions), summed_at(1, axis_positions)
         log_terms = [np.full(remaining.size, log_n), gamma_terms, -log_gamma_rest[position],
                      mass_terms, log_mass_rest[position]]
         log_pmf, margin = _log_pmf_with_margin(log_terms, n)
@@ -488,6 +576,28 @@ def _window_cell_sums(axes: list[np.ndarray], values: np.ndarray, masses: np.nda
         upper += float(np.sum(np.exp(log_pmf + margin) * g_upper))
         lower += float(np.sum(np.exp(log_pmf - margin) * g_lower))
     return upper, lower, cells
+
+
+def _windows(other_masses: np.ndarray, n: int, tail: float) -> list[tuple[int, int, float]]:
+    """The count window [lo, hi] and the mass outside it of each atom summed over a window
+    (:func:`windowed_direction`)."""
+    return [_binomial_window(n - 1, float(rate), tail) for rate in other_masses]
+
+
+def _window_cells(windows: list[tuple[int, int, float]]) -> int:
+    """Cells of the product window (each axis [lo, hi + 1])."""
+    return math.prod(hi + 2 - lo for lo, hi, _ in windows)
+
+
+def _closed_form_atom(masses: np.ndarray) -> int:
+    """The atom :func:`windowed_direction` sums in closed form: the largest count variance."""
+    return int(np.argmax(masses * (1.0 - masses)))
+
+
+def _first_window_fits(values: np.ndarray, masses: np.ndarray, n: int) -> bool:
+    """Whether :func:`windowed_direction` sums a first window (else it returns None)."""
+    others = np.delete(np.arange(values.size), _closed_form_atom(masses))
+    return _window_cells(_windows(masses[others], n, _FIRST_WINDOW_TAIL)) <= WINDOW_CELL_LIMIT
 
 
 def windowed_direction(values: np.ndarray, masses: np.ndarray, n: int, rtol: float
@@ -522,7 +632,7 @@ def windowed_direction(values: np.ndarray, masses: np.ndarray, n: int, rtol: flo
     where the level x·t + y' is within rounding of 0 (:func:`_threshold_slack`, added). The lower end drops the truncated part and every margin.
     """
     positive = np.flatnonzero(values > 0.0)
-    a_index = int(np.argmax(masses * (1.0 - masses)))  # the widest window is not summed
+    a_index = _closed_form_atom(masses)  # the widest window is not summed
     c_a, m_a = float(values[a_index]), float(masses[a_index])
     others = np.delete(np.arange(values.size), a_index)
     other_values, other_masses = values[others], masses[others]
@@ -534,9 +644,8 @@ def windowed_direction(values: np.ndarray, masses: np.ndarray, n: int, rtol: flo
     lower = upper = 0.0
     tail = _FIRST_WINDOW_TAIL
     for _ in range(_WINDOW_PASSES):
-        windows = [_binomial_window(n - 1, float(rate), tail) for rate in other_masses]
-        sizes = [hi + 2 - lo for lo, hi, _ in windows]
-        if math.prod(sizes) > WINDOW_CELL_LIMIT:
+        windows = _windows(other_masses, n, tail)
+        if _window_cells(windows) > WINDOW_CELL_LIMIT:
             # the previous pass (if any) is a valid, looser bracket: its upper end holds the
             # dropped part
             return Bracket(max(0.0, min(lower, upper)), upper) if upper > 0.0 else None

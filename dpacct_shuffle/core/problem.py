@@ -8,6 +8,7 @@ for scipy's binomial functions, :func:`kept_c_range` the truncation of C and its
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -96,12 +97,14 @@ def neutral_rate(s: float, r_c: float) -> float:
     return min(1.0, s / (1.0 - r_c))
 
 
+@functools.lru_cache(maxsize=1024)
 def kept_c_range(n: int, r_c: float, tail: float) -> tuple[int, int, float]:
     """Range [c_lo, c_hi] of C = A + B kept, and a certified bound on the dropped cells' mass.
 
     With C' ~ Bin(n − 1, r_c): c_lo is the largest value with P[C' ≤ c_lo − 1] ≤ tail and c_hi the
     smallest with P[C' ≥ c_hi] ≤ tail, found by bisection on scipy's cdf/sf (scipy's own binomial
-    ppf/isf are unreliable for tiny tails: isf(1e-18, 1999, 0.02) returns 1999).
+    ppf/isf are unreliable for tiny tails: isf(1e-18, 1999, 0.02) returns 1999). Cached: it does
+    not depend on ε, and a search asks for the same range at every point and band refinement.
     """
     if n <= 1 or r_c >= 1.0:
         return (n if r_c >= 1.0 else 0), n, 0.0

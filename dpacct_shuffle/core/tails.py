@@ -3,6 +3,7 @@ the rest bounded by Chernoff times a tilted tail mass."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -31,6 +32,7 @@ from dpacct_shuffle.core.problem import (
 from dpacct_shuffle.core.search import bisect, expand_bracket, smallest_true_integer
 
 
+@functools.lru_cache(maxsize=1024)
 def chernoff_log_upper(problem: DirectionalProblem) -> float:
     """ln of a cheap certified upper bound on (1/n)·E[(c_A·A + c_B·B + c_K·K)⁺] (Chernoff).
 
@@ -38,7 +40,8 @@ def chernoff_log_upper(problem: DirectionalProblem) -> float:
     M(λ) = 1 + r_A·(e^(λc_A) − 1) + r_B·(e^(λc_B) − 1) + s·(e^(λc_K) − 1); so
     ln δ ≤ n·ln M(λ) − 1 − ln(λ·n), minimised over λ on a logarithmic grid. Rounding of n·ln M is
     covered by adding 16u·n·(|ln M| + 1) + 1e-9.
-    Used to answer "δ is below 1e-300" without truncating far into the tails.
+    Used to answer "δ is below 1e-300" without truncating far into the tails. Cached (a problem
+    is a tuple of numbers): every band refinement of one point asks for it again.
     """
     n = problem.n
     if problem.c_a <= 0.0:

@@ -36,7 +36,7 @@ from dpacct_shuffle.core.bound import (
 from dpacct_shuffle.core.enumerated_levels import EnumeratedLevelsCurve, count_vectors_curve
 from dpacct_shuffle.core.multilevel import PrivacyLossLevels
 from dpacct_shuffle.core.validation import check_range
-from dpacct_shuffle.randomizers.base import PairBound, Randomizer
+from dpacct_shuffle.randomizers.base import SKIP_MARGIN, PairBound, Randomizer
 
 # the share of the blanket pair is taken this relative amount below w (float rounding of β and w)
 _SHARE_MARGIN = 1e-9
@@ -200,7 +200,9 @@ class MultiLevelBound(PairBound):
         """:meth:`epsilon`, skipped (``current`` returned) when the bound at
         (1 − ``SKIP_RTOL``)·current already exceeds ``delta``: then it cannot lower ``current`` by
         more than that fraction. One evaluation instead of a search where it does not help, and
-        otherwise a search starting from that feasible point."""
+        otherwise a search starting from that feasible point; the evaluation is skipped too when a
+        level set's :meth:`~dpacct_shuffle.core.multilevel.PrivacyLossLevels.delta_floor` (at most
+        its bound) already exceeds ``delta`` by the relative ``SKIP_MARGIN``."""
         if not self.level_sets:
             return math.inf
         if not 0.0 < current < math.inf or (delta <= CHERNOFF_SEARCH_MAX_DELTA
@@ -208,9 +210,12 @@ class MultiLevelBound(PairBound):
                                                  math.isfinite(levels.epsilon0)
                                                  for levels in self.level_sets)):
             return self.epsilon(delta, n)  # tiny δ at huge n: the search is one Chernoff bisection
-        if self.delta((1.0 - SKIP_RTOL) * current, n) > delta:
+        point = (1.0 - SKIP_RTOL) * current
+        # a floor of some level set's bound above δ decides it without refining (the same answer)
+        if any(levels.delta_floor(point, n) > delta * (1.0 + SKIP_MARGIN)
+               for levels in self.level_sets) or self.delta(point, n) > delta:
             return current
-        return self.epsilon(delta, n, guess=(1.0 - SKIP_RTOL) * current)
+        return self.epsilon(delta, n, guess=point)
 
     def __repr__(self) -> str:
         return f"MultiLevelBound({len(self.level_sets)} pair kinds)"
