@@ -204,8 +204,9 @@ class GaussianBlanketBound(PairBound):
     def deltas_at_rtol(self, epsilons: NDArray[np.float64], n: int,
                        rtol: float) -> NDArray[np.float64]:
         """:meth:`delta` at every ε, the blanket part by
-        :func:`~dpacct_shuffle.core.gaussian_blanket.blanket_deltas` (exact at up to
-        ``CURVE_KNOTS`` points, certified chords in between)."""
+        :func:`~dpacct_shuffle.core.gaussian_blanket.blanket_deltas` (the point bound at up to
+        ``CURVE_KNOTS`` distinct ε, else certified chords of the every-ε curve; ``rtol``
+        unused)."""
         users = check_num_users(n)
         values = np.asarray(epsilons, dtype=np.float64).ravel()
         for eps in values:
@@ -217,6 +218,13 @@ class GaussianBlanketBound(PairBound):
             result[finite] = np.minimum(local, blanket_deltas(values[finite], self.mu, users,
                                                               self.sampling))
         return result
+
+    def curve_deltas(self, epsilons: NDArray[np.float64], n: int,
+                     lowering: float) -> NDArray[np.float64]:
+        """Upper bounds on δ at every ε ≥ 0 of ``epsilons`` from the every-ε curve for n users
+        (:meth:`deltas_at_rtol`: chords of the blanket bound through knots, docs/theory.md,
+        "Every-ε curve of the Gaussian blanket bound"; ``lowering`` unused)."""
+        return self.deltas_at_rtol(epsilons, n, 0.0)
 
     def epsilon(self, delta: float, n: int) -> float:
         """Smallest ε (relative :data:`BLANKET_EPSILON_RTOL`, the core's secant search) with the
