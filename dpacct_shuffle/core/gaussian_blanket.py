@@ -29,6 +29,12 @@ sd(Z)/``STEP_DIVISOR``, at most ``MEASURE_CELLS`` cells) and evaluated by
 :func:`~dpacct_shuffle.core.lattice_sum.positive_part_mean` with partial laws coarsened to
 ``PARTIAL_CELLS`` entries (its module docstring: each step a convex-order increase).
 
+Every-ε curve (docs/theory.md, "Every-ε curve of the Gaussian blanket bound"). A round PLD reads
+:func:`blanket_deltas`: chords in λ through knots of :func:`clamped_delta` — the far cut alone,
+each user's atoms clamped to [L, T] with the excess above T charged once, and the partial sums
+clamped from above the same way (``top_clamp`` of the lattice sum), so the lattice spans the
+bulk of the sum instead of the log-normal tail of s.
+
 Numerics. Φ̄ is scipy's ``ndtr(−x)``, allowed a relative error ``NDTR_ERROR``·(1 + x²) (measured
 within 4.1·2⁻⁵³·(1 + x²) against 40-digit values on [−12, 37]: the x² term is the rounding of
 the argument x/√2 of erfc); every difference of Φ̄ values and every quotient carries the absolute

@@ -38,8 +38,17 @@ non-negative measure of mass ≤ d on values ≤ the largest reachable sum:
   that partial sum, so with steps ∝ the spread of the partial sums the relative loss does not grow
   with n: this keeps every convolution at most ``max_length``² operations.
 
-The result is (R·Σ_{k > 0} k·h_final·P(k)·(1 + (K + 2)u) + d·c)/n, rounded up, c the largest value
-the partial laws can carry (n·h·k_max⁺ without coarsening).
+* clamping from above (only with ``top_clamp``) at a level T ≥ 0: the mass of a partial sum
+  above T is moved down to T and R·Σ mass·(position − T) added to a charge C. The certificate
+  becomes ∫(s + w)⁺ d(exact) ≤ ∫(s + w)⁺ d(R·computed + E) + C for every w, by
+  (s + w)⁺ ≤ (min(s, T) + w)⁺ + (s − T)⁺; every other operation raises ∫(s + w)⁺ d(·) for every
+  w, so it keeps it, and a convolution adds C_x·M_y + M_x·C_y (docs/theory.md, "Every-ε curve of
+  the Gaussian blanket bound"). T (:func:`top_levels`) sits ``TOP_CLAMP_SDS`` standard
+  deviations of the remaining users above minus their mean: the clamp loses only where they fall
+  that far below their mean while a clamped sum is present.
+
+The result is (R·Σ_{k > 0} k·h_final·P(k)·(1 + (K + 2)u) + d·c + C·h)/n, rounded up, c the
+largest value the partial laws can carry (n·h·k_max⁺ without coarsening).
 """
 
 from __future__ import annotations
