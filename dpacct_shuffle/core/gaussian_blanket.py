@@ -305,8 +305,19 @@ def curve_knots(mu: float, n: int, sampling: float = 1.0
 def blanket_deltas(epsilons: NDArray[np.float64], mu: float, n: int,
                    sampling: float = 1.0) -> NDArray[np.float64]:
     """:func:`blanket_delta` at every ε of ``epsilons`` (finite, ≥ 0); with more than
-    ``CURVE_KNOTS`` distinct values, read from the every-ε curve: chords through the knots of
-    :func:`curve_knots` (docs/theory.md, "Every-ε curve of the Gaussian blanket bound").
+    ``CURVE_KNOTS`` distinct values, read from the every-ε curve (:func:`curve_deltas`)."""
+    values = np.asarray(epsilons, dtype=np.float64).ravel()
+    if np.unique(values).size <= CURVE_KNOTS:
+        return np.array([blanket_delta(float(eps), mu, n, sampling) for eps in values],
+                        dtype=np.float64)
+    return curve_deltas(values, mu, n, sampling)
+
+
+def curve_deltas(epsilons: NDArray[np.float64], mu: float, n: int,
+                 sampling: float = 1.0) -> NDArray[np.float64]:
+    """Certified upper bounds on δ at every ε ≥ 0 of ``epsilons`` from the every-ε curve: chords
+    through the knots of :func:`curve_knots` (docs/theory.md, "Every-ε curve of the Gaussian
+    blanket bound").
 
     Chords: the true δ(ε) of the round is a maximum of hockey-stick divergences
     ∫(p − λq)⁺, convex and non-increasing in λ = e^ε; between knots λ_k < λ_{k+1} it lies
@@ -315,10 +326,6 @@ def blanket_deltas(epsilons: NDArray[np.float64], mu: float, n: int,
     and capped at U_k; beyond the last knot the last value holds (non-increasing).
     """
     values = np.asarray(epsilons, dtype=np.float64).ravel()
-    distinct = np.unique(values)
-    if distinct.size <= CURVE_KNOTS:
-        return np.array([blanket_delta(float(eps), mu, n, sampling) for eps in values],
-                        dtype=np.float64)
     knots, upper = curve_knots(check_blanket_mu(mu), check_num_users(n), check_sampling(sampling))
     lam = np.exp(values) * (1.0 - 4.0 * _U)
     right = np.clip(np.searchsorted(knots, lam, side="left"), 1, knots.size - 1)
@@ -337,4 +344,5 @@ __all__ = ["CELLS", "CURVE_DROP", "CURVE_FLOOR", "CURVE_KNOTS", "CURVE_MAX_EPSIL
            "CURVE_PARTIAL_CELLS", "CURVE_START_KNOTS", "MAX_MU", "MAX_USERS",
            "MEASURE_CELLS", "NDTR_ERROR", "PARTIAL_CELLS", "SHORT_TAIL_MU", "SHORT_TAIL_Z",
            "STEP_DIVISOR", "TAIL_Z", "BlanketAtoms", "blanket_atoms", "blanket_delta",
-           "blanket_deltas", "clamped_delta", "check_blanket_mu", "check_sampling", "curve_knots", "lattice_spacing"]
+           "blanket_deltas", "clamped_delta", "check_blanket_mu", "check_sampling", "curve_deltas",
+           "curve_knots", "lattice_spacing"]
