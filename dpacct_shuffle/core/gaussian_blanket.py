@@ -80,7 +80,8 @@ CURVE_START_KNOTS = 8
 CURVE_DROP = 2.0
 CURVE_FLOOR = 1e-18
 CURVE_MIN_CELL = 1e-6
-#: ε_max: the first of 0.25·2^j with δ ≤ CURVE_FLOOR (or no longer decreasing), at most this.
+#: ε_max: the first of 0.25·2^j with δ ≤ CURVE_FLOOR or less than CURVE_DROP times δ at 2ε_max,
+#: at most this.
 CURVE_MAX_EPSILON = 64.0
 #: The knots' lattice sums coarsen their partial laws to this many entries.
 CURVE_PARTIAL_CELLS = 2048
@@ -281,7 +282,8 @@ def curve_knots(mu: float, n: int, sampling: float = 1.0
         return values[eps]
 
     top = 0.25
-    while top < CURVE_MAX_EPSILON and at(top) > CURVE_FLOOR and at(2.0 * top) < at(top):
+    while top < CURVE_MAX_EPSILON and at(top) > CURVE_FLOOR \
+            and at(2.0 * top) * CURVE_DROP < at(top):
         top *= 2.0
     cells = [(top * j / CURVE_START_KNOTS, top * (j + 1) / CURVE_START_KNOTS)
              for j in reversed(range(CURVE_START_KNOTS))]

@@ -81,7 +81,7 @@ _TILTS = np.geomspace(1e-4, 20.0, 90)
 # above this length a convolution runs as a matrix product (blocks of _BLOCK), below numpy.convolve
 _BLAS_LENGTH = 4096
 # with top_clamp, the clamp levels are computed from the measure grouped to this many entries
-LEVELS_CELLS = 2048
+LEVELS_CELLS = 512
 _BLOCK = 256
 
 
