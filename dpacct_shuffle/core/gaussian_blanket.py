@@ -75,9 +75,12 @@ PARTIAL_CELLS = 4096
 #: the every-ε curve (:func:`curve_knots`).
 CURVE_KNOTS = 8
 #: The curve's knots: CURVE_START_KNOTS cells on [0, ε_max], each bisected while δ drops by more
-#: than CURVE_DROP across it, down to CURVE_FLOOR or a relative width CURVE_MIN_CELL.
+#: than CURVE_DROP across it (or, while δ is above CURVE_HEAD_DELTA, near ε = 0 where δ bends
+#: most, by more than CURVE_HEAD_DROP), down to CURVE_FLOOR or a relative width CURVE_MIN_CELL.
 CURVE_START_KNOTS = 8
 CURVE_DROP = 2.0
+CURVE_HEAD_DELTA = 3e-3
+CURVE_HEAD_DROP = 1.25
 CURVE_FLOOR = 1e-18
 CURVE_MIN_CELL = 1e-6
 #: ε_max: the first of 0.25·2^j with δ ≤ CURVE_FLOOR or less than CURVE_DROP times δ at 2ε_max,
@@ -291,8 +294,9 @@ def curve_knots(mu: float, n: int, sampling: float = 1.0
     while cells:
         low, high = cells.pop()
         left, right = min(at(low), best), at(high)
-        if left > CURVE_FLOOR and left > CURVE_DROP * right \
-                and high - low > CURVE_MIN_CELL * max(high, 1e-3):
+        if left > CURVE_FLOOR and high - low > CURVE_MIN_CELL * max(high, 1e-3) and (
+                left > CURVE_DROP * right
+                or left > CURVE_HEAD_DELTA and left > CURVE_HEAD_DROP * right):
             middle = 0.5 * (low + high)
             cells += [(middle, high), (low, middle)]
         else:
@@ -342,9 +346,9 @@ def curve_deltas(epsilons: NDArray[np.float64], mu: float, n: int,
     return np.asarray(result, dtype=np.float64)
 
 
-__all__ = ["CELLS", "CURVE_DROP", "CURVE_FLOOR", "CURVE_KNOTS", "CURVE_MAX_EPSILON", "CURVE_MIN_CELL",
-           "CURVE_PARTIAL_CELLS", "CURVE_START_KNOTS", "MAX_MU", "MAX_USERS",
-           "MEASURE_CELLS", "NDTR_ERROR", "PARTIAL_CELLS", "SHORT_TAIL_MU", "SHORT_TAIL_Z",
-           "STEP_DIVISOR", "TAIL_Z", "BlanketAtoms", "blanket_atoms", "blanket_delta",
-           "blanket_deltas", "clamped_delta", "check_blanket_mu", "check_sampling", "curve_deltas",
-           "curve_knots", "lattice_spacing"]
+__all__ = ["CELLS", "CURVE_DROP", "CURVE_FLOOR", "CURVE_HEAD_DELTA", "CURVE_HEAD_DROP",
+           "CURVE_KNOTS", "CURVE_MAX_EPSILON", "CURVE_MIN_CELL", "CURVE_PARTIAL_CELLS",
+           "CURVE_START_KNOTS", "MAX_MU", "MAX_USERS", "MEASURE_CELLS", "NDTR_ERROR",
+           "PARTIAL_CELLS", "SHORT_TAIL_MU", "SHORT_TAIL_Z", "STEP_DIVISOR", "TAIL_Z",
+           "BlanketAtoms", "blanket_atoms", "blanket_delta", "blanket_deltas", "clamped_delta",
+           "check_blanket_mu", "check_sampling", "curve_deltas", "curve_knots", "lattice_spacing"]
