@@ -30,7 +30,8 @@ from scipy import signal, special, stats
 from dpacct_shuffle import randomizers as rz
 from dpacct_shuffle.core.gaussian import gaussian_delta
 from dpacct_shuffle.core.gaussian_blanket import (MAX_MU, NDTR_ERROR, blanket_atoms, blanket_delta,
-                                                  blanket_deltas, clamped_delta, curve_knots)
+                                                  blanket_deltas, clamped_delta, curve_deltas,
+                                                  curve_knots)
 from dpacct_shuffle.core.lattice_sum import lattice_measure, positive_part_mean
 from dpacct_shuffle.randomizers.gaussian import GaussianBlanketBound, GaussianShuffleBound
 from tests.oracle import exact_shuffled_delta
@@ -326,6 +327,12 @@ def test_clamped_knots_are_close_to_the_point_bound_at_a_thousand_users() -> Non
     chords = blanket_deltas(middles, 1.0, 1000)
     for eps, chord in zip(middles, chords):
         assert clamped_delta(float(eps), 1.0, 1000) <= chord * (1.0 + 1e-12)
+
+
+def test_curve_refuses_bad_epsilons() -> None:
+    for bad in (-0.1, math.nan, math.inf):
+        with pytest.raises(ValueError, match="epsilons"):
+            curve_deltas(np.array([0.1, bad]), 0.5, 10)
 
 
 def test_round_pld_from_the_curve_is_within_the_point_query_and_above_the_lower_bound() -> None:

@@ -332,6 +332,8 @@ def curve_deltas(epsilons: NDArray[np.float64], mu: float, n: int,
     and capped at U_k; beyond the last knot the last value holds (non-increasing).
     """
     values = np.asarray(epsilons, dtype=np.float64).ravel()
+    if not np.all(values >= 0.0) or not np.all(np.isfinite(values)):
+        raise ValueError("epsilons must be finite and >= 0")
     knots, upper = curve_knots(check_blanket_mu(mu), check_num_users(n), check_sampling(sampling))
     lam = np.exp(values) * (1.0 - 4.0 * _U)
     right = np.clip(np.searchsorted(knots, lam, side="left"), 1, knots.size - 1)
