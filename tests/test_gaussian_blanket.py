@@ -316,7 +316,7 @@ def test_clamped_knots_are_above_the_independent_lower_value_and_close(mu: float
 
 def test_clamped_knots_are_close_to_the_point_bound_at_a_thousand_users() -> None:
     """n = 1000, μ = 1 (the benchmark's round): each knot within 2 % of the point bound where
-    δ ≥ 1e-15 (measured: 0.78–1.0 times it: the one far cut with clamps is finer than the near
+    δ ≥ 1e-15 (measured: 0.59–1.0 times it: the one far cut with clamps is finer than the near
     cut of the point bound), the chords above the knots' values."""
     for eps in (0.0, 0.1, 0.2, 0.3, 0.6, 1.0):
         point = blanket_delta(eps, 1.0, 1000)

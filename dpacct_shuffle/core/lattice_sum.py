@@ -74,7 +74,7 @@ CLAMP_MASS = 1e-25
 TINY_ENTRY = 1e-150
 # with top_clamp, partial sums are clamped from above this many standard deviations of the rest
 # above minus the rest's mean (:func:`top_levels`)
-TOP_CLAMP_SDS = 6.0
+TOP_CLAMP_SDS = 4.0
 # :func:`clamp_bounds` clamps one user's atoms from below only under this mass (over the users)
 LOW_CLAMP_MASS = 1e-3
 _TILTS = np.geomspace(1e-4, 20.0, 90)
