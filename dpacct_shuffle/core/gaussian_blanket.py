@@ -29,6 +29,12 @@ sd(Z)/``STEP_DIVISOR``, at most ``MEASURE_CELLS`` cells) and evaluated by
 :func:`~dpacct_shuffle.core.lattice_sum.positive_part_mean` with partial laws coarsened to
 ``PARTIAL_CELLS`` entries (its module docstring: each step a convex-order increase).
 
+Every-ε curve (docs/theory.md, "Every-ε curve of the Gaussian blanket bound"). A round PLD reads
+:func:`blanket_deltas`: chords in λ through knots of :func:`clamped_delta` — the far cut alone,
+each user's atoms clamped to [L, T] with the excess above T charged once, and the partial sums
+clamped from above the same way (``top_clamp`` of the lattice sum), so the lattice spans the
+bulk of the sum instead of the log-normal tail of s.
+
 Numerics. Φ̄ is scipy's ``ndtr(−x)``, allowed a relative error ``NDTR_ERROR``·(1 + x²) (measured
 within 4.1·2⁻⁵³·(1 + x²) against 40-digit values on [−12, 37]: the x² term is the rounding of
 the argument x/√2 of erfc); every difference of Φ̄ values and every quotient carries the absolute
@@ -44,7 +50,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import special
 
-from dpacct_shuffle.core.lattice_sum import lattice_measure, positive_part_mean
+from dpacct_shuffle.core.lattice_sum import clamp_bounds, lattice_measure, positive_part_mean
 from dpacct_shuffle.core.rounding import ratio_down, ratio_up, round_loss_up
 from dpacct_shuffle.core.validation import check_epsilon, check_num_users, check_range
 
@@ -65,13 +71,23 @@ STEP_DIVISOR = 64.0
 MEASURE_CELLS = 16384
 #: Partial laws of the n-fold sum are coarsened to at most this many entries.
 PARTIAL_CELLS = 4096
-#: :func:`blanket_deltas` evaluates up to this many distinct ε directly, more on the ladder.
+#: :func:`blanket_deltas` evaluates up to this many distinct ε by :func:`blanket_delta`, more on
+#: the every-ε curve (:func:`curve_knots`).
 CURVE_KNOTS = 8
-#: The knot ladder of :func:`curve_knots`: LADDER_BASE·LADDER_RATIO^j, j ≥ 0.
-LADDER_BASE = 2.0**-12
-LADDER_RATIO = 2.0**0.25
-#: Once a knot's value is below FLOOR_FACTOR times the tail charge, the later knots take it.
-FLOOR_FACTOR = 4.0
+#: The curve's knots: CURVE_START_KNOTS cells on [0, ε_max], each bisected while δ drops by more
+#: than CURVE_DROP across it (or, while δ is above CURVE_HEAD_DELTA, near ε = 0 where δ bends
+#: most, by more than CURVE_HEAD_DROP), down to CURVE_FLOOR or a relative width CURVE_MIN_CELL.
+CURVE_START_KNOTS = 8
+CURVE_DROP = 2.0
+CURVE_HEAD_DELTA = 3e-3
+CURVE_HEAD_DROP = 1.25
+CURVE_FLOOR = 1e-18
+CURVE_MIN_CELL = 1e-6
+#: ε_max: the first of 0.25·2^j with δ ≤ CURVE_FLOOR or less than CURVE_DROP times δ at 2ε_max,
+#: at most this.
+CURVE_MAX_EPSILON = 64.0
+#: The knots' lattice sums coarsen their partial laws to this many entries.
+CURVE_PARTIAL_CELLS = 2048
 #: Above this many users (or fewer, where the per-user mass excess η needs it: η·n ≤ 0.01) the
 #: bound is evaluated at this many (valid: it is non-increasing in n).
 MAX_USERS = 10**7
@@ -212,66 +228,129 @@ def _cut_delta(eps: float, mu: float, users: int, rate: float, tail_z: float) ->
     return min(1.0, round_loss_up(bound + atoms.tail_charge))
 
 
-def _ladder(index: int) -> float:
-    """The ``index``-th point of the knot ladder LADDER_BASE·LADDER_RATIO^index."""
-    return LADDER_BASE * math.exp(index * math.log(LADDER_RATIO))
+@functools.lru_cache(maxsize=4096)
+def clamped_delta(epsilon: float, mu: float, n: int, sampling: float = 1.0) -> float:
+    """The knot value of the every-ε curve: a certified upper bound on δ(ε) (the quantity of
+    :func:`blanket_delta`) from the cut at μ + ``TAIL_Z`` alone, with every user's atoms clamped
+    to [L, T] (docs/theory.md, "Every-ε curve of the Gaussian blanket bound").
+
+    With Ẑ the discretised per-user law (module docstring, masses of total M ≥ 1) and n users,
+    (Σ_i Ẑ_i)⁺ ≤ (Σ_i min(Ẑ_i, T))⁺ + Σ_i (Ẑ_i − T)⁺ pointwise ((a + b)⁺ ≤ a⁺ + b for b ≥ 0);
+    integrated against the product measure, each excess term carries the mass of the others,
+    M^{n−1}: (1/n)·E[(ΣẐ)⁺] ≤ (1/n)·E[(Σ min(Ẑ_i, T))⁺] + M^{n−1}·∫(z − T)⁺dẐ. Raising every
+    value below L to L only raises the expression. The clamped law is evaluated by
+    :func:`~dpacct_shuffle.core.lattice_sum.positive_part_mean` with its own clamps from above
+    (``top_clamp``) and partial laws of at most ``CURVE_PARTIAL_CELLS`` entries. L and T
+    (:func:`~dpacct_shuffle.core.lattice_sum.clamp_bounds`) only steer tightness: the range of
+    the lattice no longer spans the heavy tails of s, so the single far cut is as fine as the
+    near one of :func:`blanket_delta`."""
+    eps = check_epsilon(epsilon)
+    users = check_num_users(n)
+    scale = check_blanket_mu(mu)
+    rate = check_sampling(sampling)
+    if math.isinf(eps):
+        return 0.0
+    atoms = blanket_atoms(scale)
+    users = min(users, atoms.max_users)  # the bound is non-increasing in n
+    values, masses = atoms.atoms(eps, rate)
+    low, high = clamp_bounds(values, masses, users - 1)
+    above = np.maximum(values - high, 0.0)
+    # the differences and the dot product of non-negative terms, a relative (size + 6)u up
+    excess = float(np.dot(masses, above)) * (1.0 + (values.size + 6) * _U)
+    total_mass = float(np.sum(masses)) * (1.0 + (values.size + 2) * _U)
+    others = math.exp((users - 1) * math.log(total_mass)) * (1.0 + 1e-12) if total_mass > 1.0 \
+        else 1.0
+    clamped = np.clip(values, low, high)
+    spacing = lattice_spacing(clamped, masses)
+    measure, offset = lattice_measure(clamped, masses, spacing)
+    bound = positive_part_mean(measure, offset, spacing, users, max_length=CURVE_PARTIAL_CELLS,
+                               top_clamp=True)
+    if not math.isfinite(bound):  # pragma: no cover - mass bounds overflowed: no information
+        return 1.0
+    return min(1.0, round_loss_up(bound + excess * others + atoms.tail_charge))
 
 
-def curve_knots(low: float, high: float) -> NDArray[np.float64]:
-    """Ladder points bracketing [low, high] (0 included when low is below the ladder): fixed
-    floats, so the evaluations of :func:`blanket_delta` are shared between calls."""
-    first = 0 if low <= LADDER_BASE else int(math.floor(math.log(low / LADDER_BASE)
-                                                        / math.log(LADDER_RATIO)))
-    last = max(first + 1, int(math.ceil(math.log(max(high, LADDER_BASE) / LADDER_BASE)
-                                        / math.log(LADDER_RATIO))))
-    while _ladder(first) > low and first > 0:
-        first -= 1
-    while _ladder(last) < high:
-        last += 1
-    knots = [_ladder(j) for j in range(first, last + 1)]
-    return np.array(([0.0] if low < knots[0] else []) + knots, dtype=np.float64)
+@functools.lru_cache(maxsize=64)
+def curve_knots(mu: float, n: int, sampling: float = 1.0
+                ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Knots x_k = e^{ε_k} (rounded up; x_0 = 1 at ε = 0) and non-increasing certified values
+    U_k ≥ δ(ε_k) of :func:`clamped_delta` (each the smallest value at a knot at or before it:
+    the true δ is non-increasing). ε_max and the bisection: see ``CURVE_START_KNOTS``; the
+    choices only steer tightness and cost."""
+    values: dict[float, float] = {}
+
+    def at(eps: float) -> float:
+        if eps not in values:
+            values[eps] = clamped_delta(eps, mu, n, sampling)
+        return values[eps]
+
+    top = 0.25
+    while top < CURVE_MAX_EPSILON and at(top) > CURVE_FLOOR \
+            and at(2.0 * top) * CURVE_DROP < at(top):
+        top *= 2.0
+    cells = [(top * j / CURVE_START_KNOTS, top * (j + 1) / CURVE_START_KNOTS)
+             for j in reversed(range(CURVE_START_KNOTS))]
+    best = math.inf  # the running minimum of the values left of the current cell
+    while cells:
+        low, high = cells.pop()
+        left, right = min(at(low), best), at(high)
+        if left > CURVE_FLOOR and high - low > CURVE_MIN_CELL * max(high, 1e-3) and (
+                left > CURVE_DROP * right
+                or left > CURVE_HEAD_DELTA and left > CURVE_HEAD_DROP * right):
+            middle = 0.5 * (low + high)
+            cells += [(middle, high), (low, middle)]
+        else:
+            best = min(left, right)
+    epsilons = np.array(sorted(values))
+    deltas = np.minimum.accumulate(np.array([values[float(e)] for e in epsilons]))
+    knots = np.exp(epsilons) * (1.0 + 4.0 * _U)
+    knots[0] = 1.0
+    return knots, deltas
 
 
 def blanket_deltas(epsilons: NDArray[np.float64], mu: float, n: int,
                    sampling: float = 1.0) -> NDArray[np.float64]:
     """:func:`blanket_delta` at every ε of ``epsilons`` (finite, ≥ 0); with more than
-    ``CURVE_KNOTS`` distinct values, exactly at the knots of :func:`curve_knots` (a fixed
-    geometric ladder, ratio ``LADDER_RATIO``) and by chords in between.
-
-    Chords: the blanket expression B(λ) = (1/n)·E[(Σ(A_a − λA_b))⁺] is convex and non-increasing
-    in λ = e^ε (an expectation of positive parts of affine functions of λ), so between knots
-    λ_k < λ_{k+1} it lies below the chord through the certified values U_k ≥ B(λ_k),
-    U_{k+1} ≥ B(λ_{k+1}), and below U_k. The chord is evaluated in floating point and raised by
-    8u·U_k (its few roundings), then capped at U_k. Knots after one whose value is down to
-    ``FLOOR_FACTOR`` times the tail charge take that value (B is non-increasing).
-    """
+    ``CURVE_KNOTS`` distinct values, read from the every-ε curve (:func:`curve_deltas`)."""
     values = np.asarray(epsilons, dtype=np.float64).ravel()
-    distinct = np.unique(values)
-    if distinct.size <= CURVE_KNOTS:
+    if np.unique(values).size <= CURVE_KNOTS:
         return np.array([blanket_delta(float(eps), mu, n, sampling) for eps in values],
                         dtype=np.float64)
-    knots = curve_knots(float(distinct[0]), float(distinct[-1]))
-    upper = np.empty(knots.size)
-    floor = FLOOR_FACTOR * blanket_atoms(mu).tail_charge
-    for k, eps in enumerate(knots):
-        upper[k] = blanket_delta(float(eps), mu, n, sampling)
-        if upper[k] <= floor:  # the expression is non-increasing: U_k bounds every later knot
-            upper[k + 1:] = upper[k]
-            break
-    lam = np.exp(knots)
-    right = np.clip(np.searchsorted(knots, values, side="left"), 1, knots.size - 1)
+    return curve_deltas(values, mu, n, sampling)
+
+
+def curve_deltas(epsilons: NDArray[np.float64], mu: float, n: int,
+                 sampling: float = 1.0) -> NDArray[np.float64]:
+    """Certified upper bounds on δ at every ε ≥ 0 of ``epsilons`` from the every-ε curve: chords
+    through the knots of :func:`curve_knots` (docs/theory.md, "Every-ε curve of the Gaussian
+    blanket bound").
+
+    Chords: the true δ(ε) of the round is a maximum of hockey-stick divergences
+    ∫(p − λq)⁺, convex and non-increasing in λ = e^ε; between knots λ_k < λ_{k+1} it lies
+    below the chord through any U_k ≥ δ(λ_k), U_{k+1} ≥ δ(λ_{k+1}), and below U_k. The chord is
+    evaluated at λ rounded down (the knots' λ rounded up), raised by 8u·U_k (its few roundings)
+    and capped at U_k; beyond the last knot the last value holds (non-increasing).
+    """
+    values = np.asarray(epsilons, dtype=np.float64).ravel()
+    if not np.all(values >= 0.0) or not np.all(np.isfinite(values)):
+        raise ValueError("epsilons must be finite and >= 0")
+    knots, upper = curve_knots(check_blanket_mu(mu), check_num_users(n), check_sampling(sampling))
+    lam = np.exp(values) * (1.0 - 4.0 * _U)
+    right = np.clip(np.searchsorted(knots, lam, side="left"), 1, knots.size - 1)
     left = right - 1
     with np.errstate(over="ignore", invalid="ignore"):
-        fraction = (np.exp(values) - lam[left]) / (lam[right] - lam[left])
+        fraction = (lam - knots[left]) / (knots[right] - knots[left])
         chord = upper[left] + (upper[right] - upper[left]) * np.clip(fraction, 0.0, 1.0)
     chord = np.where(np.isfinite(chord), chord + 8.0 * _U * upper[left], upper[left])
     result = np.minimum(chord, upper[left])
-    exact = np.isin(values, knots)
-    result[exact] = upper[np.searchsorted(knots, values[exact])]
+    result[lam >= knots[-1]] = upper[-1]
+    result[values <= 0.0] = upper[0]
     return np.asarray(result, dtype=np.float64)
 
 
-__all__ = ["CELLS", "CURVE_KNOTS", "FLOOR_FACTOR", "LADDER_BASE", "LADDER_RATIO", "MAX_MU", "MAX_USERS",
-           "MEASURE_CELLS", "NDTR_ERROR", "PARTIAL_CELLS", "SHORT_TAIL_MU", "SHORT_TAIL_Z",
-           "STEP_DIVISOR", "TAIL_Z", "BlanketAtoms", "blanket_atoms", "blanket_delta",
-           "blanket_deltas", "check_blanket_mu", "check_sampling", "curve_knots", "lattice_spacing"]
+__all__ = ["CELLS", "CURVE_DROP", "CURVE_FLOOR", "CURVE_HEAD_DELTA", "CURVE_HEAD_DROP",
+           "CURVE_KNOTS", "CURVE_MAX_EPSILON", "CURVE_MIN_CELL", "CURVE_PARTIAL_CELLS",
+           "CURVE_START_KNOTS", "MAX_MU", "MAX_USERS", "MEASURE_CELLS", "NDTR_ERROR",
+           "PARTIAL_CELLS", "SHORT_TAIL_MU", "SHORT_TAIL_Z", "STEP_DIVISOR", "TAIL_Z",
+           "BlanketAtoms", "blanket_atoms", "blanket_delta", "blanket_deltas", "clamped_delta",
+           "check_blanket_mu", "check_sampling", "curve_deltas", "curve_knots", "lattice_spacing"]

@@ -38,8 +38,17 @@ non-negative measure of mass ≤ d on values ≤ the largest reachable sum:
   that partial sum, so with steps ∝ the spread of the partial sums the relative loss does not grow
   with n: this keeps every convolution at most ``max_length``² operations.
 
-The result is (R·Σ_{k > 0} k·h_final·P(k)·(1 + (K + 2)u) + d·c)/n, rounded up, c the largest value
-the partial laws can carry (n·h·k_max⁺ without coarsening).
+* clamping from above (only with ``top_clamp``) at a level T ≥ 0: the mass of a partial sum
+  above T is moved down to T and R·Σ mass·(position − T) added to a charge C. The certificate
+  becomes ∫(s + w)⁺ d(exact) ≤ ∫(s + w)⁺ d(R·computed + E) + C for every w, by
+  (s + w)⁺ ≤ (min(s, T) + w)⁺ + (s − T)⁺; every other operation raises ∫(s + w)⁺ d(·) for every
+  w, so it keeps it, and a convolution adds C_x·M_y + M_x·C_y (docs/theory.md, "Every-ε curve of
+  the Gaussian blanket bound"). T (:func:`top_levels`) sits ``TOP_CLAMP_SDS`` standard
+  deviations of the remaining users above minus their mean: the clamp loses only where they fall
+  that far below their mean while a clamped sum is present.
+
+The result is (R·Σ_{k > 0} k·h_final·P(k)·(1 + (K + 2)u) + d·c + C·h)/n, rounded up, c the
+largest value the partial laws can carry (n·h·k_max⁺ without coarsening).
 """
 
 from __future__ import annotations
@@ -63,9 +72,16 @@ DROP_TAIL = 1e-30
 CLAMP_MASS = 1e-25
 # entries below this are dropped (their mass is accounted): products of kept entries stay normal
 TINY_ENTRY = 1e-150
+# with top_clamp, partial sums are clamped from above this many standard deviations of the rest
+# above minus the rest's mean (:func:`top_levels`)
+TOP_CLAMP_SDS = 4.0
+# :func:`clamp_bounds` clamps one user's atoms from below only under this mass (over the users)
+LOW_CLAMP_MASS = 1e-3
 _TILTS = np.geomspace(1e-4, 20.0, 90)
 # above this length a convolution runs as a matrix product (blocks of _BLOCK), below numpy.convolve
 _BLAS_LENGTH = 4096
+# with top_clamp, the clamp levels are computed from the measure grouped to this many entries
+LEVELS_CELLS = 512
 _BLOCK = 256
 
 
@@ -129,18 +145,20 @@ def lattice_measure(values: np.ndarray, masses: np.ndarray, spacing: float
 
 
 class _Partial:
-    """A computed measure on the lattice (step·h)·ℤ with its certificate: exact ≤ R·values + E
-    entrywise, mass(E) ≤ dropped, every value of either ≤ ceiling·h; ``mass_bound`` ≥ the mass of
-    R·values + E (module docstring)."""
+    """A computed measure on the lattice (step·h)·ℤ with its certificate: for every w,
+    ∫(s + w)⁺ d(exact) ≤ ∫(s + w)⁺ d(R·values + E) + charge·h (before any clamp from above:
+    exact ≤ R·values + E entrywise), mass(E) ≤ dropped, every value of E ≤ ceiling·h;
+    ``mass_bound`` ≥ the mass of R·values + E, which is ≥ the exact mass (module docstring)."""
 
     __slots__ = ("values", "offset", "users", "factor", "dropped", "mass_bound", "step",
-                 "ceiling")
+                 "ceiling", "charge")
 
     def __init__(self, values: np.ndarray, offset: int, users: int, factor: float,
-                 dropped: float, step: int, ceiling: int) -> None:
+                 dropped: float, step: int, ceiling: int, charge: float = 0.0) -> None:
         self.values, self.offset, self.users = values, offset, users
         self.factor, self.dropped = factor, dropped
         self.step, self.ceiling = step, ceiling
+        self.charge = charge
         computed = float(np.sum(values)) * (1.0 + (values.size + 2) * _U)
         self.mass_bound = (factor * computed + dropped) * (1.0 + 4.0 * _U)
 
@@ -161,7 +179,8 @@ def _coarsen(part: _Partial, ratio: int) -> _Partial:
               + np.bincount(index + 1, weights=part.values * theta, minlength=size))
     factor = part.factor * (1.0 + (2 * ratio + 6) * _U)
     ceiling = -(-part.ceiling // ratio)
-    return _Partial(values, offset, part.users, factor, part.dropped, part.step * ratio, ceiling)
+    return _Partial(values, offset, part.users, factor, part.dropped, part.step * ratio, ceiling,
+                    part.charge)
 
 
 def _fit(part: _Partial, max_length: int | None) -> _Partial:
@@ -176,7 +195,9 @@ def _fit(part: _Partial, max_length: int | None) -> _Partial:
 
 def _convolve(x: _Partial, y: _Partial) -> _Partial:
     """exact_x * exact_y ≤ R_xR_y·(P_x * P_y) + R_xP_x * E_y + E_x * (R_yP_y + E_y): the last two
-    have mass ≤ M_x·d_y + d_x·M_y. The finer of two steps is coarsened to the other first."""
+    have mass ≤ M_x·d_y + d_x·M_y; the charges add up as c_x·M_y + M_x·c_y (x's certificate
+    under each point of y's measure, of mass ≤ M_y, then y's under each point of x's clamped
+    measure, of mass ≤ M_x). The finer of two steps is coarsened to the other first."""
     if x.step < y.step:
         x = _coarsen(x, y.step // x.step)
     elif y.step < x.step:
@@ -184,8 +205,9 @@ def _convolve(x: _Partial, y: _Partial) -> _Partial:
     values, terms = nonnegative_convolve(x.values, y.values)
     factor = x.factor * y.factor * (1.0 + 2.0 * (terms + 1) * _U)
     dropped = (x.mass_bound * y.dropped + x.dropped * y.mass_bound) * (1.0 + 4.0 * _U)
+    charge = (x.charge * y.mass_bound + x.mass_bound * y.charge) * (1.0 + 4.0 * _U)
     return _Partial(values, x.offset + y.offset, x.users + y.users, factor, dropped, x.step,
-                    x.ceiling + y.ceiling)
+                    x.ceiling + y.ceiling, charge)
 
 
 def _own_tail_level(part: _Partial) -> int:
@@ -195,11 +217,34 @@ def _own_tail_level(part: _Partial) -> int:
     return (part.offset + first) * part.step
 
 
-def _clamp_and_drop(part: _Partial, base_level: int, own_tail: bool = False) -> _Partial:
+def _clamp_top(part: _Partial, top_level: int) -> _Partial:
+    """Mass above the lattice point at or above ``top_level``·h moved down to it, its excess
+    (R·Σ mass·(position − top), rounded up) added to the charge (module docstring)."""
+    top = -(-top_level // part.step)
+    last = part.offset + part.values.size - 1
+    if top >= last:
+        return part
+    if top < part.offset:
+        top = part.offset
+    cut = top - part.offset
+    above = part.values[cut + 1:]
+    distance = np.arange(1, above.size + 1, dtype=np.float64)
+    excess = float(np.dot(above, distance)) * (1.0 + (above.size + 4) * _U)
+    values = part.values[:cut + 1].copy()
+    values[cut] = (values[cut] + float(np.sum(above))) * (1.0 + (above.size + 3) * _U)
+    charge = (part.charge + part.factor * excess * part.step) * (1.0 + 4.0 * _U)
+    return _Partial(values, part.offset, part.users, part.factor, part.dropped, part.step,
+                    part.ceiling, charge)
+
+
+def _clamp_and_drop(part: _Partial, base_level: int, own_tail: bool = False,
+                    top_level: int | None = None) -> _Partial:
     """Mass below ``base_level``·h (with ``own_tail``: below the lower of it and
     :func:`_own_tail_level`) moved up to the lattice point at or below it (if that is above
-    the offset), then the top entries of total mass ≤ ``DROP_TAIL`` and entries below
-    ``TINY_ENTRY`` dropped."""
+    the offset), with ``top_level`` the mass above it moved down (:func:`_clamp_top`), then
+    the top entries of total mass ≤ ``DROP_TAIL`` and entries below ``TINY_ENTRY`` dropped."""
+    if top_level is not None:
+        part = _clamp_top(part, top_level)
     values, offset = part.values, part.offset
     if own_tail:
         base_level = min(base_level, _own_tail_level(part))
@@ -226,37 +271,71 @@ def _clamp_and_drop(part: _Partial, base_level: int, own_tail: bool = False) -> 
         new_offset = offset + first
     dropped = (part.dropped + part.factor * lost) * (1.0 + 2.0 * _U)
     return _Partial(new_values, new_offset, part.users, part.factor, dropped, part.step,
-                    part.ceiling)
+                    part.ceiling, part.charge)
 
 
-def _clamp_levels(measure: np.ndarray, offset: int, spacing: float, n: int,
-                  vectorised: bool = False) -> Callable[[int], int]:
-    """Index L(r) below which a partial sum is clamped when r users remain: the largest x with
-    inf_θ e^{θx}·M(θ)^r/(eθ) ≤ ``CLAMP_TAIL`` (a Chernoff bound on E[(x + S_r)⁺], as
-    z⁺ ≤ e^{θz − 1}/θ), at most 0. Tightness only: any level is sound (module docstring)."""
-    positive = measure > 0.0
-    grid = (np.flatnonzero(positive) + offset) * spacing
-    log_mass = np.log(measure[positive])
+def _chernoff_levels(points: np.ndarray, masses: np.ndarray,
+                     vectorised: bool = False) -> Callable[[int], float]:
+    """x(r): the largest x ≤ 0 with inf_θ e^{θx}·M(θ)^r/(eθ) ≤ ``CLAMP_TAIL``, M the moment
+    generating function of the measure (``points``, positive ``masses``): a Chernoff bound on
+    E[(x + S_r)⁺], as z⁺ ≤ e^{θz − 1}/θ. Tightness only."""
+    log_mass = np.log(masses)
     if vectorised:  # the same values up to summation order: a level is a tightness choice only
-        log_mgf = special.logsumexp(log_mass[None, :] + _TILTS[:, None] * grid[None, :], axis=1)
+        log_mgf = special.logsumexp(log_mass[None, :] + _TILTS[:, None] * points[None, :], axis=1)
     else:
-        log_mgf = np.array([special.logsumexp(log_mass + theta * grid) for theta in _TILTS])
+        log_mgf = np.array([special.logsumexp(log_mass + theta * points) for theta in _TILTS])
     base = math.log(CLAMP_TAIL) + 1.0 + np.log(_TILTS)
 
-    def level(remaining: int) -> int:
+    def level(remaining: int) -> float:
         if remaining <= 0:
-            return 0
-        best = float(np.max((base - remaining * log_mgf) / _TILTS))
-        return min(0, math.floor(best / spacing))
+            return 0.0
+        return min(0.0, float(np.max((base - remaining * log_mgf) / _TILTS)))
 
     return level
 
 
+def top_levels(values: np.ndarray, masses: np.ndarray) -> Callable[[int], float]:
+    """T(r) = max(0, −r·m + ``TOP_CLAMP_SDS``·√r·s), m and s the mean and standard deviation of
+    the measure (``values``, ``masses``): the level above which a partial sum is clamped when r
+    users remain. The clamp charges the excess exactly and loses only where T + S_r < 0, about
+    ``TOP_CLAMP_SDS`` standard deviations below the rest's mean, and only with the mass above T
+    (module docstring). Tightness only: any level T ≥ 0 is sound."""
+    keep = np.asarray(masses, dtype=float) > TINY_ENTRY  # no subnormal products
+    values = np.asarray(values, dtype=float)[keep]
+    masses = np.asarray(masses, dtype=float)[keep]
+    total = float(np.sum(masses))
+    mean = float(np.dot(values, masses)) / total
+    spread = math.sqrt(max(float(np.dot(values * values, masses)) / total - mean * mean, 0.0))
+
+    def level(remaining: int) -> float:
+        return max(0.0, -remaining * mean + TOP_CLAMP_SDS * math.sqrt(remaining) * spread)
+
+    return level
+
+
+def clamp_bounds(values: np.ndarray, masses: np.ndarray, remaining: int) -> tuple[float, float]:
+    """(low, high), low ≤ 0 ≤ high: the range to which one user's atoms (``values``, ``masses``)
+    may be clamped before the lattice is chosen, ``remaining`` i.i.d. users being added. high is
+    :func:`top_levels`; low is the lower of the mirrored level and the value below which the
+    atoms carry mass ≤ ``LOW_CLAMP_MASS``/(remaining + 1) (so that, all users clamped at once,
+    a clamped user is rare). Tightness only: the clamps of the module docstring are sound at any
+    levels."""
+    values = np.asarray(values, dtype=float)
+    masses = np.asarray(masses, dtype=float)
+    high = top_levels(values, masses)(remaining)
+    mirrored = top_levels(-values, masses)(remaining)
+    order = np.argsort(values)
+    below = np.cumsum(masses[order])
+    first = min(int(np.searchsorted(below, LOW_CLAMP_MASS / (remaining + 1))), values.size - 1)
+    return min(0.0, -mirrored, float(values[order][first])), high
+
+
 def positive_part_mean(measure: np.ndarray, offset: int, spacing: float, n: int, *,
-                       max_length: int | None = None) -> float:
+                       max_length: int | None = None, top_clamp: bool = False) -> float:
     """Certified upper bound on (1/n)·E[(Z_1 + … + Z_n)⁺], Z_i i.i.d. from ``measure`` (entry i at
     (``offset`` + i)·``spacing``; any non-negative measure, module docstring). With
-    ``max_length`` (≥ 16) every partial law longer than that is coarsened (module docstring)."""
+    ``max_length`` (≥ 16) every partial law longer than that is coarsened; with ``top_clamp``
+    every partial law is also clamped from above, its excess charged (module docstring)."""
     users = check_num_users(n)
     if max_length is not None and not (isinstance(max_length, int) and max_length >= 16):
         raise ValueError(f"max_length must be None or an integer >= 16, got {max_length!r}")
@@ -268,32 +347,51 @@ def positive_part_mean(measure: np.ndarray, offset: int, spacing: float, n: int,
     if top_index <= 0:
         return 0.0
     coarsening = max_length is not None
-    level = _clamp_levels(measure, offset, spacing, users, vectorised=coarsening)
-    power = _clamp_and_drop(_Partial(measure, offset, 1, 1.0, 0.0, 1, top_index),
-                            level(users - 1), coarsening)
-    power = _fit(power, max_length)
+    points = (np.arange(measure.size) + offset) * spacing
+    weights = measure
+    if top_clamp:  # the levels from a copy grouped to at most LEVELS_CELLS entries, each group at
+        # its mean (the levels only steer tightness; this keeps their cost small)
+        group = -(-measure.size // LEVELS_CELLS)
+        padded = np.zeros((2, group * -(-measure.size // group)))
+        padded[0, :measure.size] = measure
+        padded[1, :measure.size] = measure * points
+        weights, moments = padded.reshape(2, -1, group).sum(axis=2)
+        points = np.divide(moments, weights, out=np.zeros(weights.size), where=weights > 0.0)
+    positive = weights > 0.0
+    chernoff = _chernoff_levels(points[positive], weights[positive], coarsening or top_clamp)
+
+    def level(remaining: int) -> int:
+        """L(r) of the module docstring, in lattice steps, at most 0."""
+        return min(0, math.floor(chernoff(remaining) / spacing))
+
+    tops = top_levels(points, weights) if top_clamp else None
+
+    def clamp(part: _Partial) -> _Partial:
+        remaining = users - part.users
+        top = (None if tops is None or remaining <= 0
+               else math.ceil(tops(remaining) / spacing))
+        return _fit(_clamp_and_drop(part, level(remaining), coarsening, top), max_length)
+
+    power = clamp(_Partial(measure, offset, 1, 1.0, 0.0, 1, top_index))
     result: _Partial | None = None
     remaining = users
     while True:
         if remaining & 1:
-            result = power if result is None else _convolve(result, power)
-            result = _fit(_clamp_and_drop(result, level(users - result.users), coarsening),
-                          max_length)
+            result = clamp(power if result is None else _convolve(result, power))
         remaining >>= 1
         if not remaining:
             break
-        power = _convolve(power, power)
-        power = _fit(_clamp_and_drop(power, level(users - power.users), coarsening),
-                     max_length)
+        power = clamp(_convolve(power, power))
     assert result is not None and result.users == users
     index = np.arange(result.values.size) + result.offset
     positive = index > 0
     total = float(np.sum(index[positive] * result.values[positive]))
     total *= spacing * result.step * result.factor * (1.0 + (result.values.size + 4) * _U)
     largest = spacing * max(result.ceiling, 0) * result.step
-    value = (total + result.dropped * largest) * (1.0 + 4.0 * _U) / users
+    value = ((total + result.dropped * largest) * (1.0 + 4.0 * _U)
+             + result.charge * spacing * (1.0 + 2.0 * _U)) / users
     return round_loss_up(value)
 
 
-__all__ = ["lattice_measure", "nonnegative_convolve", "positive_part_mean", "CLAMP_MASS", "CLAMP_TAIL",
+__all__ = ["clamp_bounds", "top_levels", "lattice_measure", "nonnegative_convolve", "positive_part_mean", "CLAMP_MASS", "CLAMP_TAIL",
            "DROP_TAIL", "TINY_ENTRY"]

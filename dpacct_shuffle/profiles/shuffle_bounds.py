@@ -172,10 +172,16 @@ def round_randomizer(randomizer: RandomizerDescription) -> RandomizerDescription
     core's (tests/test_round_plds.py); the curve is built once per number of users for every ε,
     instead of one evaluation of the core per profile point. A
     :class:`~dpacct_shuffle.randomizers.PersonalizedShuffle` round becomes
-    :func:`curve_shuffle_bound` at the same η.
+    :func:`curve_shuffle_bound` at the same η; a Randomizer each of whose entries has its own
+    every-ε curve (:meth:`~dpacct_shuffle.randomizers.base.PairBound.curve_deltas`, e.g. the
+    Gaussian blanket bound) a :class:`BatchedRandomizer` reading those curves.
     """
     if isinstance(randomizer, PersonalizedShuffle):
         return curve_shuffle_bound(randomizer, ROUND_LOWERING)
+    if isinstance(randomizer, Randomizer) and all(
+            type(bound).curve_deltas is not PairBound.curve_deltas
+            for bound in (*randomizer.cover, *randomizer.fallbacks)):
+        return BatchedRandomizer(randomizer, ROUND_LOWERING)  # every entry has its own curve
     return batched_randomizer(randomizer, ROUND_LOWERING)
 
 

@@ -47,7 +47,7 @@ from numpy.typing import NDArray
 
 from dpacct_shuffle.core.gaussian import check_gaussian_mu, gaussian_delta
 from dpacct_shuffle.core.gaussian_blanket import (MAX_MU, blanket_delta, blanket_deltas,
-                                                  check_sampling)
+                                                  check_sampling, curve_deltas)
 from dpacct_shuffle.core.gaussian_endpoint import MAX_ENDPOINT_MU, GaussianEndpointInstance
 from dpacct_shuffle.core.rounding import round_loss_up, step_down, step_up
 from dpacct_shuffle.core.search import bisect, epsilon_search, expand_bracket
@@ -204,8 +204,15 @@ class GaussianBlanketBound(PairBound):
     def deltas_at_rtol(self, epsilons: NDArray[np.float64], n: int,
                        rtol: float) -> NDArray[np.float64]:
         """:meth:`delta` at every ε, the blanket part by
-        :func:`~dpacct_shuffle.core.gaussian_blanket.blanket_deltas` (exact at up to
-        ``CURVE_KNOTS`` points, certified chords in between)."""
+        :func:`~dpacct_shuffle.core.gaussian_blanket.blanket_deltas` (the point bound at up to
+        ``CURVE_KNOTS`` distinct ε, else certified chords of the every-ε curve; ``rtol``
+        unused)."""
+        return self._deltas(epsilons, n, blanket_deltas)
+
+    def _deltas(self, epsilons: NDArray[np.float64], n: int,
+                blanket: Callable[[NDArray[np.float64], float, int, float], NDArray[np.float64]]
+                ) -> NDArray[np.float64]:
+        """min(q·δ_μ(ε), ``blanket``(ε)) at every ε (0 at ε = ∞)."""
         users = check_num_users(n)
         values = np.asarray(epsilons, dtype=np.float64).ravel()
         for eps in values:
@@ -214,9 +221,17 @@ class GaussianBlanketBound(PairBound):
         result = np.zeros(values.size)
         if np.any(finite):
             local = np.array([self._local(float(eps)) for eps in values[finite]])
-            result[finite] = np.minimum(local, blanket_deltas(values[finite], self.mu, users,
-                                                              self.sampling))
+            result[finite] = np.minimum(local, blanket(values[finite], self.mu, users,
+                                                       self.sampling))
         return result
+
+    def curve_deltas(self, epsilons: NDArray[np.float64], n: int,
+                     lowering: float) -> NDArray[np.float64]:
+        """Upper bounds on δ at every ε ≥ 0 of ``epsilons`` from the every-ε curve for n users:
+        min(q·δ_μ(ε), :func:`~dpacct_shuffle.core.gaussian_blanket.curve_deltas`) (chords
+        through knots, docs/theory.md, "Every-ε curve of the Gaussian blanket bound"; even for a
+        single ε, so that one round's PLD reads one curve; ``lowering`` unused)."""
+        return self._deltas(epsilons, n, curve_deltas)
 
     def epsilon(self, delta: float, n: int) -> float:
         """Smallest ε (relative :data:`BLANKET_EPSILON_RTOL`, the core's secant search) with the

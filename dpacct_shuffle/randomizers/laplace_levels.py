@@ -99,7 +99,7 @@ CURVE_FLOOR = 1e-18
 _MIN_CELL = 1e-6
 _CHORD_MARGIN = 1e-9
 # the curve's knots are evaluated with partial laws coarsened to this many lattice entries
-CURVE_PARTIAL_CELLS = 4096
+CURVE_PARTIAL_CELLS = 3072
 
 
 @functools.lru_cache(maxsize=64)
