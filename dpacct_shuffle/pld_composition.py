@@ -220,8 +220,10 @@ BLOCK_FRACTION = 1.0 / 64.0
 #: the array's span, whatever the discretisation)
 MAX_SURVIVAL_CHUNKS = 1024
 _UNIT_ROUNDOFF = 2.0 ** -53
-# entries of the lookup matrix of one matrix-vector product in _exact_survival
+# entries of the lookup matrix of one matrix-vector product in _exact_survival, and its rows at
+# most (few rows: the chunks that meet S₂ = 0 at every row's K are left out of each product)
 _SURVIVAL_PIECE = 1 << 18
+_SURVIVAL_ROWS = 16
 
 
 def _survival(probs: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -247,11 +249,15 @@ def _exact_survival(first: NDArray[np.float64], second: NDArray[np.float64],
     chunk_mass = np.add.reduceat(first, starts)
     chunk_end = np.minimum(starts + width - 1, len(first) - 1)
     values = np.empty(len(indices))
-    rows = max(1, _SURVIVAL_PIECE // len(chunk_end))  # indices per matrix-vector product
+    rows = max(1, min(_SURVIVAL_ROWS, _SURVIVAL_PIECE // len(chunk_end)))
     for start in range(0, len(indices), rows):
-        lookup = indices[start:start + rows, None] - chunk_end[None, :]
+        piece = indices[start:start + rows]
+        # chunks ending at or below K − len₂ meet S₂ = 0 for every K ≥ min(piece)
+        first_chunk = int(np.searchsorted(chunk_end, int(piece.min()) - len(second),
+                                          side="right"))
+        lookup = piece[:, None] - chunk_end[None, first_chunk:]
         np.clip(lookup, 0, len(second), out=lookup)
-        values[start:start + rows] = survival_second[lookup] @ chunk_mass
+        values[start:start + rows] = survival_second[lookup] @ chunk_mass[first_chunk:]
     terms = len(starts) + width + len(second)
     return values * (1.0 + 2.0 * (terms + 2) * _UNIT_ROUNDOFF)
 
@@ -310,7 +316,9 @@ def certified_convolution(first: NDArray[np.float64],
     """
     size = len(first) + len(second) - 1
     length = sp_fft.next_fast_len(size, real=True)
-    plain = sp_fft.irfft(sp_fft.rfft(first, length) * sp_fft.rfft(second, length), length)[:size]
+    transform = sp_fft.rfft(first, length)
+    other = transform if second is first else sp_fft.rfft(second, length)
+    plain = sp_fft.irfft(transform * other, length)[:size]
     trusted = np.flatnonzero(plain > TRUSTED_FRACTION * float(np.max(plain)))
     if len(trusted) == 0:
         return np.maximum(np.asarray(plain, dtype=np.float64), 0.0)
