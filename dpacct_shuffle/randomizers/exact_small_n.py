@@ -68,6 +68,7 @@ from numpy.typing import NDArray
 from dpacct_shuffle.core.problem import UNIT_ROUNDOFF
 
 FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
 
 #: Largest configurations × box cells × (victim pairs + 1) evaluated (about a second of CPU).
 WORK_BUDGET = 15_000_000
@@ -337,35 +338,48 @@ def _curves(family: ShuffleFamily) -> Iterator[Curves]:
                      up, down, _gamma(p.shape[1] + 2), abs_mass, shift)
 
 
+def _prefix_lengths(log_ratio: FloatArray, cut: FloatArray) -> IntArray:
+    """t[row, i] = ``np.searchsorted(−ℓ̃_row, cut_i, side="left")`` for every row (each row of
+    ``log_ratio`` is non-increasing): the prefix of the cells with −ℓ̃ < cut_i."""
+    negated = -log_ratio
+    lengths = np.empty((negated.shape[0], len(cut)), dtype=np.int64)
+    for row in range(negated.shape[0]):
+        lengths[row] = np.searchsorted(negated[row], cut, side="left")
+    return lengths
+
+
+def _prefix_values(curves: Curves, cut: FloatArray, upper: bool) -> tuple[FloatArray, FloatArray]:
+    """(a_t, b_t) of :meth:`Curves.coefficients` at the prefix t of every row and cut, shape
+    (rows, cuts): the coefficients are affine in the prefix sums elementwise, so taking them at
+    the chosen prefixes only gives the same values."""
+    t = _prefix_lengths(curves.log_ratio, cut)
+    row = np.arange(t.shape[0])[:, None]
+    chosen = replace(curves, cum_p=curves.cum_p[row, t], cum_q=curves.cum_q[row, t])
+    return chosen.coefficients(upper)
+
+
 def _upper_deltas(curves: Curves, epsilons: FloatArray) -> FloatArray:
     """δ_upper at each ε, maximised over the rows: prefix T = {ℓ̃ + shift > ε − τ},
     a_t − e^ε·b_t (e^ε rounded down)."""
-    a_all, b_all = curves.coefficients(upper=True)
+    if curves.log_ratio.shape[0] == 0:
+        return np.zeros(epsilons.shape)
+    a, b = _prefix_values(curves, LOG_MARGIN + curves.shift - epsilons, upper=True)
     scale = np.exp(epsilons) * (1.0 - 2.0 * UNIT_ROUNDOFF)
-    cut = LOG_MARGIN + curves.shift - epsilons
-    best = np.zeros(epsilons.shape)
-    for row in range(curves.log_ratio.shape[0]):
-        t = np.searchsorted(-curves.log_ratio[row], cut, side="left")
-        a, b = a_all[row, t], b_all[row, t]
-        with np.errstate(invalid="ignore", over="ignore"):
-            values = np.where(b == 0.0, a, a - scale * b)
-        best = np.maximum(best, values)
-    return best
+    with np.errstate(invalid="ignore", over="ignore"):
+        values = np.where(b == 0.0, a, a - scale[None, :] * b)
+    return np.maximum(np.max(values, axis=0), 0.0)
 
 
 def _lower_deltas(curves: Curves, epsilons: FloatArray) -> FloatArray:
     """δ_lower at each ε, maximised over the rows: the prefix {ℓ̃ − shift > ε} (any set is
     valid), e^ε rounded up."""
-    a_all, b_all = curves.coefficients(upper=False)
+    if curves.log_ratio.shape[0] == 0:
+        return np.zeros(epsilons.shape)
+    a, b = _prefix_values(curves, -curves.shift - epsilons, upper=False)
     scale = np.exp(epsilons) * (1.0 + 2.0 * UNIT_ROUNDOFF)
-    cut = -curves.shift - epsilons
-    best = np.zeros(epsilons.shape)
-    for row in range(curves.log_ratio.shape[0]):
-        t = np.searchsorted(-curves.log_ratio[row], cut, side="left")
-        with np.errstate(invalid="ignore", over="ignore"):
-            values = a_all[row, t] - scale * b_all[row, t]
-        best = np.maximum(best, np.where(np.isnan(values), 0.0, values))
-    return best
+    with np.errstate(invalid="ignore", over="ignore"):
+        values = a - scale[None, :] * b
+    return np.maximum(np.max(np.where(np.isnan(values), 0.0, values), axis=0), 0.0)
 
 
 def _roots(a: FloatArray, b: FloatArray, delta: float) -> FloatArray:
