@@ -300,6 +300,7 @@ _LOSS_FLOOR = 1e-12
 _NEGLIGIBLE_COMBO = 1e-25
 # bands of the main neutral count beyond three standard deviations lower it by ≤ this many η
 _TAIL_BAND_FACTOR = 16.0
+_INNER_SD = 2.0
 # cells (count vectors × padded bands) evaluated per chunk
 _ENUMERATED_CHUNK_CELLS = 1 << 18
 
@@ -449,7 +450,7 @@ def _enumerated_curve(levels: PrivacyLossLevels, users: int, eta: float,
         width = max(1, int(eta * k_lo) + 1)
         tail_width = max(1, int(_TAIL_BAND_FACTOR * eta * k_lo) + 1)
         widest = max(widest, tail_width)
-        mean, spread = trials * k_rate, 3.0 * math.sqrt(trials * k_rate * (1.0 - k_rate))
+        mean, spread = trials * k_rate, _INNER_SD * math.sqrt(trials * k_rate * (1.0 - k_rate))
         inner_lo = min(k_hi + 1, max(k_lo, math.ceil(mean - spread)))
         inner_hi = max(inner_lo, min(k_hi + 1, math.floor(mean + spread) + 1))
         band_starts.append(np.concatenate([np.arange(k_lo, inner_lo, tail_width),

@@ -330,9 +330,24 @@ def _curves(family: ShuffleFamily) -> Iterator[Curves]:
         q = np.concatenate([laws[y] for x, y in family.pairs] + [laws[x] for x, y in family.pairs])
         with np.errstate(divide="ignore", invalid="ignore"):
             log_ratio = np.where(p > 0.0, np.log(p) - np.log(q), -np.inf)
-        order = np.argsort(-log_ratio, axis=1)
+        # only the cells some ε ≥ 0 reaches (ℓ̃ > −(shift + τ)) are ordered: every query at ε ≥ 0
+        # (upper prefix {ℓ̃ + shift > ε − τ}, lower prefix {ℓ̃ − shift > ε}, the ε-search masks
+        # with floor ≥ 0) reads only those prefixes. Kept: the first t_max cells of every row
+        # (t_max its largest count of reachable cells), reachable ones by decreasing ℓ̃, then
+        # unreachable ones with ℓ̃ set to −∞ (``sum_error`` keeps the full length)
+        reachable = log_ratio > -(shift + LOG_MARGIN)
+        reach = int(np.max(np.count_nonzero(reachable, axis=1), initial=0))
+        key = np.where(reachable, -log_ratio, np.inf)
+        if 0 < reach < key.shape[1]:
+            chosen = np.argpartition(key, reach - 1, axis=1)[:, :reach]
+            order = np.take_along_axis(
+                chosen, np.argsort(np.take_along_axis(key, chosen, axis=1), axis=1), axis=1)
+        else:
+            order = np.argsort(key, axis=1)[:, :reach]
+        ordered = np.where(np.take_along_axis(reachable, order, axis=1),
+                           np.take_along_axis(log_ratio, order, axis=1), -np.inf)
         zero = np.zeros((p.shape[0], 1))
-        yield Curves(np.take_along_axis(log_ratio, order, axis=1),
+        yield Curves(ordered,
                      np.concatenate([zero, np.cumsum(np.take_along_axis(p, order, axis=1), axis=1)], axis=1),
                      np.concatenate([zero, np.cumsum(np.take_along_axis(q, order, axis=1), axis=1)], axis=1),
                      up, down, _gamma(p.shape[1] + 2), abs_mass, shift)
@@ -343,8 +358,8 @@ def _prefix_lengths(log_ratio: FloatArray, cut: FloatArray) -> IntArray:
     ``log_ratio`` is non-increasing): the prefix of the cells with −ℓ̃ < cut_i."""
     negated = -log_ratio
     lengths = np.empty((negated.shape[0], len(cut)), dtype=np.int64)
-    for row in range(negated.shape[0]):
-        lengths[row] = np.searchsorted(negated[row], cut, side="left")
+    for row, values in enumerate(negated):
+        lengths[row] = values.searchsorted(cut, side="left")
     return lengths
 
 
@@ -422,18 +437,6 @@ def _lower_epsilon(curves: Curves, delta: float, floor: float) -> float:
     return max(floor, best) if best > -np.inf else floor
 
 
-def _reachable(curves: Curves) -> Curves:
-    """The curves cut to their first t_max cells, t_max the largest count of cells with
-    ℓ̃ > −(shift + τ) over the rows, and t_max + 1 prefix sums: every query at ε ≥ 0 (upper prefix
-    {ℓ̃ + shift > ε − τ}, lower prefix {ℓ̃ − shift > ε}, and the ε-search masks with floor ≥ 0)
-    uses only those prefixes, so the values are unchanged (``sum_error`` keeps the full length)."""
-    reach = int(np.max(np.sum(curves.log_ratio > -(curves.shift + LOG_MARGIN), axis=1), initial=0))
-    if reach >= curves.log_ratio.shape[1]:
-        return curves
-    return replace(curves, log_ratio=curves.log_ratio[:, :reach].copy(),
-                   cum_p=curves.cum_p[:, :reach + 1].copy(), cum_q=curves.cum_q[:, :reach + 1].copy())
-
-
 class ExactShuffle:
     """Certified exact δ(ε) over one or several families (the maximum: e.g. one family per victim
     group of a personalized round), evaluated only within the work budget.
@@ -456,7 +459,7 @@ class ExactShuffle:
 
     def _all_curves(self) -> Iterator[Curves]:
         """Every batch of curves, kept after the first pass (cut to the cells that any ε ≥ 0 can
-        reach, :func:`_reachable`) when they fit in ``_CURVE_CACHE_BYTES``."""
+        reach, :func:`_curves`) when they fit in ``_CURVE_CACHE_BYTES``."""
         if self._curve_cache is not None:
             yield from self._curve_cache
             return
@@ -465,11 +468,10 @@ class ExactShuffle:
         for family in self.families:
             if family.pairs:  # no pair of distinct rows: nothing to distinguish, δ = 0
                 for curves in _curves(family):
-                    cut = _reachable(curves)
                     if kept is not None:
-                        size += 3 * cut.log_ratio.nbytes
-                        kept = kept + [cut] if size <= _CURVE_CACHE_BYTES else None
-                    yield cut
+                        size += 3 * curves.log_ratio.nbytes
+                        kept = kept + [curves] if size <= _CURVE_CACHE_BYTES else None
+                    yield curves
         self._curve_cache = kept
 
     def _cached(self, key: tuple[object, ...], compute: Callable[[], object]) -> object:
