@@ -298,9 +298,10 @@ _LOSS_GRID = 1e-4
 _LOSS_FLOOR = 1e-12
 # count vectors of M-mass below this join the truncated mass
 _NEGLIGIBLE_COMBO = 1e-25
-# bands of the main neutral count beyond three standard deviations lower it by ≤ this many η
+# bands of the main neutral count within this many standard deviations of its mean lower it by
+# ≤ η, those beyond by ≤ _TAIL_BAND_FACTOR·η
+_BULK_DEVIATIONS = 2.0
 _TAIL_BAND_FACTOR = 16.0
-_INNER_SD = 2.0
 # cells (count vectors × padded bands) evaluated per chunk
 _ENUMERATED_CHUNK_CELLS = 1 << 18
 
@@ -339,7 +340,7 @@ def enumerated_levels_curve(levels: PrivacyLossLevels, n: int,
     the windows of their marginals Bin(n, m_j) (the rest is truncated, union bound); given them,
     K ~ Bin(n − S, s') (S = Σ N_j, s' = m*/(1 − Σ m_j) rounded down: a smaller K only lowers the
     common level). K is cut into bands [k, k + w − 1] with w − 1 ≤ η·k_lo (k_lo the window's
-    low end) within three standard deviations of its mean and w − 1 ≤ 16η·k_lo beyond, the values
+    low end) within two standard deviations of its mean and w − 1 ≤ 16η·k_lo beyond, the values
     below the window form one band from 0 and those above join the last band; in each band K is lowered to its first value (Lemma 1: N and D lowered by the same
     amount, both stay ≥ 0). Each cell's loss ln(N'/D') is at most the levels' ε0 (a mediant of
     the ratios); it is raised by the rounding of N', D' and onto a geometric grid, and the P-mass
@@ -445,12 +446,13 @@ def _enumerated_curve(levels: PrivacyLossLevels, users: int, eta: float,
             window_lows.append(0)
             continue
         k_lo, k_hi = _window_bounds(trials, k_rate, z)
-        # bands of width w (W lowered by a relative ≤ η) within 3 standard deviations of the
-        # mean, of width w' (≤ _TAIL_BAND_FACTOR·η) beyond
+        # bands of width w (W lowered by a relative ≤ η) within _BULK_DEVIATIONS standard
+        # deviations of the mean, of width w' (≤ _TAIL_BAND_FACTOR·η) beyond
         width = max(1, int(eta * k_lo) + 1)
         tail_width = max(1, int(_TAIL_BAND_FACTOR * eta * k_lo) + 1)
         widest = max(widest, tail_width)
-        mean, spread = trials * k_rate, _INNER_SD * math.sqrt(trials * k_rate * (1.0 - k_rate))
+        mean = trials * k_rate
+        spread = _BULK_DEVIATIONS * math.sqrt(trials * k_rate * (1.0 - k_rate))
         inner_lo = min(k_hi + 1, max(k_lo, math.ceil(mean - spread)))
         inner_hi = max(inner_lo, min(k_hi + 1, math.floor(mean + spread) + 1))
         band_starts.append(np.concatenate([np.arange(k_lo, inner_lo, tail_width),
@@ -519,14 +521,14 @@ def _enumerated_curve(levels: PrivacyLossLevels, users: int, eta: float,
     chunk = max(1, _ENUMERATED_CHUNK_CELLS // band_values.shape[1])
     for lo_i in range(0, len(order), chunk):
         part = slice(lo_i, lo_i + chunk)
-        groups = group_of_row[part]
+        chunk_groups = group_of_row[part]
         u_rows, v_rows, weights = u_sorted[part], v_sorted[part], row_weights[part]
         for (indices, masses), top, bottom in zip(found, (u_rows, v_rows), (v_rows, u_rows)):
             # rows where some band's loss may be positive (the error grows with the base)
-            live = top - bottom + 2.0 * slack * (top + bottom + 2.0 * top_base[groups]) > 0.0
+            live = top - bottom + 2.0 * slack * (top + bottom + 2.0 * top_base[chunk_groups]) > 0.0
             if not np.any(live):
                 continue
-            top_live, bottom_live, live_groups = top[live], bottom[live], groups[live]
+            top_live, bottom_live, live_groups = top[live], bottom[live], chunk_groups[live]
             spread = slack * (top_live + bottom_live)
             top_cell = (top_live + spread)[:, None] + base_up[live_groups]
             bottom_cell = (bottom_live - spread)[:, None] + base_down[live_groups]

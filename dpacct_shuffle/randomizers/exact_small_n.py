@@ -382,7 +382,8 @@ def _upper_deltas(curves: Curves, epsilons: FloatArray) -> FloatArray:
     scale = np.exp(epsilons) * (1.0 - 2.0 * UNIT_ROUNDOFF)
     with np.errstate(invalid="ignore", over="ignore"):
         values = np.where(b == 0.0, a, a - scale[None, :] * b)
-    return np.maximum(np.max(values, axis=0), 0.0)
+    best: FloatArray = np.maximum(np.max(values, axis=0), 0.0)
+    return best
 
 
 def _lower_deltas(curves: Curves, epsilons: FloatArray) -> FloatArray:
@@ -394,7 +395,8 @@ def _lower_deltas(curves: Curves, epsilons: FloatArray) -> FloatArray:
     scale = np.exp(epsilons) * (1.0 + 2.0 * UNIT_ROUNDOFF)
     with np.errstate(invalid="ignore", over="ignore"):
         values = a - scale[None, :] * b
-    return np.maximum(np.max(np.where(np.isnan(values), 0.0, values), axis=0), 0.0)
+    best: FloatArray = np.maximum(np.max(np.where(np.isnan(values), 0.0, values), axis=0), 0.0)
+    return best
 
 
 def _roots(a: FloatArray, b: FloatArray, delta: float) -> FloatArray:
