@@ -501,6 +501,22 @@ class ExactShuffle:
 
         return self._cached(("delta", eps.tobytes()), compute)  # type: ignore[return-value]
 
+    def upper_deltas(self, epsilons: FloatArray) -> FloatArray:
+        """The upper bounds of :meth:`delta_bounds` alone (the same values; the lower bounds'
+        pass is skipped)."""
+        eps = np.asarray(epsilons, dtype=np.float64)
+
+        def compute() -> FloatArray:
+            upper = np.zeros(eps.shape)
+            if not np.all(eps >= 0.0):  # the kept curves serve ε ≥ 0 only
+                raise ValueError(f"epsilons must be >= 0, got {epsilons!r}")
+            for curves in self._all_curves():
+                upper = np.maximum(upper, _upper_deltas(curves, eps))
+            clipped: FloatArray = np.clip(upper, 0.0, 1.0)
+            return clipped
+
+        return self._cached(("upper", eps.tobytes()), compute)  # type: ignore[return-value]
+
     def epsilon_bounds(self, delta: float) -> tuple[float, float]:
         """(lower, upper) bounds on the smallest ε with exact worst-case δ(ε) ≤ ``delta``."""
 
