@@ -240,8 +240,8 @@ def test_enumerated_curve_bounds_the_enumerated_pair(name: str, n: int) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(GENERAL_SETS))
-def test_enumerated_curve_in_small_chunks_is_the_same_curve(name: str,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_enumerated_curve_in_small_chunks_is_the_same_curve(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The cells evaluated in many chunks of a few count vectors each (the bands of every S padded
     to one width; S = n leaves a single band) give the curve of one chunk, up to the order of the
     bin sums, and bound the enumerated pair."""

@@ -347,9 +347,10 @@ def _curves(family: ShuffleFamily) -> Iterator[Curves]:
         ordered = np.where(np.take_along_axis(reachable, order, axis=1),
                            np.take_along_axis(log_ratio, order, axis=1), -np.inf)
         zero = np.zeros((p.shape[0], 1))
-        yield Curves(ordered,
-                     np.concatenate([zero, np.cumsum(np.take_along_axis(p, order, axis=1), axis=1)], axis=1),
-                     np.concatenate([zero, np.cumsum(np.take_along_axis(q, order, axis=1), axis=1)], axis=1),
+        cum_p = np.cumsum(np.take_along_axis(p, order, axis=1), axis=1)
+        cum_q = np.cumsum(np.take_along_axis(q, order, axis=1), axis=1)
+        yield Curves(ordered, np.concatenate([zero, cum_p], axis=1),
+                     np.concatenate([zero, cum_q], axis=1),
                      up, down, _gamma(p.shape[1] + 2), abs_mass, shift)
 
 
