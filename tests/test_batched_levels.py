@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from dpacct_shuffle import randomizers as rz
+from dpacct_shuffle.core import batched_levels
 from dpacct_shuffle.core.batched import DEFAULT_LOWERING, BatchedDelta
 from dpacct_shuffle.core.batched_levels import (
     LevelShape,
@@ -211,7 +212,7 @@ GENERAL_SETS = {
 
 def _enumerated_shift(levels: PrivacyLossLevels) -> float:
     """Largest amount by which the enumerated curve raises a loss: the main neutral count lowered
-    within its band (relative ≤ 16η of the common level beyond three standard deviations, so
+    within its band (relative ≤ 16η of the common level beyond two standard deviations, so
     ≤ 16η·sinh(ε0) on the loss) and the loss grid (relative 1e-4)."""
     return 1.01 * (16.0 * DEFAULT_LOWERING * math.sinh(levels.epsilon0)
                    + 1e-4 * levels.epsilon0) + 1e-11
@@ -236,6 +237,33 @@ def test_enumerated_curve_bounds_the_enumerated_pair(name: str, n: int) -> None:
         closer = enumerated_delta(levels, n, max(0.0, eps - shift))
         assert value <= closer * (1.0 + 3e-6) + 1e-14 + max(0.0, shift - eps), (
             n, eps, value, exact, closer)
+
+
+@pytest.mark.parametrize("name", sorted(GENERAL_SETS))
+def test_enumerated_curve_in_small_chunks_is_the_same_curve(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cells evaluated in many chunks of a few count vectors each (the bands of every S padded
+    to one width; S = n leaves a single band) give the curve of one chunk, up to the order of the
+    bin sums, and bound the enumerated pair."""
+    levels, n = GENERAL_SETS[name], 12
+    batched_levels._enumerated_curve.cache_clear()
+    whole = enumerated_levels_curve(levels, n)
+    monkeypatch.setattr(batched_levels, "_ENUMERATED_CHUNK_CELLS", 16)
+    batched_levels._enumerated_curve.cache_clear()
+    try:
+        chunked = enumerated_levels_curve(levels, n)
+    finally:
+        batched_levels._enumerated_curve.cache_clear()
+    assert whole is not None and chunked is not None
+    epsilons = np.array(EPSILONS)
+    values = chunked.deltas(epsilons)
+    np.testing.assert_allclose(values, whole.deltas(epsilons), rtol=1e-12, atol=1e-300)
+    for eps, value in zip(EPSILONS, values):
+        exact = enumerated_delta(levels, n, eps)
+        assert value >= exact * (1.0 - 1e-12) - 1e-300, (eps, value, exact)
+        shift = _enumerated_shift(levels)
+        closer = enumerated_delta(levels, n, max(0.0, eps - shift))
+        assert value <= closer * (1.0 + 3e-6) + 1e-14 + max(0.0, shift - eps), (eps, value)
 
 
 @pytest.mark.parametrize("matrix, n", [

@@ -107,6 +107,19 @@ def test_vectorised_deltas_match_pointwise() -> None:
     assert together.tolist() == [bound.delta(float(eps), 8) for eps in grid]
 
 
+@pytest.mark.parametrize("seed,inputs,outputs,n", [(1, 2, 3, 5), (3, 3, 3, 4), (5, 3, 4, 3)])
+def test_upper_deltas_are_the_upper_ends_of_the_bounds(seed: int, inputs: int, outputs: int,
+                                                       n: int) -> None:
+    """upper_deltas (what ExactSmallNBound reads) is delta_bounds' upper end, value for value,
+    and brackets the oracle from above as tightly."""
+    matrix = random_matrix(seed, inputs, outputs)
+    upper = exact_of(matrix, n).upper_deltas(EPSILONS)
+    assert upper.tolist() == exact_of(matrix, n).delta_bounds(EPSILONS)[1].tolist()
+    for k, eps in enumerate(EPSILONS):
+        exact = brute_worst(matrix, n, float(eps))
+        assert exact <= upper[k] <= exact * (1.0 + 1e-9) + SLACK * math.exp(eps)
+
+
 def test_subset_selection_at_n_30_is_exact() -> None:
     """The issue's case: subset_selection(5.0, 3, 2) at n = 30 (was 4.87 at δ = 0.05 and 5.0 at
     δ = 1e-4 above the exact 1.64 and 2.69): upper within 1.25x of the certified lower bound, and

@@ -298,8 +298,12 @@ _LOSS_GRID = 1e-4
 _LOSS_FLOOR = 1e-12
 # count vectors of M-mass below this join the truncated mass
 _NEGLIGIBLE_COMBO = 1e-25
-# bands of the main neutral count beyond three standard deviations lower it by ≤ this many η
+# bands of the main neutral count within this many standard deviations of its mean lower it by
+# ≤ η, those beyond by ≤ _TAIL_BAND_FACTOR·η
+_BULK_DEVIATIONS = 2.0
 _TAIL_BAND_FACTOR = 16.0
+# cells (count vectors × padded bands) evaluated per chunk
+_ENUMERATED_CHUNK_CELLS = 1 << 18
 
 
 class TwoSidedCurve:
@@ -336,7 +340,7 @@ def enumerated_levels_curve(levels: PrivacyLossLevels, n: int,
     the windows of their marginals Bin(n, m_j) (the rest is truncated, union bound); given them,
     K ~ Bin(n − S, s') (S = Σ N_j, s' = m*/(1 − Σ m_j) rounded down: a smaller K only lowers the
     common level). K is cut into bands [k, k + w − 1] with w − 1 ≤ η·k_lo (k_lo the window's
-    low end) within three standard deviations of its mean and w − 1 ≤ 16η·k_lo beyond, the values
+    low end) within two standard deviations of its mean and w − 1 ≤ 16η·k_lo beyond, the values
     below the window form one band from 0 and those above join the last band; in each band K is lowered to its first value (Lemma 1: N and D lowered by the same
     amount, both stay ≥ 0). Each cell's loss ln(N'/D') is at most the levels' ε0 (a mediant of
     the ratios); it is raised by the rounding of N', D' and onto a geometric grid, and the P-mass
@@ -428,45 +432,74 @@ def _enumerated_curve(levels: PrivacyLossLevels, users: int, eta: float,
     k_rate = (min(1.0, share / (1.0 - rest_rate)) * (1.0 - 4.0 * UNIT_ROUNDOFF)
               if share > 0.0 and rest_rate < 1.0 else 0.0)
     order = np.argsort(total, kind="stable")
-    distinct, first = np.unique(total[order], return_index=True)
-    ends = np.append(first[1:], len(order))
+    distinct, group_sizes = np.unique(total[order], return_counts=True)
+    # bands of every distinct S: their first values (K lowered to them) and masses; the pmf,
+    # cdf and sf of all S in one call each (elementwise, the same values as S by S)
     band_starts: list[np.ndarray] = []
-    band_masses: list[np.ndarray] = []
-    cells = 0
+    window_lows: list[int] = []
+    windowed: list[tuple[int, int, int]] = []  # (group, trials, k_hi) of the S with a window
     widest = 1
-    for s_value, lo_i, hi_i in zip(distinct.tolist(), first.tolist(), ends.tolist()):
+    for group, s_value in enumerate(distinct.tolist()):
         trials = users - int(s_value)
         if k_rate <= 0.0 or trials <= 0:
-            band_starts.append(np.zeros(1))
-            band_masses.append(np.ones(1))
-            cells += hi_i - lo_i
+            band_starts.append(np.zeros(1, dtype=np.int64))
+            window_lows.append(0)
             continue
         k_lo, k_hi = _window_bounds(trials, k_rate, z)
-        # bands of width w (W lowered by a relative ≤ η) within 3 standard deviations of the
-        # mean, of width w' (≤ _TAIL_BAND_FACTOR·η) beyond
+        # bands of width w (W lowered by a relative ≤ η) within _BULK_DEVIATIONS standard
+        # deviations of the mean, of width w' (≤ _TAIL_BAND_FACTOR·η) beyond
         width = max(1, int(eta * k_lo) + 1)
         tail_width = max(1, int(_TAIL_BAND_FACTOR * eta * k_lo) + 1)
         widest = max(widest, tail_width)
-        mean, spread = trials * k_rate, 3.0 * math.sqrt(trials * k_rate * (1.0 - k_rate))
+        mean = trials * k_rate
+        spread = _BULK_DEVIATIONS * math.sqrt(trials * k_rate * (1.0 - k_rate))
         inner_lo = min(k_hi + 1, max(k_lo, math.ceil(mean - spread)))
         inner_hi = max(inner_lo, min(k_hi + 1, math.floor(mean + spread) + 1))
-        starts = np.concatenate([np.arange(k_lo, inner_lo, tail_width),
-                                 np.arange(inner_lo, inner_hi, width),
-                                 np.arange(inner_hi, k_hi + 1, tail_width)])
-        ks = np.arange(k_lo, k_hi + 1, dtype=np.float64)
-        pmf = binomial_pmf(ks, trials, k_rate)
-        sums = np.add.reduceat(pmf, starts - k_lo)
-        if k_hi < trials:
-            sums[-1] += float(binomial_sf(k_hi, trials, k_rate))
-        start_values = starts.astype(np.float64)
-        if k_lo > 0:  # K below the window, lowered to 0
-            sums = np.append(float(binomial_cdf(k_lo - 1, trials, k_rate)), sums)
-            start_values = np.append(0.0, start_values)
-        band_starts.append(start_values)
-        band_masses.append(sums)
-        cells += (hi_i - lo_i) * len(sums)
+        band_starts.append(np.concatenate([np.arange(k_lo, inner_lo, tail_width),
+                                           np.arange(inner_lo, inner_hi, width),
+                                           np.arange(inner_hi, k_hi + 1, tail_width)]))
+        window_lows.append(k_lo)
+        windowed.append((group, trials, k_hi))
+    band_masses: list[np.ndarray] = [np.ones(1) for _ in band_starts]
+    if windowed:
+        groups_w = np.array([g for g, _, _ in windowed], dtype=np.int64)
+        trials_w = np.array([t for _, t, _ in windowed], dtype=np.int64)
+        highs_w = np.array([h for _, _, h in windowed], dtype=np.int64)
+        lows_w = np.array(window_lows, dtype=np.int64)[groups_w]
+        spans = highs_w - lows_w + 1
+        offsets = np.concatenate([[0], np.cumsum(spans)])
+        ks = (np.arange(int(offsets[-1])) - np.repeat(offsets[:-1] - lows_w, spans)
+              ).astype(np.float64)
+        pmf = binomial_pmf(ks, np.repeat(trials_w, spans).astype(np.float64), k_rate)
+        # each S's band sums end where the next S's window begins
+        cuts = np.concatenate([offsets[i] + band_starts[g] - lows_w[i]
+                               for i, g in enumerate(groups_w.tolist())])
+        sums_all = np.add.reduceat(pmf, cuts)
+        above = np.where(highs_w < trials_w, binomial_sf(highs_w, trials_w, k_rate), 0.0)
+        below = binomial_cdf(lows_w - 1, trials_w, k_rate)
+        position = 0
+        for i, g in enumerate(groups_w.tolist()):
+            sums = sums_all[position:position + len(band_starts[g])]
+            position += len(band_starts[g])
+            if highs_w[i] < trials_w[i]:
+                sums[-1] += float(above[i])
+            if lows_w[i] > 0:  # K below the window, lowered to 0
+                sums = np.append(float(below[i]), sums)
+                band_starts[g] = np.append(0, band_starts[g])
+            band_masses[g] = sums
+    # one array of the bands of every S, padded with bands of mass 0 (at its last value)
+    band_counts = np.array([len(starts) for starts in band_starts], dtype=np.int64)
+    cells = int(np.dot(group_sizes, band_counts))
     if cells > ENUMERATED_MAX_CELLS:
         return None
+    band_values = np.empty((len(band_starts), int(np.max(band_counts))))
+    band_weights = np.zeros(band_values.shape)
+    for group, (starts, sums) in enumerate(zip(band_starts, band_masses)):
+        band_values[group, :len(starts)] = starts
+        band_values[group, len(starts):] = starts[-1]
+        band_weights[group, :len(sums)] = sums
+    band_values *= lam
+    group_of_row = np.repeat(np.arange(len(distinct)), group_sizes)
     mass_rtol = max(_MASS_RTOL, 1.01 * (
         combo_rtol + float(special_function_rtol(users))
         + 2.0 * (len(counts) + widest + 8) * UNIT_ROUNDOFF + 2.0 * cells * UNIT_ROUNDOFF))
@@ -478,44 +511,62 @@ def _enumerated_curve(levels: PrivacyLossLevels, users: int, eta: float,
     found: list[tuple[list[np.ndarray], list[np.ndarray]]] = [([], []), ([], [])]
     # absolute error of N', D': sums of ≤ d + 2 nonnegative terms of size ≤ their sum
     slack = 4.0 * (len(counts) + 4) * UNIT_ROUNDOFF
-    for group, lo_i, hi_i in zip(range(len(distinct)), first.tolist(), ends.tolist()):
-        rows = order[lo_i:hi_i]
-        base = lam * band_starts[group]
-        top_base = float(base[-1])
-        u_rows, v_rows = n_part[rows], d_part[rows]
+    # per cell: N' = (U + σ) + λ*k·(1 + 2·slack) and D' = (V − σ) + λ*k·(1 − 2·slack) with
+    # σ = slack·(U + V): N' and D' moved by slack·(N' + D') in all, the row and the band part
+    # each rounded once (a few u more, far inside the margin 4(d + 4)u of sums of ≤ d + 2 terms)
+    base_up, base_down = band_values * (1.0 + 2.0 * slack), band_values * (1.0 - 2.0 * slack)
+    top_base = band_values[:, -1]  # the largest base of each S (the bases increase)
+    row_weights = combo_mass[order] * ((1.0 + mass_rtol) / users)
+    u_sorted, v_sorted = n_part[order], d_part[order]
+    chunk = max(1, _ENUMERATED_CHUNK_CELLS // band_values.shape[1])
+    for lo_i in range(0, len(order), chunk):
+        part = slice(lo_i, lo_i + chunk)
+        chunk_groups = group_of_row[part]
+        u_rows, v_rows, weights = u_sorted[part], v_sorted[part], row_weights[part]
         for (indices, masses), top, bottom in zip(found, (u_rows, v_rows), (v_rows, u_rows)):
             # rows where some band's loss may be positive (the error grows with the base)
-            live = top - bottom + 2.0 * slack * (top + bottom + 2.0 * top_base) > 0.0
+            live = top - bottom + 2.0 * slack * (top + bottom + 2.0 * top_base[chunk_groups]) > 0.0
             if not np.any(live):
                 continue
-            top_cell = top[live][:, None] + base[None, :]
-            bottom_cell = bottom[live][:, None] + base[None, :]
-            error = slack * (top_cell + bottom_cell)
-            top_cell += error
-            bottom_cell -= error
-            p_mass = combo_mass[rows][live][:, None] * band_masses[group][None, :]
+            top_live, bottom_live, live_groups = top[live], bottom[live], chunk_groups[live]
+            spread = slack * (top_live + bottom_live)
+            top_cell = (top_live + spread)[:, None] + base_up[live_groups]
+            bottom_cell = (bottom_live - spread)[:, None] + base_down[live_groups]
+            p_mass = weights[live][:, None] * band_weights[live_groups]
             p_mass *= top_cell
-            p_mass *= (1.0 + mass_rtol) / users
+            # the bases increase along a row, so its first cell has the smallest D'
+            lowest = float(np.min(bottom_cell[:, 0]))
             with np.errstate(divide="ignore", invalid="ignore"):
-                loss = np.log(top_cell / bottom_cell)
-            # (a non-positive lowered D' with N' > 0: the loss is capped at ε0 below)
-            loss = np.where(bottom_cell > 0.0, loss * (1.0 + 1e-12), top_loss)
-            keep = (loss > 0.0) & (p_mass > 0.0)
-            loss = np.clip(loss[keep], _LOSS_FLOOR, top_loss)
+                ratio = np.divide(top_cell, bottom_cell, out=top_cell)
+                if lowest <= 0.0:  # a non-positive lowered D': the loss is capped at ε0 below
+                    ratio = np.where(bottom_cell > 0.0, ratio, np.inf)
+            keep = ratio > 1.0  # cells of non-positive loss (and 0/0) contribute nothing
+            loss = np.log(ratio[keep])
+            loss *= 1.0 + 1e-12
+            np.clip(loss, _LOSS_FLOOR, top_loss, out=loss)
             # the grid value of a bin is ≥ every loss in it (index rounded up with a margin)
-            index = np.ceil(np.log(loss) / grid_step + 1e-6).astype(np.int64) - low_index
-            indices.append(np.minimum(index, bins - 1))
+            np.log(loss, out=loss)
+            loss /= grid_step
+            loss += 1e-6
+            np.ceil(loss, out=loss)
+            index = loss.astype(np.int64)
+            index -= low_index
+            np.minimum(index, bins - 1, out=index)
+            indices.append(index)
             masses.append(p_mass[keep])
-    grid_losses = np.exp((np.arange(bins) + low_index) * grid_step) * (1.0 + 1e-12)
-    grid_losses = np.minimum(grid_losses, top_loss)  # every loss is ≤ ε0 (rounded up)
     factor = max(float(np.max(a_all)), float(np.max(b_all)), lam) * (1.0 + 1e-12)
     truncated = truncated_m * factor * (1.0 + mass_rtol)
     curves = []
     for indices, masses in found:
-        binned = (np.bincount(np.concatenate(indices), np.concatenate(masses), minlength=bins)
-                  if indices else np.zeros(bins))
-        used = binned > 0.0
-        curves.append(BatchedDelta(grid_losses[used], binned[used], truncated, top_loss,
+        # the bins from the lowest occupied one up (the grid below holds no mass)
+        all_indices = np.concatenate(indices) if indices else np.zeros(0, dtype=np.int64)
+        lowest_bin = int(np.min(all_indices)) if all_indices.size else 0
+        binned = (np.bincount(all_indices - lowest_bin, np.concatenate(masses))
+                  if indices else np.zeros(0))
+        used = np.flatnonzero(binned > 0.0)
+        grid_losses = np.exp((used + (lowest_bin + low_index)) * grid_step) * (1.0 + 1e-12)
+        grid_losses = np.minimum(grid_losses, top_loss)  # every loss is ≤ ε0 (rounded up)
+        curves.append(BatchedDelta(grid_losses, binned[used], truncated, top_loss,
                                    levels.epsilon0))
     return TwoSidedCurve(curves[0], curves[1], levels.epsilon0)
 

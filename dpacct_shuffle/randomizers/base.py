@@ -251,7 +251,7 @@ class ExactSmallNBound(PairBound):
                        rtol: float) -> NDArray[np.float64]:
         shuffle = self.shuffle(n)
         eps = np.asarray(epsilons, dtype=np.float64)
-        return np.ones(eps.shape) if shuffle is None else shuffle.delta_bounds(eps)[1]
+        return np.ones(eps.shape) if shuffle is None else shuffle.upper_deltas(eps)
 
     def delta_at_rtol(self, epsilon: float, n: int, rtol: float) -> float:
         return self.delta(epsilon, n)

@@ -68,6 +68,7 @@ from numpy.typing import NDArray
 from dpacct_shuffle.core.problem import UNIT_ROUNDOFF
 
 FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
 
 #: Largest configurations × box cells × (victim pairs + 1) evaluated (about a second of CPU).
 WORK_BUDGET = 15_000_000
@@ -329,42 +330,73 @@ def _curves(family: ShuffleFamily) -> Iterator[Curves]:
         q = np.concatenate([laws[y] for x, y in family.pairs] + [laws[x] for x, y in family.pairs])
         with np.errstate(divide="ignore", invalid="ignore"):
             log_ratio = np.where(p > 0.0, np.log(p) - np.log(q), -np.inf)
-        order = np.argsort(-log_ratio, axis=1)
+        # only the cells some ε ≥ 0 reaches (ℓ̃ > −(shift + τ)) are ordered: every query at ε ≥ 0
+        # (upper prefix {ℓ̃ + shift > ε − τ}, lower prefix {ℓ̃ − shift > ε}, the ε-search masks
+        # with floor ≥ 0) reads only those prefixes. Kept: the first t_max cells of every row
+        # (t_max its largest count of reachable cells), reachable ones by decreasing ℓ̃, then
+        # unreachable ones with ℓ̃ set to −∞ (``sum_error`` keeps the full length)
+        reachable = log_ratio > -(shift + LOG_MARGIN)
+        reach = int(np.max(np.count_nonzero(reachable, axis=1), initial=0))
+        key = np.where(reachable, -log_ratio, np.inf)
+        if 0 < reach < key.shape[1]:
+            chosen = np.argpartition(key, reach - 1, axis=1)[:, :reach]
+            order = np.take_along_axis(
+                chosen, np.argsort(np.take_along_axis(key, chosen, axis=1), axis=1), axis=1)
+        else:
+            order = np.argsort(key, axis=1)[:, :reach]
+        ordered = np.where(np.take_along_axis(reachable, order, axis=1),
+                           np.take_along_axis(log_ratio, order, axis=1), -np.inf)
         zero = np.zeros((p.shape[0], 1))
-        yield Curves(np.take_along_axis(log_ratio, order, axis=1),
-                     np.concatenate([zero, np.cumsum(np.take_along_axis(p, order, axis=1), axis=1)], axis=1),
-                     np.concatenate([zero, np.cumsum(np.take_along_axis(q, order, axis=1), axis=1)], axis=1),
+        cum_p = np.cumsum(np.take_along_axis(p, order, axis=1), axis=1)
+        cum_q = np.cumsum(np.take_along_axis(q, order, axis=1), axis=1)
+        yield Curves(ordered, np.concatenate([zero, cum_p], axis=1),
+                     np.concatenate([zero, cum_q], axis=1),
                      up, down, _gamma(p.shape[1] + 2), abs_mass, shift)
+
+
+def _prefix_lengths(log_ratio: FloatArray, cut: FloatArray) -> IntArray:
+    """t[row, i] = ``np.searchsorted(−ℓ̃_row, cut_i, side="left")`` for every row (each row of
+    ``log_ratio`` is non-increasing): the prefix of the cells with −ℓ̃ < cut_i."""
+    negated = -log_ratio
+    lengths = np.empty((negated.shape[0], len(cut)), dtype=np.int64)
+    for row, values in enumerate(negated):
+        lengths[row] = values.searchsorted(cut, side="left")
+    return lengths
+
+
+def _prefix_values(curves: Curves, cut: FloatArray, upper: bool) -> tuple[FloatArray, FloatArray]:
+    """(a_t, b_t) of :meth:`Curves.coefficients` at the prefix t of every row and cut, shape
+    (rows, cuts): the coefficients are affine in the prefix sums elementwise, so taking them at
+    the chosen prefixes only gives the same values."""
+    t = _prefix_lengths(curves.log_ratio, cut)
+    row = np.arange(t.shape[0])[:, None]
+    chosen = replace(curves, cum_p=curves.cum_p[row, t], cum_q=curves.cum_q[row, t])
+    return chosen.coefficients(upper)
 
 
 def _upper_deltas(curves: Curves, epsilons: FloatArray) -> FloatArray:
     """δ_upper at each ε, maximised over the rows: prefix T = {ℓ̃ + shift > ε − τ},
     a_t − e^ε·b_t (e^ε rounded down)."""
-    a_all, b_all = curves.coefficients(upper=True)
+    if curves.log_ratio.shape[0] == 0:
+        return np.zeros(epsilons.shape)
+    a, b = _prefix_values(curves, LOG_MARGIN + curves.shift - epsilons, upper=True)
     scale = np.exp(epsilons) * (1.0 - 2.0 * UNIT_ROUNDOFF)
-    cut = LOG_MARGIN + curves.shift - epsilons
-    best = np.zeros(epsilons.shape)
-    for row in range(curves.log_ratio.shape[0]):
-        t = np.searchsorted(-curves.log_ratio[row], cut, side="left")
-        a, b = a_all[row, t], b_all[row, t]
-        with np.errstate(invalid="ignore", over="ignore"):
-            values = np.where(b == 0.0, a, a - scale * b)
-        best = np.maximum(best, values)
+    with np.errstate(invalid="ignore", over="ignore"):
+        values = np.where(b == 0.0, a, a - scale[None, :] * b)
+    best: FloatArray = np.maximum(np.max(values, axis=0), 0.0)
     return best
 
 
 def _lower_deltas(curves: Curves, epsilons: FloatArray) -> FloatArray:
     """δ_lower at each ε, maximised over the rows: the prefix {ℓ̃ − shift > ε} (any set is
     valid), e^ε rounded up."""
-    a_all, b_all = curves.coefficients(upper=False)
+    if curves.log_ratio.shape[0] == 0:
+        return np.zeros(epsilons.shape)
+    a, b = _prefix_values(curves, -curves.shift - epsilons, upper=False)
     scale = np.exp(epsilons) * (1.0 + 2.0 * UNIT_ROUNDOFF)
-    cut = -curves.shift - epsilons
-    best = np.zeros(epsilons.shape)
-    for row in range(curves.log_ratio.shape[0]):
-        t = np.searchsorted(-curves.log_ratio[row], cut, side="left")
-        with np.errstate(invalid="ignore", over="ignore"):
-            values = a_all[row, t] - scale * b_all[row, t]
-        best = np.maximum(best, np.where(np.isnan(values), 0.0, values))
+    with np.errstate(invalid="ignore", over="ignore"):
+        values = a - scale[None, :] * b
+    best: FloatArray = np.maximum(np.max(np.where(np.isnan(values), 0.0, values), axis=0), 0.0)
     return best
 
 
@@ -408,18 +440,6 @@ def _lower_epsilon(curves: Curves, delta: float, floor: float) -> float:
     return max(floor, best) if best > -np.inf else floor
 
 
-def _reachable(curves: Curves) -> Curves:
-    """The curves cut to their first t_max cells, t_max the largest count of cells with
-    ℓ̃ > −(shift + τ) over the rows, and t_max + 1 prefix sums: every query at ε ≥ 0 (upper prefix
-    {ℓ̃ + shift > ε − τ}, lower prefix {ℓ̃ − shift > ε}, and the ε-search masks with floor ≥ 0)
-    uses only those prefixes, so the values are unchanged (``sum_error`` keeps the full length)."""
-    reach = int(np.max(np.sum(curves.log_ratio > -(curves.shift + LOG_MARGIN), axis=1), initial=0))
-    if reach >= curves.log_ratio.shape[1]:
-        return curves
-    return replace(curves, log_ratio=curves.log_ratio[:, :reach].copy(),
-                   cum_p=curves.cum_p[:, :reach + 1].copy(), cum_q=curves.cum_q[:, :reach + 1].copy())
-
-
 class ExactShuffle:
     """Certified exact δ(ε) over one or several families (the maximum: e.g. one family per victim
     group of a personalized round), evaluated only within the work budget.
@@ -442,7 +462,7 @@ class ExactShuffle:
 
     def _all_curves(self) -> Iterator[Curves]:
         """Every batch of curves, kept after the first pass (cut to the cells that any ε ≥ 0 can
-        reach, :func:`_reachable`) when they fit in ``_CURVE_CACHE_BYTES``."""
+        reach, :func:`_curves`) when they fit in ``_CURVE_CACHE_BYTES``."""
         if self._curve_cache is not None:
             yield from self._curve_cache
             return
@@ -451,11 +471,10 @@ class ExactShuffle:
         for family in self.families:
             if family.pairs:  # no pair of distinct rows: nothing to distinguish, δ = 0
                 for curves in _curves(family):
-                    cut = _reachable(curves)
                     if kept is not None:
-                        size += 3 * cut.log_ratio.nbytes
-                        kept = kept + [cut] if size <= _CURVE_CACHE_BYTES else None
-                    yield cut
+                        size += 3 * curves.log_ratio.nbytes
+                        kept = kept + [curves] if size <= _CURVE_CACHE_BYTES else None
+                    yield curves
         self._curve_cache = kept
 
     def _cached(self, key: tuple[object, ...], compute: Callable[[], object]) -> object:
@@ -482,6 +501,22 @@ class ExactShuffle:
             return np.clip(lower, 0.0, 1.0), np.clip(upper, 0.0, 1.0)
 
         return self._cached(("delta", eps.tobytes()), compute)  # type: ignore[return-value]
+
+    def upper_deltas(self, epsilons: FloatArray) -> FloatArray:
+        """The upper bounds of :meth:`delta_bounds` alone (the same values; the lower bounds'
+        pass is skipped)."""
+        eps = np.asarray(epsilons, dtype=np.float64)
+
+        def compute() -> FloatArray:
+            upper = np.zeros(eps.shape)
+            if not np.all(eps >= 0.0):  # the kept curves serve ε ≥ 0 only
+                raise ValueError(f"epsilons must be >= 0, got {epsilons!r}")
+            for curves in self._all_curves():
+                upper = np.maximum(upper, _upper_deltas(curves, eps))
+            clipped: FloatArray = np.clip(upper, 0.0, 1.0)
+            return clipped
+
+        return self._cached(("upper", eps.tobytes()), compute)  # type: ignore[return-value]
 
     def epsilon_bounds(self, delta: float) -> tuple[float, float]:
         """(lower, upper) bounds on the smallest ε with exact worst-case δ(ε) ≤ ``delta``."""
