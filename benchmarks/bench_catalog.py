@@ -1,8 +1,9 @@
 """Benchmark of the randomizer catalog: certified ε interval ``shuffled(n).epsilon_interval(δ)``.
 
 For each entry: the certified lower ε (exact δ of an explicit instance, dpacct_shuffle.randomizers
-.exact), the certified upper ε, their relative gap 1 − lower/upper, and the wall-clock seconds of
-each end (fresh object per call; the core's caches are shared, as in normal use).
+.exact), the certified upper ε, their relative gap 1 − lower/upper, and the CPU seconds
+(``time.process_time``) of each end (fresh object per call; the core's caches are shared, as in
+normal use).
 
 Usage: ``python benchmarks/bench_catalog.py [--users 1e4,1e6] [--delta 1e-8]
 [--entries "rappor d=100,laplace"] [--markdown docs/benchmarks.md]`` — prints the machine and a
@@ -42,14 +43,14 @@ ENTRIES: dict[str, Callable[[float], rz.Randomizer]] = {
 def measure(make: Callable[[float], rz.Randomizer], eps0: float, n: int, delta: float
             ) -> tuple[float, float, float, float]:
     """(lower ε, upper ε, seconds for the lower end, seconds for the upper end)."""
-    start = time.perf_counter()
+    start = time.process_time()
     lower = make(eps0).shuffled(n).epsilon_lower(delta)
-    middle = time.perf_counter()
+    middle = time.process_time()
     upper = make(eps0).shuffled(n).epsilon(delta)
-    return lower, upper, middle - start, time.perf_counter() - middle
+    return lower, upper, middle - start, time.process_time() - middle
 
 
-HEADER = ["randomizer", "eps0", "n", "lower eps", "upper eps", "gap", "s (lower)", "s (upper)"]
+HEADER = ["randomizer", "eps0", "n", "lower eps", "upper eps", "gap", "CPU s (lower)", "CPU s (upper)"]
 
 
 def main() -> None:
