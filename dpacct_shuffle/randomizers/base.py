@@ -79,10 +79,6 @@ Rebuild = Callable[[], "Randomizer"]
 #: Relative margin by which a candidate's lower estimate must exceed δ before its ε search is
 #: skipped (:meth:`VariationRatioBound.epsilon_below`): far above the estimate's float error.
 SKIP_MARGIN = 1e-6
-#: values (ε × pairs × outputs) of one vectorized evaluation of :class:`LocalPairBound`
-_LOCAL_CHUNK = 1 << 20
-
-
 class PairBound:
     """Upper bound for a set of victim pairs. Subclasses implement delta/epsilon for n users."""
 
@@ -175,58 +171,36 @@ class LocalPairBound(PairBound):
     def _delta(self, eps: float) -> float:
         if math.isinf(eps):
             return self._floor()
-        return float(self._deltas(np.array([eps], dtype=np.float64))[0])
-
-    def _deltas(self, eps: NDArray[np.float64]) -> NDArray[np.float64]:
-        """The local divergence at every finite ε ≥ 0 of ``eps``, rounded up (one formula for one
-        ε or many: the same operations elementwise)."""
+        scale = math.exp(eps) if eps <= 700.0 else math.inf
         # each term μ0 − e^ε·μ1 is raised by 4u·(μ0 + e^ε·μ1) (u = 2^-53): exp, the product and the
         # difference err by at most 3u of those magnitudes, and near ε = ln(μ0/μ1) the difference
         # cancels, so a purely relative slack on the sum does not cover them ([[1, 1e-17],
         # [1e-17, 1]], ε = 39.1439: 1.3782380775429e-05 against the exact 1.3782380775474e-05)
         unit = 4.0 * 2.0**-53
-        large = eps > 700.0
-        factor = np.array([(1.0 - unit) * (math.exp(e) if e <= 700.0 else math.inf)
-                           for e in eps.tolist()], dtype=np.float64)[:, None, None]
-        huge = eps[large][:, None, None]
 
         def scaled(mu: np.ndarray) -> np.ndarray:
             """(1 − unit)·e^ε·μ, rounded down; beyond ε = 700 as exp(ε + ln μ) (e^ε overflows while
             e^ε·μ may not, e.g. μ subnormal), whose rounding (≤ 2u·(ε + |ln μ|) relative) is
             charged too."""
-            with np.errstate(invalid="ignore"):
-                scaled_mu: np.ndarray = factor * mu[None]
-            if huge.size:
-                with np.errstate(divide="ignore", over="ignore"):
-                    logs = np.log(mu)[None]
-                    scaled_mu[large] = np.exp(huge + logs) * (
-                        1.0 - unit - 2.0**-52 * (huge + np.abs(logs)))
-            return scaled_mu
+            if eps <= 700.0:
+                return (1.0 - unit) * scale * mu
+            with np.errstate(divide="ignore", over="ignore"):
+                logs = np.log(mu)
+                scaled_mu: np.ndarray = np.exp(eps + logs) * (
+                    1.0 - unit - 2.0**-52 * (eps + np.abs(logs)))
+                return scaled_mu
 
-        mu0, mu1 = self.mu0[None], self.mu1[None]
         with np.errstate(invalid="ignore", over="ignore"):
             # where μ0 ≤ μ1 the exact term is ≤ 0 (e^ε ≥ 1): no rounding to cover there
-            forward = np.where(mu1 > 0, np.where(mu0 > mu1, np.maximum(
-                (1.0 + unit) * mu0 - scaled(self.mu1), 0.0), 0.0), mu0).sum(axis=2)
-            backward = np.where(mu0 > 0, np.where(mu1 > mu0, np.maximum(
-                (1.0 + unit) * mu1 - scaled(self.mu0), 0.0), 0.0), mu1).sum(axis=2)
+            forward = np.where(self.mu1 > 0, np.where(self.mu0 > self.mu1, np.maximum(
+                (1.0 + unit) * self.mu0 - scaled(self.mu1), 0.0), 0.0),
+                self.mu0).sum(axis=1)
+            backward = np.where(self.mu0 > 0, np.where(self.mu1 > self.mu0, np.maximum(
+                (1.0 + unit) * self.mu1 - scaled(self.mu0), 0.0), 0.0),
+                self.mu1).sum(axis=1)
         # round up: the sums of nonnegative terms carry relative error <= outputs * ulp
         slack = 1.0 + 4.0 * self.mu0.shape[1] * np.finfo(float).eps
-        value: NDArray[np.float64] = np.minimum(
-            1.0, np.maximum(forward.max(axis=1), backward.max(axis=1)) * slack)  # δ ≤ 1 always
-        return value
-
-    def deltas_at_rtol(self, epsilons: NDArray[np.float64], n: int,
-                       rtol: float) -> NDArray[np.float64]:
-        """:meth:`delta` at every ε of ``epsilons``, a few ε at a time (no bracket: ``rtol`` and n
-        do not matter)."""
-        eps = np.array([check_epsilon(float(e)) for e in np.asarray(epsilons, dtype=np.float64)],
-                       dtype=np.float64)
-        values = np.empty(len(eps))
-        step = max(1, _LOCAL_CHUNK // max(1, self.mu0.size))
-        for lo in range(0, len(eps), step):
-            values[lo:lo + step] = self._deltas(eps[lo:lo + step])
-        return values
+        return min(1.0, float(max(forward.max(), backward.max()) * slack))  # δ ≤ 1 always
 
     def delta(self, epsilon: float, n: int) -> float:
         return self._delta(check_epsilon(epsilon))
