@@ -192,7 +192,8 @@ def _levels_of_counts(t_over_lam: np.ndarray, offsets: np.ndarray,
     scaled = t_over_lam * (1.0 + 1e-9)
     last = len(scaled) - 1
     shift = offsets[:, None]
-    count = np.searchsorted(scaled, (counts + shift).ravel(), side="right").reshape(counts.shape)
+    count: np.ndarray = np.searchsorted(scaled, (counts + shift).ravel(),
+                                        side="right").reshape(counts.shape)
     while True:
         up = (count <= last) & (scaled[np.minimum(count, last)] - shift <= counts)
         down = (count > 0) & (scaled[np.maximum(count - 1, 0)] - shift > counts)
