@@ -51,11 +51,11 @@ max(``_MASS_RTOL``, 1.01 × that); the values lost to subnormals (at most ``PMF_
 pmf value, times max(m_a/r, λ)) join the truncated mass. The band of a k is decided by cuts
 ⌈t_j(1 + 1e-9)/λ − κc0/λ⌉: the margin 1e-9·t_j/λ exceeds the rounding error of the difference and
 of its terms (≤ 6u·t_j/λ wherever it is ≥ 0), so every k of band j has κc0 + λk ≥ t_j. (Where a
-window's counts span more levels than they have values, the cuts of every level are not formed:
-each k's band, the last level whose cut is ≤ k, is found by a binary search corrected on the same
-computed cuts, and the pmf summed over runs of counts of one band: the same bands and sums.) The cell
-c = k = 0 (T = 0, no P-mass) leaves the truncated mass as P[K' = 0] rounded down, from scipy's cdf
-rounded up.
+window's counts span more than twice as many levels as they have values, the cuts of every level
+are not formed: each k's band, the last level whose cut is ≤ k, is found by a binary search
+corrected on the same computed cuts, and the pmf is summed over runs of counts of one band: the
+same bands and sums.) The cell c = k = 0 (T = 0, no P-mass) leaves the truncated mass as
+P[K' = 0] rounded down, from scipy's cdf rounded up.
 
 The relative loss error of steps 1–2 is about η (``lowering``); the curve is an upper bound at
 every ε ≥ 0 and about η·dlnδ/dlnε above the exact pair in relative terms.
@@ -560,8 +560,9 @@ class _Bands:
         span = int(np.max(k_last - k_first)) + 1
         top_k = k_first + span
         k_pmf = BinomialRows(trials, k_first, span, k_rate)
-        if _level_guess(t_over_lam, offsets, k_first, top_k)[1] > span:
-            # more levels than counts: each count's level found directly
+        if _level_guess(t_over_lam, offsets, k_first, top_k)[1] > 2 * span:
+            # more than twice as many levels as counts (below, both ways cost about the same):
+            # each count's level found directly
             first_level, weights, top_band = _sparse_band_sums(k_pmf, t_over_lam, offsets,
                                                                k_first, trials)
         else:
