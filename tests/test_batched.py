@@ -187,3 +187,66 @@ def test_grid_accountant_uses_the_batched_curve_and_stays_above_the_core() -> No
     single = ShufflePLDAccountant(users_grid_ratio=1.01).compose(ShuffleEvent(krr, 40_000))
     core = krr.variation_ratio.epsilon(1e-6, 40_000, rtol=1e-6)
     assert core * (1.0 - 1e-6) <= single.get_epsilon(1e-6) <= core * 1.004
+
+
+@pytest.mark.parametrize("lam, rate, eta", [(2.718, 0.11, 2.5e-4), (1.0, 0.25, 1.25e-4),
+                                            (0.7, 0.4, 1e-3), (30.0, 0.02, 1e-4)])
+def test_sparse_band_masses_are_the_dense_ones(lam: float, rate: float, eta: float) -> None:
+    """Where a window's counts span more levels than they have values, each count's band is found
+    directly (core.batched._sparse_band_sums); the masses are the dense computation's
+    (_level_windows + _band_sums on the cuts), bit for bit, and each count lies in the band the
+    cut rule defines (checked count by count in scalar arithmetic)."""
+    from dpacct_shuffle.core import batched
+    from dpacct_shuffle.core.binomial_rows import BinomialRows
+
+    rng = np.random.default_rng(7)
+    trials = rng.integers(0, 400, size=40)
+    base = rng.uniform(0.0, 300.0, size=40) * (rng.random(40) < 0.9)
+    t_grid = 0.5 * np.exp(math.log1p(eta) * np.arange(int(math.log(2000.0) / math.log1p(eta))))
+    t_over_lam, offsets = t_grid / lam, base / lam
+    k_first = np.maximum(batched._cuts(t_over_lam[None, :1], offsets, trials)[:, 0],
+                         np.floor(trials * rate - 30.0).astype(np.int64))
+    k_last = np.maximum(k_first, np.minimum(trials, np.ceil(trials * rate + 30.0).astype(np.int64)))
+    span = int(np.max(k_last - k_first)) + 1
+    top_k = k_first + span
+    rows = BinomialRows(trials, k_first, span, rate)
+    first, weights, top_band = batched._sparse_band_sums(rows, t_over_lam, offsets, k_first,
+                                                         trials)
+    dense_first, cuts = batched._level_windows(t_over_lam, offsets, k_first, top_k, trials)
+    dense = batched._band_sums(rows, cuts - k_first[:, None])
+    dense_top = np.maximum(np.sum(cuts[:, :-1] <= top_k[:, None], axis=1) - 1, 0)
+    pmf = rows.values()
+    for b in range(len(trials)):
+        by_level = {int(dense_first[b]) + j: v for j, v in enumerate(dense[b]) if v != 0.0}
+        assert by_level == {int(first[b]) + j: v for j, v in enumerate(weights[b]) if v != 0.0}
+        if top_k[b] <= trials[b]:
+            assert first[b] + top_band[b] == dense_first[b] + dense_top[b]
+        # the cut rule count by count: the band of k is the last level whose cut is ≤ k
+        cut = np.ceil(t_over_lam * (1.0 + 1e-9) - offsets[b])
+        for i in np.flatnonzero(pmf[b] > 0.0):
+            k = int(k_first[b]) + int(i)
+            if k <= trials[b]:
+                level = int(np.flatnonzero(cut <= k)[-1])
+                assert weights[b, level - first[b]] >= pmf[b, i] * (1.0 - 1e-12)
+
+
+def test_levels_of_counts_follow_the_cut_rule_at_rounding_ties() -> None:
+    """The level of a count k is the last j with ⌈fl(t_j/λ·(1 + 1e-9)) − offset⌉ ≤ k even when
+    k + offset rounds across a level (offsets built so that t_j/λ·(1 + 1e-9) − offset is within a
+    few ulps of an integer): the binary search's answer is corrected on the computed cuts."""
+    from dpacct_shuffle.core import batched
+
+    rng = np.random.default_rng(11)
+    t_over_lam = 0.3 * np.exp(math.log1p(1e-4) * np.arange(60_000))
+    scaled = t_over_lam * (1.0 + 1e-9)
+    rows = 400
+    j = rng.integers(1000, len(t_over_lam) - 1000, size=rows)
+    k = rng.integers(0, 50, size=rows)
+    offsets = (scaled[j] - k) * (1.0 + rng.integers(-4, 5, size=rows) * 2.0**-52)
+    counts = k[:, None] + np.arange(-1, 2)[None, :]
+    counts = np.maximum(counts, 0)
+    level = batched._levels_of_counts(t_over_lam, offsets, counts)
+    for b in range(rows):
+        cut = np.ceil(scaled - offsets[b])
+        for c, found in zip(counts[b], level[b]):
+            assert found == int(np.count_nonzero(cut <= c)) - 1  # a prefix (−1: none)

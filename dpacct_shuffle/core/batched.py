@@ -50,9 +50,12 @@ c_rtol + walk_rtol + k_rtol + sf_rtol + 2·(C values + span + blocks + 16)·u of
 max(``_MASS_RTOL``, 1.01 × that); the values lost to subnormals (at most ``PMF_ABSOLUTE_ERROR`` per
 pmf value, times max(m_a/r, λ)) join the truncated mass. The band of a k is decided by cuts
 ⌈t_j(1 + 1e-9)/λ − κc0/λ⌉: the margin 1e-9·t_j/λ exceeds the rounding error of the difference and
-of its terms (≤ 6u·t_j/λ wherever it is ≥ 0), so every k of band j has κc0 + λk ≥ t_j. The cell
-c = k = 0 (T = 0, no P-mass) leaves the truncated mass as P[K' = 0] rounded down, from scipy's cdf
-rounded up.
+of its terms (≤ 6u·t_j/λ wherever it is ≥ 0), so every k of band j has κc0 + λk ≥ t_j. (Where a
+window's counts span more than twice as many levels as they have values, the cuts of every level
+are not formed: each k's band, the last level whose cut is ≤ k, is found by a binary search
+corrected on the same computed cuts, and the pmf is summed over runs of counts of one band: the
+same bands and sums.) The cell c = k = 0 (T = 0, no P-mass) leaves the truncated mass as
+P[K' = 0] rounded down, from scipy's cdf rounded up.
 
 The relative loss error of steps 1–2 is about η (``lowering``); the curve is an upper bound at
 every ε ≥ 0 and about η·dlnδ/dlnε above the exact pair in relative terms.
@@ -157,10 +160,7 @@ def _level_windows(t_over_lam: np.ndarray, offsets: np.ndarray, k_first: np.ndar
     guess by the levels' values and widened until the check holds (all levels always pass)."""
     levels = len(t_over_lam)
     t_ext = np.append(t_over_lam, np.inf)
-    first_level = np.searchsorted(t_over_lam, (offsets + k_first) * (1.0 - 1e-7), side="right")
-    first_level = np.maximum(first_level - 1, 0)
-    last_level = np.searchsorted(t_over_lam, (offsets + top_k + 1) * (1.0 + 1e-7), side="right")
-    width = min(levels, int(np.max(last_level - first_level)) + 2)
+    first_level, width = _level_guess(t_over_lam, offsets, k_first, top_k)
     while True:
         index = np.minimum(first_level[:, None] + np.arange(width + 1), levels)
         cuts = _cuts(t_ext[index], offsets, trials)
@@ -171,6 +171,80 @@ def _level_windows(t_over_lam: np.ndarray, offsets: np.ndarray, k_first: np.ndar
         first_level = np.where(low_ok, first_level, 0)
         if not np.all(high_ok):
             width = min(levels, 2 * width)
+
+
+def _level_guess(t_over_lam: np.ndarray, offsets: np.ndarray, k_first: np.ndarray,
+                 top_k: np.ndarray) -> tuple[np.ndarray, int]:
+    """A guess, by the levels' values, of each block's first level and of the number of levels
+    (common) that [k_first, top_k] spans (:func:`_level_windows` widens it until it holds)."""
+    first_level = np.searchsorted(t_over_lam, (offsets + k_first) * (1.0 - 1e-7), side="right")
+    first_level = np.maximum(first_level - 1, 0)
+    last_level = np.searchsorted(t_over_lam, (offsets + top_k + 1) * (1.0 + 1e-7), side="right")
+    return first_level, min(len(t_over_lam), int(np.max(last_level - first_level)) + 2)
+
+
+def _levels_of_counts(t_over_lam: np.ndarray, offsets: np.ndarray,
+                      counts: np.ndarray) -> np.ndarray:
+    """Level of each count k of each row b (``counts[b]``, each k ≤ trials_b): the last j with
+    cut_j ≤ k, cut_j = ⌈t_j/λ·(1 + 1e-9) − κc0/λ⌉ computed as in :func:`_cuts` (−1: none).
+
+    For an integer k, ⌈x⌉ ≤ k ⟺ x ≤ k, and the computed x_j = fl(fl(t_j/λ·(1 + 1e-9)) − offset)
+    is non-decreasing in j (rounding is monotone), so the levels with cut_j ≤ k are a prefix:
+    a binary search of k + offset among the t_j/λ·(1 + 1e-9) gives its length up to rounding,
+    corrected step by step on the computed x_j until the prefix condition holds exactly. (Clipping
+    a cut to [0, trials + 1] changes no comparison with a k in [0, trials].)"""
+    scaled = t_over_lam * (1.0 + 1e-9)
+    last = len(scaled) - 1
+    shift = offsets[:, None]
+    count: np.ndarray = np.searchsorted(scaled, (counts + shift).ravel(),
+                                        side="right").reshape(counts.shape)
+    while True:
+        up = (count <= last) & (scaled[np.minimum(count, last)] - shift <= counts)
+        down = (count > 0) & (scaled[np.maximum(count - 1, 0)] - shift > counts)
+        if not (np.any(up) or np.any(down)):
+            return count - 1
+        count += up.astype(np.int64) - down.astype(np.int64)
+
+
+def _sparse_band_sums(rows: BinomialRows, t_over_lam: np.ndarray, offsets: np.ndarray,
+                      k_first: np.ndarray, trials: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The band masses of :func:`_band_sums` on the cuts of :func:`_level_windows`, when the
+    window's counts span many more levels than they have values (each count is then mostly alone
+    in its band): the level of every count (:func:`_levels_of_counts`), the pmf summed over each
+    run of counts of one level (the same terms, in the same order, as a band of
+    :func:`_band_sums`), times the rows' factors.
+
+    Returns (first level of each row: the level of its k_first, weights (rows, W) from that
+    level, the column of the level of top_k = k_first + span: where the mass above the window
+    goes); counts above trials have pmf 0 and join the band of ``trials``."""
+    blocks, span = len(k_first), rows.width
+    step = max(1, _PIECE // (span + 1))
+    first_level = np.empty(blocks, dtype=np.int64)
+    top_band = np.empty(blocks, dtype=np.int64)
+    pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    buffer = np.empty((min(step, blocks), span))
+    for lo in range(0, blocks, step):
+        hi = min(lo + step, blocks)
+        counts = np.minimum(k_first[lo:hi, None] + np.arange(span + 1, dtype=np.int64)[None, :],
+                            trials[lo:hi, None])
+        # a row whose counts all exceed trials (pmf 0) may have none with a level: level 0
+        level = np.maximum(_levels_of_counts(t_over_lam, offsets[lo:hi], counts), 0)
+        first_level[lo:hi] = level[:, 0]
+        local = level - level[:, :1]
+        top_band[lo:hi] = local[:, span]
+        starts = np.ones((hi - lo, span), dtype=bool)
+        starts[:, 1:] = local[:, 1:span] != local[:, :span - 1]
+        flat = np.flatnonzero(starts)
+        rows.fill(buffer[:hi - lo], lo, hi, scaled=False)
+        sums = np.add.reduceat(buffer[:hi - lo].ravel(), flat)
+        row, column = np.divmod(flat, span)
+        pieces.append((row + lo, local[row, column], sums * rows.row_factors[row + lo]))
+    width = max(int(np.max(top_band)), *(int(np.max(piece[1])) for piece in pieces)) + 1
+    weights = np.zeros((blocks, width))
+    for row, column, values in pieces:
+        weights[row, column] = values
+    return first_level, weights, top_band
 
 
 def _band_sums(rows: BinomialRows, edges: np.ndarray) -> np.ndarray:
@@ -489,11 +563,17 @@ class _Bands:
         k_last = np.maximum(k_first, np.minimum(trials, np.ceil(mean + half).astype(np.int64)))
         span = int(np.max(k_last - k_first)) + 1
         top_k = k_first + span
-        first_level, cuts = _level_windows(t_over_lam, offsets, k_first, top_k, trials)
         k_pmf = BinomialRows(trials, k_first, span, k_rate)
-        weights = _band_sums(k_pmf, cuts - k_first[:, None])
+        if _level_guess(t_over_lam, offsets, k_first, top_k)[1] > 2 * span:
+            # more than twice as many levels as counts (below, both ways cost about the same):
+            # each count's level found directly
+            first_level, weights, top_band = _sparse_band_sums(k_pmf, t_over_lam, offsets,
+                                                               k_first, trials)
+        else:
+            first_level, cuts = _level_windows(t_over_lam, offsets, k_first, top_k, trials)
+            weights = _band_sums(k_pmf, cuts - k_first[:, None])
+            top_band = np.maximum(np.sum(cuts[:, :-1] <= top_k[:, None], axis=1) - 1, 0)
         beyond = np.where(top_k <= trials, binomial_sf(top_k - 1, trials, k_rate), 0.0)
-        top_band = np.maximum(np.sum(cuts[:, :-1] <= top_k[:, None], axis=1) - 1, 0)
         weights[np.arange(len(trials)), top_band] += beyond
         below = np.where(k_first > 0, binomial_cdf(k_first - 1, trials, k_rate), 0.0)
         # the cell c = k = 0 (T = 0) has no P-mass: P[K' = 0] = (1 − s')^trials leaves the
