@@ -83,6 +83,10 @@ _BLAS_LENGTH = 4096
 # with top_clamp, the clamp levels are computed from the measure grouped to this many entries
 LEVELS_CELLS = 512
 _BLOCK = 256
+# squares of at least this many entries are split in halves (:func:`nonnegative_square`)
+_SQUARE_SPLIT = 1024
+# running sums from one end are first taken over this many entries (:func:`_leading_count`)
+_PREFIX = 128
 
 
 def nonnegative_convolve(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, int]:
@@ -112,6 +116,25 @@ def nonnegative_convolve(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, int]
     return out[: x.size + y.size - 1], blocks * _BLOCK + blocks
 
 
+def nonnegative_square(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """x * x for a non-negative vector x, and the number m = x.size bounding the products summed
+    per entry: with x = a + b (a the first half, b the rest), x * x = a * a + 2·(a * b) + b * b,
+    the squares recursively while at least ``_SQUARE_SPLIT`` long. Every entry is a sum of at most
+    m rounded non-negative products (the doubling is exact), in some order: exact to a relative
+    (m + 1)u as for :func:`nonnegative_convolve`, with about half its operations."""
+    size = x.size
+    if size < _SQUARE_SPLIT:
+        return np.convolve(x, x), size
+    half = size // 2
+    low, high = x[:half], x[half:]
+    out = np.empty(2 * size - 1)
+    out[:2 * half - 1] = nonnegative_square(low)[0]
+    out[2 * half - 1] = 0.0
+    out[2 * half:] = nonnegative_square(high)[0]
+    out[half:half + size - 1] += 2.0 * np.convolve(low, high)
+    return out, size
+
+
 def lattice_measure(values: np.ndarray, masses: np.ndarray, spacing: float
                     ) -> tuple[np.ndarray, int]:
     """Hat split of atoms (``values``, non-negative ``masses``) onto ``spacing``·ℤ (module doc).
@@ -133,12 +156,13 @@ def lattice_measure(values: np.ndarray, masses: np.ndarray, spacing: float
     theta = scaled - low  # exact
     offset = int(low.min())
     index = (low - offset).astype(np.int64)
-    measure = np.zeros(int(index.max()) + 2)
-    np.add.at(measure, index, masses * (1.0 - theta))
-    np.add.at(measure, index + 1, masses * theta)
+    size = int(index.max()) + 2
+    measure = (np.bincount(index, weights=masses * (1.0 - theta), minlength=size)
+               + np.bincount(index + 1, weights=masses * theta, minlength=size))
     # products, 1 − θ and the accumulation of at most a few atoms per entry: a relative 4u, and
-    # a sum of many atoms per entry (np.add.at adds them one by one) a relative (count)·u
-    counts = np.bincount(index, minlength=measure.size) + np.bincount(index + 1, minlength=measure.size)
+    # a sum of many atoms per entry (each bincount adds its atoms one by one, then the two are
+    # added) a relative (count)·u
+    counts = np.bincount(index, minlength=size) + np.bincount(index + 1, minlength=size)
     measure *= 1.0 + (4.0 + counts) * _U
     top = np.flatnonzero(measure > 0.0)
     return measure[: int(top[-1]) + 1] if top.size else measure[:1], offset
@@ -169,14 +193,16 @@ def _coarsen(part: _Partial, ratio: int) -> _Partial:
     1 − θ and θ, θ the dyadic remainder (module docstring)."""
     if ratio == 1:
         return part
-    position = np.arange(part.values.size, dtype=np.int64) + part.offset
-    low = position // ratio
-    theta = (position - low * ratio) / ratio  # exact: a dyadic fraction
-    offset = int(low[0])
-    index = low - offset
-    size = int(index[-1]) + 2
-    values = (np.bincount(index, weights=part.values * (1.0 - theta), minlength=size)
-              + np.bincount(index + 1, weights=part.values * theta, minlength=size))
+    offset = part.offset // ratio  # ⌊·⌋, also for negative offsets
+    lead = part.offset - offset * ratio
+    rows = -(-(lead + part.values.size) // ratio)
+    padded = np.zeros(rows * ratio)
+    padded[lead:lead + part.values.size] = part.values
+    theta = np.arange(ratio, dtype=np.float64) / ratio  # exact: a dyadic fraction
+    split = padded.reshape(rows, ratio) @ np.stack([1.0 - theta, theta], axis=1)
+    values = np.zeros(rows + 1)
+    values[:-1] = split[:, 0]
+    values[1:] += split[:, 1]
     factor = part.factor * (1.0 + (2 * ratio + 6) * _U)
     ceiling = -(-part.ceiling // ratio)
     return _Partial(values, offset, part.users, factor, part.dropped, part.step * ratio, ceiling,
@@ -202,7 +228,8 @@ def _convolve(x: _Partial, y: _Partial) -> _Partial:
         x = _coarsen(x, y.step // x.step)
     elif y.step < x.step:
         y = _coarsen(y, x.step // y.step)
-    values, terms = nonnegative_convolve(x.values, y.values)
+    values, terms = (nonnegative_square(x.values) if x.values is y.values
+                     else nonnegative_convolve(x.values, y.values))
     factor = x.factor * y.factor * (1.0 + 2.0 * (terms + 1) * _U)
     dropped = (x.mass_bound * y.dropped + x.dropped * y.mass_bound) * (1.0 + 4.0 * _U)
     charge = (x.charge * y.mass_bound + x.mass_bound * y.charge) * (1.0 + 4.0 * _U)
@@ -210,10 +237,19 @@ def _convolve(x: _Partial, y: _Partial) -> _Partial:
                     x.ceiling + y.ceiling, charge)
 
 
+def _leading_count(values: np.ndarray, limit: float) -> int:
+    """The number of leading entries of ``values`` (non-negative) whose running sum stays at most
+    ``limit``: the running sums of a short prefix first (the same floats as those of the whole
+    array, added in the same order), of the whole array only where the prefix does not reach it."""
+    prefix = np.cumsum(values[:_PREFIX])
+    if prefix[-1] > limit or values.size <= _PREFIX:
+        return int(np.searchsorted(prefix, limit, side="right"))
+    return int(np.searchsorted(np.cumsum(values), limit, side="right"))
+
+
 def _own_tail_level(part: _Partial) -> int:
     """The lowest index (in h) above which ``part`` keeps all but ``CLAMP_MASS`` of its mass."""
-    below = np.cumsum(part.values)
-    first = int(np.searchsorted(below, CLAMP_MASS, side="right"))
+    first = _leading_count(part.values, CLAMP_MASS)
     return (part.offset + first) * part.step
 
 
@@ -258,16 +294,23 @@ def _clamp_and_drop(part: _Partial, base_level: int, own_tail: bool = False,
             values = values[cut:].copy()
             values[0] = (values[0] + below) * (1.0 + (cut + 3) * _U)
         offset = level
-    from_top = np.cumsum(values[::-1])[::-1]
-    keep = from_top > DROP_TAIL
-    keep &= values >= TINY_ENTRY
-    lost = float(np.sum(values[~keep])) * (1.0 + (values.size + 2) * _U)
-    kept = np.flatnonzero(keep)
+    # the sums from the top, non-decreasing: the top entries summing to at most DROP_TAIL go
+    top_count = _leading_count(values[::-1], DROP_TAIL)
+    head = values[:values.size - top_count]
+    tiny = head < TINY_ENTRY
+    lost = float(np.sum(values[head.size:]))
+    if tiny.any():
+        lost += float(np.sum(head[tiny]))
+        kept = np.flatnonzero(~tiny)
+        head = np.where(tiny, 0.0, head)
+    else:
+        kept = np.array([0, head.size - 1]) if head.size else np.zeros(0, dtype=np.int64)
+    lost *= 1.0 + (values.size + 2) * _U
     if kept.size == 0:
         new_values, new_offset = np.zeros(1), offset
     else:
         first, last = int(kept[0]), int(kept[-1])
-        new_values = np.where(keep[first:last + 1], values[first:last + 1], 0.0)
+        new_values = head[first:last + 1]
         new_offset = offset + first
     dropped = (part.dropped + part.factor * lost) * (1.0 + 2.0 * _U)
     return _Partial(new_values, new_offset, part.users, part.factor, dropped, part.step,
@@ -281,7 +324,9 @@ def _chernoff_levels(points: np.ndarray, masses: np.ndarray,
     E[(x + S_r)⁺], as z⁺ ≤ e^{θz − 1}/θ. Tightness only."""
     log_mass = np.log(masses)
     if vectorised:  # the same values up to summation order: a level is a tightness choice only
-        log_mgf = special.logsumexp(log_mass[None, :] + _TILTS[:, None] * points[None, :], axis=1)
+        exponents = log_mass[None, :] + _TILTS[:, None] * points[None, :]
+        largest = np.max(exponents, axis=1)
+        log_mgf = largest + np.log(np.sum(np.exp(exponents - largest[:, None]), axis=1))
     else:
         log_mgf = np.array([special.logsumexp(log_mass + theta * points) for theta in _TILTS])
     base = math.log(CLAMP_TAIL) + 1.0 + np.log(_TILTS)
