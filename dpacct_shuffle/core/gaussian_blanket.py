@@ -262,6 +262,9 @@ def clamped_delta(epsilon: float, mu: float, n: int, sampling: float = 1.0) -> f
         else 1.0
     clamped = np.clip(values, low, high)
     spacing = lattice_spacing(clamped, masses)
+    span = float(clamped.max() - clamped.min())
+    while span / spacing + 2.0 > CURVE_PARTIAL_CELLS:  # the step the first partial law is
+        spacing *= 2.0  # coarsened to anyway: the same hat split, without the finer one first
     measure, offset = lattice_measure(clamped, masses, spacing)
     bound = positive_part_mean(measure, offset, spacing, users, max_length=CURVE_PARTIAL_CELLS,
                                top_clamp=True)
