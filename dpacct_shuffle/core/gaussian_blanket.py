@@ -287,9 +287,10 @@ def curve_knots(mu: float, n: int, sampling: float = 1.0
             values[eps] = clamped_delta(eps, mu, n, sampling)
         return values[eps]
 
+    plateau = CURVE_DROP * blanket_atoms(check_blanket_mu(mu)).tail_charge
     top = 0.25
     while top < CURVE_MAX_EPSILON and at(top) > CURVE_FLOOR \
-            and at(2.0 * top) * CURVE_DROP < at(top):
+            and (at(2.0 * top) * CURVE_DROP < at(top) or at(2.0 * top) > plateau):
         top *= 2.0
     cells = [(top * j / CURVE_START_KNOTS, top * (j + 1) / CURVE_START_KNOTS)
              for j in reversed(range(CURVE_START_KNOTS))]

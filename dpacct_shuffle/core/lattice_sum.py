@@ -18,10 +18,10 @@ Evaluation (:func:`positive_part_mean`). The law of the sum of n users is built 
 with three operations, each keeping the invariant "exact ≤ R·computed + E" entrywise, with E a
 non-negative measure of mass ≤ d on values ≤ the largest reachable sum:
 
-* convolution (:func:`nonnegative_convolve`, direct summation, no FFT): every entry is a sum of
-  at most m products of non-negative floats, in whatever order, so it is exact to a relative
-  (m + 1)u; R multiplies, d becomes M_x·d_y + d_x·M_y (M an upper bound on the mass of
-  R·computed + E);
+* convolution (:func:`nonnegative_convolve`, direct summation, no FFT; squares by halves,
+  :func:`nonnegative_square`): every entry is a sum of at most m products of non-negative
+  floats, in whatever order, so it is exact to a relative (m + 1)u; R multiplies, d becomes
+  M_x·d_y + d_x·M_y (M an upper bound on the mass of R·computed + E);
 * clamping from below at a level L ≤ 0: the mass of a partial sum below L is moved up to L. This
   replaces a partial sum S by max(S, L) ≥ S and so only raises E[(S + rest)⁺] (soundness never
   depends on L; L is chosen where a Chernoff bound puts the rest's chance to make up the
@@ -49,6 +49,13 @@ non-negative measure of mass ≤ d on values ≤ the largest reachable sum:
 
 The result is (R·Σ_{k > 0} k·h_final·P(k)·(1 + (K + 2)u) + d·c + C·h)/n, rounded up, c the
 largest value the partial laws can carry (n·h·k_max⁺ without coarsening).
+
+The last product (the binary powering ends with result * power) is only read, never formed:
+Σ_{i,j} x_i·y_j·(p_i + q_j)⁺ = Σ_i x_i·V(1 − p_i) with V(m) = Σ_{q_j ≥ m} (q_j − m + 1)·y_j, the
+running sums from the top of y's running sums from the top — non-negative terms only, so a
+relative (N_x + 2N_y + 8)u covers the rounding (taken twice) — with R, d, C and c those the
+convolution would carry (:func:`_sum_positive_part`). It skips the final clamp, drop and
+coarsening, each of which could only raise the result.
 """
 
 from __future__ import annotations
@@ -157,13 +164,13 @@ def lattice_measure(values: np.ndarray, masses: np.ndarray, spacing: float
     offset = int(low.min())
     index = (low - offset).astype(np.int64)
     size = int(index.max()) + 2
-    measure = (np.bincount(index, weights=masses * (1.0 - theta), minlength=size)
-               + np.bincount(index + 1, weights=masses * theta, minlength=size))
+    measure: np.ndarray = (np.bincount(index, weights=masses * (1.0 - theta), minlength=size)
+                           + np.bincount(index + 1, weights=masses * theta, minlength=size))
     # products, 1 − θ and the accumulation of at most a few atoms per entry: a relative 4u, and
     # a sum of many atoms per entry (each bincount adds its atoms one by one, then the two are
     # added) a relative (count)·u
     counts = np.bincount(index, minlength=size) + np.bincount(index + 1, minlength=size)
-    measure *= 1.0 + (4.0 + counts) * _U
+    measure = measure * (1.0 + (4.0 + counts) * _U)
     top = np.flatnonzero(measure > 0.0)
     return measure[: int(top[-1]) + 1] if top.size else measure[:1], offset
 
@@ -422,6 +429,8 @@ def positive_part_mean(measure: np.ndarray, offset: int, spacing: float, n: int,
     remaining = users
     while True:
         if remaining & 1:
+            if result is not None and remaining == 1:  # the last product is only read
+                return round_loss_up(_sum_positive_part(result, power) * spacing / users)
             result = clamp(power if result is None else _convolve(result, power))
         remaining >>= 1
         if not remaining:
@@ -431,12 +440,44 @@ def positive_part_mean(measure: np.ndarray, offset: int, spacing: float, n: int,
     index = np.arange(result.values.size) + result.offset
     positive = index > 0
     total = float(np.sum(index[positive] * result.values[positive]))
-    total *= spacing * result.step * result.factor * (1.0 + (result.values.size + 4) * _U)
-    largest = spacing * max(result.ceiling, 0) * result.step
+    total *= result.step * result.factor * (1.0 + (result.values.size + 4) * _U)
+    largest = max(result.ceiling, 0) * result.step
     value = ((total + result.dropped * largest) * (1.0 + 4.0 * _U)
-             + result.charge * spacing * (1.0 + 2.0 * _U)) / users
+             + result.charge * (1.0 + 2.0 * _U)) * spacing / users
     return round_loss_up(value)
 
 
-__all__ = ["clamp_bounds", "top_levels", "lattice_measure", "nonnegative_convolve", "positive_part_mean", "CLAMP_MASS", "CLAMP_TAIL",
-           "DROP_TAIL", "TINY_ENTRY"]
+def _sum_positive_part(x: _Partial, y: _Partial) -> float:
+    """An upper bound, in units of h, on E[(S_x + S_y)⁺] for the independent partial sums of ``x``
+    and ``y``, without forming x * y (module docstring, "the last product").
+
+    With x and y on one step and positions p_i, q_j (in steps), Σ_{i,j} x_i·y_j·(p_i + q_j)⁺ =
+    Σ_i x_i·V(1 − p_i), V(m) = Σ_{q_j ≥ m} (q_j − m + 1)·y_j: the running sums from the top of
+    the running sums from the top of y (V(m) = Σ_{m' ≥ m} W(m'), W(m') = Σ_{q_j ≥ m'} y_j), and
+    below y's support V(q_0 − k) = V(q_0) + k·W(q_0). Only non-negative terms are added: a
+    relative (N_x + 2N_y + 8)u, taken twice. The certificate of :func:`_convolve` (factor,
+    dropped mass at values up to the summed ceilings, charges) is read as in the final law."""
+    if x.step < y.step:
+        x = _coarsen(x, y.step // x.step)
+    elif y.step < x.step:
+        y = _coarsen(y, x.step // y.step)
+    suffix = np.cumsum(y.values[::-1])[::-1]
+    double = np.cumsum(suffix[::-1])[::-1]
+    start = 1 - (np.arange(x.values.size) + x.offset) - y.offset  # 1 − p_i in y's entries
+    inside = np.clip(start, 0, y.values.size - 1)
+    ramp = np.where(start >= y.values.size, 0.0,
+                    np.where(start >= 0, double[inside],
+                             double[0] + np.maximum(-start, 0) * suffix[0]))
+    total = float(np.dot(x.values, ramp))
+    total *= x.step * x.factor * y.factor * (1.0 + 2.0 * (x.values.size + 2 * y.values.size
+                                                          + 8) * _U)
+    dropped = (x.mass_bound * y.dropped + x.dropped * y.mass_bound) * (1.0 + 4.0 * _U)
+    charge = (x.charge * y.mass_bound + x.mass_bound * y.charge) * (1.0 + 4.0 * _U)
+    largest = max(x.ceiling + y.ceiling, 0) * x.step
+    return ((total + dropped * largest) * (1.0 + 4.0 * _U) + charge * (1.0 + 2.0 * _U)) \
+        * (1.0 + 4.0 * _U)
+
+
+__all__ = ["clamp_bounds", "top_levels", "lattice_measure", "nonnegative_convolve",
+           "nonnegative_square", "positive_part_mean", "CLAMP_MASS", "CLAMP_TAIL", "DROP_TAIL",
+           "TINY_ENTRY"]
