@@ -50,10 +50,11 @@ non-negative measure of mass ≤ d on values ≤ the largest reachable sum:
 The result is (R·Σ_{k > 0} k·h_final·P(k)·(1 + (K + 2)u) + d·c + C·h)/n, rounded up, c the
 largest value the partial laws can carry (n·h·k_max⁺ without coarsening).
 
-The last product (the binary powering ends with result * power) is only read, never formed:
+With ``top_clamp``, the last product (the binary powering ends with result * power) is only read,
+never formed:
 Σ_{i,j} x_i·y_j·(p_i + q_j)⁺ = Σ_i x_i·V(1 − p_i) with V(m) = Σ_{q_j ≥ m} (q_j − m + 1)·y_j, the
 running sums from the top of y's running sums from the top — non-negative terms only, so a
-relative (N_x + 2N_y + 8)u covers the rounding (taken twice) — with R, d, C and c those the
+relative (N_x + 2N_y + 8)u covers the rounding — with R, d, C and c those the
 convolution would carry (:func:`_sum_positive_part`). It skips the final clamp, drop and
 coarsening, each of which could only raise the result.
 """
@@ -163,14 +164,13 @@ def lattice_measure(values: np.ndarray, masses: np.ndarray, spacing: float
     theta = scaled - low  # exact
     offset = int(low.min())
     index = (low - offset).astype(np.int64)
-    size = int(index.max()) + 2
-    measure: np.ndarray = (np.bincount(index, weights=masses * (1.0 - theta), minlength=size)
-                           + np.bincount(index + 1, weights=masses * theta, minlength=size))
+    measure = np.zeros(int(index.max()) + 2)
+    np.add.at(measure, index, masses * (1.0 - theta))
+    np.add.at(measure, index + 1, masses * theta)
     # products, 1 − θ and the accumulation of at most a few atoms per entry: a relative 4u, and
-    # a sum of many atoms per entry (each bincount adds its atoms one by one, then the two are
-    # added) a relative (count)·u
-    counts = np.bincount(index, minlength=size) + np.bincount(index + 1, minlength=size)
-    measure = measure * (1.0 + (4.0 + counts) * _U)
+    # a sum of many atoms per entry (np.add.at adds them one by one) a relative (count)·u
+    counts = np.bincount(index, minlength=measure.size) + np.bincount(index + 1, minlength=measure.size)
+    measure *= 1.0 + (4.0 + counts) * _U
     top = np.flatnonzero(measure > 0.0)
     return measure[: int(top[-1]) + 1] if top.size else measure[:1], offset
 
@@ -387,7 +387,8 @@ def positive_part_mean(measure: np.ndarray, offset: int, spacing: float, n: int,
     """Certified upper bound on (1/n)·E[(Z_1 + … + Z_n)⁺], Z_i i.i.d. from ``measure`` (entry i at
     (``offset`` + i)·``spacing``; any non-negative measure, module docstring). With
     ``max_length`` (≥ 16) every partial law longer than that is coarsened; with ``top_clamp``
-    every partial law is also clamped from above, its excess charged (module docstring)."""
+    every partial law is also clamped from above, its excess charged, and the last product is
+    read without being formed (module docstring)."""
     users = check_num_users(n)
     if max_length is not None and not (isinstance(max_length, int) and max_length >= 16):
         raise ValueError(f"max_length must be None or an integer >= 16, got {max_length!r}")
@@ -429,7 +430,7 @@ def positive_part_mean(measure: np.ndarray, offset: int, spacing: float, n: int,
     remaining = users
     while True:
         if remaining & 1:
-            if result is not None and remaining == 1:  # the last product is only read
+            if top_clamp and result is not None and remaining == 1:  # only read (docstring)
                 return round_loss_up(_sum_positive_part(result, power) * spacing / users)
             result = clamp(power if result is None else _convolve(result, power))
         remaining >>= 1
@@ -451,26 +452,37 @@ def _sum_positive_part(x: _Partial, y: _Partial) -> float:
     """An upper bound, in units of h, on E[(S_x + S_y)⁺] for the independent partial sums of ``x``
     and ``y``, without forming x * y (module docstring, "the last product").
 
-    With x and y on one step and positions p_i, q_j (in steps), Σ_{i,j} x_i·y_j·(p_i + q_j)⁺ =
+    With x and y on one step and positions p_i, q_j (in steps; entries with p_i + q_max ≤ 0 or
+    q_j + p_max ≤ 0 left out: they add nothing; y the shorter), Σ_{i,j} x_i·y_j·(p_i + q_j)⁺ =
     Σ_i x_i·V(1 − p_i), V(m) = Σ_{q_j ≥ m} (q_j − m + 1)·y_j: the running sums from the top of
     the running sums from the top of y (V(m) = Σ_{m' ≥ m} W(m'), W(m') = Σ_{q_j ≥ m'} y_j), and
-    below y's support V(q_0 − k) = V(q_0) + k·W(q_0). Only non-negative terms are added: a
-    relative (N_x + 2N_y + 8)u, taken twice. The certificate of :func:`_convolve` (factor,
+    below y's support V(q_0 − k) = V(q_0) + k·W(q_0). Only non-negative terms are added: W is
+    exact to a relative (N_y − 1)u, V to (2N_y − 2)u (2N_y u below y's support), the products
+    with x and their sum add N_x·u; the second-order terms are far below the 8u added. The
+    certificate of :func:`_convolve` (factor,
     dropped mass at values up to the summed ceilings, charges) is read as in the final law."""
     if x.step < y.step:
         x = _coarsen(x, y.step // x.step)
     elif y.step < x.step:
         y = _coarsen(y, x.step // y.step)
-    suffix = np.cumsum(y.values[::-1])[::-1]
-    double = np.cumsum(suffix[::-1])[::-1]
-    start = 1 - (np.arange(x.values.size) + x.offset) - y.offset  # 1 − p_i in y's entries
-    inside = np.clip(start, 0, y.values.size - 1)
-    ramp = np.where(start >= y.values.size, 0.0,
-                    np.where(start >= 0, double[inside],
-                             double[0] + np.maximum(-start, 0) * suffix[0]))
-    total = float(np.dot(x.values, ramp))
-    total *= x.step * x.factor * y.factor * (1.0 + 2.0 * (x.values.size + 2 * y.values.size
-                                                          + 8) * _U)
+    # only entries that can make a positive sum: p_i + q_max ≥ 1 and q_j + p_max ≥ 1
+    x_first = max(0, 1 - (y.offset + y.values.size - 1) - x.offset)
+    y_first = max(0, 1 - (x.offset + x.values.size - 1) - y.offset)
+    x_values, y_values = x.values[x_first:], y.values[y_first:]
+    x_start, y_start = x.offset + x_first, y.offset + y_first
+    if y_values.size > x_values.size:  # the running sums over the shorter law
+        x_values, y_values, x_start, y_start = y_values, x_values, y_start, x_start
+    total = 0.0
+    if x_values.size and y_values.size:
+        suffix = np.cumsum(y_values[::-1])[::-1]
+        double = np.cumsum(suffix[::-1])[::-1]
+        start = 1 - (np.arange(x_values.size) + x_start) - y_start  # 1 − p_i in y's entries
+        inside = np.clip(start, 0, y_values.size - 1)
+        ramp = np.where(start >= y_values.size, 0.0,
+                        np.where(start >= 0, double[inside],
+                                 double[0] + np.maximum(-start, 0) * suffix[0]))
+        total = float(np.dot(x_values, ramp))
+    total *= x.step * x.factor * y.factor * (1.0 + (x_values.size + 2 * y_values.size + 8) * _U)
     dropped = (x.mass_bound * y.dropped + x.dropped * y.mass_bound) * (1.0 + 4.0 * _U)
     charge = (x.charge * y.mass_bound + x.mass_bound * y.charge) * (1.0 + 4.0 * _U)
     largest = max(x.ceiling + y.ceiling, 0) * x.step
