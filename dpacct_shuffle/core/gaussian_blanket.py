@@ -262,6 +262,9 @@ def clamped_delta(epsilon: float, mu: float, n: int, sampling: float = 1.0) -> f
         else 1.0
     clamped = np.clip(values, low, high)
     spacing = lattice_spacing(clamped, masses)
+    span = float(clamped.max() - clamped.min())
+    while span / spacing + 2.0 > CURVE_PARTIAL_CELLS:  # the step the first partial law is
+        spacing *= 2.0  # coarsened to anyway: the same hat split, without the finer one first
     measure, offset = lattice_measure(clamped, masses, spacing)
     bound = positive_part_mean(measure, offset, spacing, users, max_length=CURVE_PARTIAL_CELLS,
                                top_clamp=True)
@@ -284,9 +287,10 @@ def curve_knots(mu: float, n: int, sampling: float = 1.0
             values[eps] = clamped_delta(eps, mu, n, sampling)
         return values[eps]
 
+    plateau = CURVE_DROP * blanket_atoms(check_blanket_mu(mu)).tail_charge
     top = 0.25
     while top < CURVE_MAX_EPSILON and at(top) > CURVE_FLOOR \
-            and at(2.0 * top) * CURVE_DROP < at(top):
+            and (at(2.0 * top) * CURVE_DROP < at(top) or at(2.0 * top) > plateau):
         top *= 2.0
     cells = [(top * j / CURVE_START_KNOTS, top * (j + 1) / CURVE_START_KNOTS)
              for j in reversed(range(CURVE_START_KNOTS))]

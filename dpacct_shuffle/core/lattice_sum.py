@@ -18,10 +18,10 @@ Evaluation (:func:`positive_part_mean`). The law of the sum of n users is built 
 with three operations, each keeping the invariant "exact ≤ R·computed + E" entrywise, with E a
 non-negative measure of mass ≤ d on values ≤ the largest reachable sum:
 
-* convolution (:func:`nonnegative_convolve`, direct summation, no FFT): every entry is a sum of
-  at most m products of non-negative floats, in whatever order, so it is exact to a relative
-  (m + 1)u; R multiplies, d becomes M_x·d_y + d_x·M_y (M an upper bound on the mass of
-  R·computed + E);
+* convolution (:func:`nonnegative_convolve`, direct summation, no FFT; squares by halves,
+  :func:`nonnegative_square`): every entry is a sum of at most m products of non-negative
+  floats, in whatever order, so it is exact to a relative (m + 1)u; R multiplies, d becomes
+  M_x·d_y + d_x·M_y (M an upper bound on the mass of R·computed + E);
 * clamping from below at a level L ≤ 0: the mass of a partial sum below L is moved up to L. This
   replaces a partial sum S by max(S, L) ≥ S and so only raises E[(S + rest)⁺] (soundness never
   depends on L; L is chosen where a Chernoff bound puts the rest's chance to make up the
@@ -49,6 +49,14 @@ non-negative measure of mass ≤ d on values ≤ the largest reachable sum:
 
 The result is (R·Σ_{k > 0} k·h_final·P(k)·(1 + (K + 2)u) + d·c + C·h)/n, rounded up, c the
 largest value the partial laws can carry (n·h·k_max⁺ without coarsening).
+
+With ``top_clamp``, the last product (the binary powering ends with result * power) is only read,
+never formed:
+Σ_{i,j} x_i·y_j·(p_i + q_j)⁺ = Σ_i x_i·V(1 − p_i) with V(m) = Σ_{q_j ≥ m} (q_j − m + 1)·y_j, the
+running sums from the top of y's running sums from the top — non-negative terms only, so a
+relative (N_x + 2N_y + 8)u covers the rounding — with R, d, C and c those the
+convolution would carry (:func:`_sum_positive_part`). It skips the final clamp, drop and
+coarsening, each of which could only raise the result.
 """
 
 from __future__ import annotations
@@ -83,6 +91,10 @@ _BLAS_LENGTH = 4096
 # with top_clamp, the clamp levels are computed from the measure grouped to this many entries
 LEVELS_CELLS = 512
 _BLOCK = 256
+# squares of at least this many entries are split in halves (:func:`nonnegative_square`)
+_SQUARE_SPLIT = 1024
+# running sums from one end are first taken over this many entries (:func:`_leading_count`)
+_PREFIX = 128
 
 
 def nonnegative_convolve(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, int]:
@@ -110,6 +122,25 @@ def nonnegative_convolve(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, int]
     for j in range(blocks):
         out[j * _BLOCK: j * _BLOCK + rows] += products[:, j]
     return out[: x.size + y.size - 1], blocks * _BLOCK + blocks
+
+
+def nonnegative_square(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """x * x for a non-negative vector x, and the number m = x.size bounding the products summed
+    per entry: with x = a + b (a the first half, b the rest), x * x = a * a + 2·(a * b) + b * b,
+    the squares recursively while at least ``_SQUARE_SPLIT`` long. Every entry is a sum of at most
+    m rounded non-negative products (the doubling is exact), in some order: exact to a relative
+    (m + 1)u as for :func:`nonnegative_convolve`, with about half its operations."""
+    size = x.size
+    if size < _SQUARE_SPLIT:
+        return np.convolve(x, x), size
+    half = size // 2
+    low, high = x[:half], x[half:]
+    out = np.empty(2 * size - 1)
+    out[:2 * half - 1] = nonnegative_square(low)[0]
+    out[2 * half - 1] = 0.0
+    out[2 * half:] = nonnegative_square(high)[0]
+    out[half:half + size - 1] += 2.0 * np.convolve(low, high)
+    return out, size
 
 
 def lattice_measure(values: np.ndarray, masses: np.ndarray, spacing: float
@@ -169,14 +200,16 @@ def _coarsen(part: _Partial, ratio: int) -> _Partial:
     1 − θ and θ, θ the dyadic remainder (module docstring)."""
     if ratio == 1:
         return part
-    position = np.arange(part.values.size, dtype=np.int64) + part.offset
-    low = position // ratio
-    theta = (position - low * ratio) / ratio  # exact: a dyadic fraction
-    offset = int(low[0])
-    index = low - offset
-    size = int(index[-1]) + 2
-    values = (np.bincount(index, weights=part.values * (1.0 - theta), minlength=size)
-              + np.bincount(index + 1, weights=part.values * theta, minlength=size))
+    offset = part.offset // ratio  # ⌊·⌋, also for negative offsets
+    lead = part.offset - offset * ratio
+    rows = -(-(lead + part.values.size) // ratio)
+    padded = np.zeros(rows * ratio)
+    padded[lead:lead + part.values.size] = part.values
+    theta = np.arange(ratio, dtype=np.float64) / ratio  # exact: a dyadic fraction
+    split = padded.reshape(rows, ratio) @ np.stack([1.0 - theta, theta], axis=1)
+    values = np.zeros(rows + 1)
+    values[:-1] = split[:, 0]
+    values[1:] += split[:, 1]
     factor = part.factor * (1.0 + (2 * ratio + 6) * _U)
     ceiling = -(-part.ceiling // ratio)
     return _Partial(values, offset, part.users, factor, part.dropped, part.step * ratio, ceiling,
@@ -202,7 +235,8 @@ def _convolve(x: _Partial, y: _Partial) -> _Partial:
         x = _coarsen(x, y.step // x.step)
     elif y.step < x.step:
         y = _coarsen(y, x.step // y.step)
-    values, terms = nonnegative_convolve(x.values, y.values)
+    values, terms = (nonnegative_square(x.values) if x.values is y.values
+                     else nonnegative_convolve(x.values, y.values))
     factor = x.factor * y.factor * (1.0 + 2.0 * (terms + 1) * _U)
     dropped = (x.mass_bound * y.dropped + x.dropped * y.mass_bound) * (1.0 + 4.0 * _U)
     charge = (x.charge * y.mass_bound + x.mass_bound * y.charge) * (1.0 + 4.0 * _U)
@@ -210,10 +244,19 @@ def _convolve(x: _Partial, y: _Partial) -> _Partial:
                     x.ceiling + y.ceiling, charge)
 
 
+def _leading_count(values: np.ndarray, limit: float) -> int:
+    """The number of leading entries of ``values`` (non-negative) whose running sum stays at most
+    ``limit``: the running sums of a short prefix first (the same floats as those of the whole
+    array, added in the same order), of the whole array only where the prefix does not reach it."""
+    prefix = np.cumsum(values[:_PREFIX])
+    if prefix[-1] > limit or values.size <= _PREFIX:
+        return int(np.searchsorted(prefix, limit, side="right"))
+    return int(np.searchsorted(np.cumsum(values), limit, side="right"))
+
+
 def _own_tail_level(part: _Partial) -> int:
     """The lowest index (in h) above which ``part`` keeps all but ``CLAMP_MASS`` of its mass."""
-    below = np.cumsum(part.values)
-    first = int(np.searchsorted(below, CLAMP_MASS, side="right"))
+    first = _leading_count(part.values, CLAMP_MASS)
     return (part.offset + first) * part.step
 
 
@@ -258,16 +301,23 @@ def _clamp_and_drop(part: _Partial, base_level: int, own_tail: bool = False,
             values = values[cut:].copy()
             values[0] = (values[0] + below) * (1.0 + (cut + 3) * _U)
         offset = level
-    from_top = np.cumsum(values[::-1])[::-1]
-    keep = from_top > DROP_TAIL
-    keep &= values >= TINY_ENTRY
-    lost = float(np.sum(values[~keep])) * (1.0 + (values.size + 2) * _U)
-    kept = np.flatnonzero(keep)
+    # the sums from the top, non-decreasing: the top entries summing to at most DROP_TAIL go
+    top_count = _leading_count(values[::-1], DROP_TAIL)
+    head = values[:values.size - top_count]
+    tiny = head < TINY_ENTRY
+    lost = float(np.sum(values[head.size:]))
+    if tiny.any():
+        lost += float(np.sum(head[tiny]))
+        kept = np.flatnonzero(~tiny)
+        head = np.where(tiny, 0.0, head)
+    else:
+        kept = np.array([0, head.size - 1]) if head.size else np.zeros(0, dtype=np.int64)
+    lost *= 1.0 + (values.size + 2) * _U
     if kept.size == 0:
         new_values, new_offset = np.zeros(1), offset
     else:
         first, last = int(kept[0]), int(kept[-1])
-        new_values = np.where(keep[first:last + 1], values[first:last + 1], 0.0)
+        new_values = head[first:last + 1]
         new_offset = offset + first
     dropped = (part.dropped + part.factor * lost) * (1.0 + 2.0 * _U)
     return _Partial(new_values, new_offset, part.users, part.factor, dropped, part.step,
@@ -281,7 +331,9 @@ def _chernoff_levels(points: np.ndarray, masses: np.ndarray,
     E[(x + S_r)⁺], as z⁺ ≤ e^{θz − 1}/θ. Tightness only."""
     log_mass = np.log(masses)
     if vectorised:  # the same values up to summation order: a level is a tightness choice only
-        log_mgf = special.logsumexp(log_mass[None, :] + _TILTS[:, None] * points[None, :], axis=1)
+        exponents = log_mass[None, :] + _TILTS[:, None] * points[None, :]
+        largest = np.max(exponents, axis=1)
+        log_mgf = largest + np.log(np.sum(np.exp(exponents - largest[:, None]), axis=1))
     else:
         log_mgf = np.array([special.logsumexp(log_mass + theta * points) for theta in _TILTS])
     base = math.log(CLAMP_TAIL) + 1.0 + np.log(_TILTS)
@@ -335,7 +387,8 @@ def positive_part_mean(measure: np.ndarray, offset: int, spacing: float, n: int,
     """Certified upper bound on (1/n)·E[(Z_1 + … + Z_n)⁺], Z_i i.i.d. from ``measure`` (entry i at
     (``offset`` + i)·``spacing``; any non-negative measure, module docstring). With
     ``max_length`` (≥ 16) every partial law longer than that is coarsened; with ``top_clamp``
-    every partial law is also clamped from above, its excess charged (module docstring)."""
+    every partial law is also clamped from above, its excess charged, and the last product is
+    read without being formed (module docstring)."""
     users = check_num_users(n)
     if max_length is not None and not (isinstance(max_length, int) and max_length >= 16):
         raise ValueError(f"max_length must be None or an integer >= 16, got {max_length!r}")
@@ -377,6 +430,8 @@ def positive_part_mean(measure: np.ndarray, offset: int, spacing: float, n: int,
     remaining = users
     while True:
         if remaining & 1:
+            if top_clamp and result is not None and remaining == 1:  # only read (docstring)
+                return round_loss_up(_sum_positive_part(result, power) * spacing / users)
             result = clamp(power if result is None else _convolve(result, power))
         remaining >>= 1
         if not remaining:
@@ -386,12 +441,55 @@ def positive_part_mean(measure: np.ndarray, offset: int, spacing: float, n: int,
     index = np.arange(result.values.size) + result.offset
     positive = index > 0
     total = float(np.sum(index[positive] * result.values[positive]))
-    total *= spacing * result.step * result.factor * (1.0 + (result.values.size + 4) * _U)
-    largest = spacing * max(result.ceiling, 0) * result.step
+    total *= result.step * result.factor * (1.0 + (result.values.size + 4) * _U)
+    largest = max(result.ceiling, 0) * result.step
     value = ((total + result.dropped * largest) * (1.0 + 4.0 * _U)
-             + result.charge * spacing * (1.0 + 2.0 * _U)) / users
+             + result.charge * (1.0 + 2.0 * _U)) * spacing / users
     return round_loss_up(value)
 
 
-__all__ = ["clamp_bounds", "top_levels", "lattice_measure", "nonnegative_convolve", "positive_part_mean", "CLAMP_MASS", "CLAMP_TAIL",
-           "DROP_TAIL", "TINY_ENTRY"]
+def _sum_positive_part(x: _Partial, y: _Partial) -> float:
+    """An upper bound, in units of h, on E[(S_x + S_y)⁺] for the independent partial sums of ``x``
+    and ``y``, without forming x * y (module docstring, "the last product").
+
+    With x and y on one step and positions p_i, q_j (in steps; entries with p_i + q_max ≤ 0 or
+    q_j + p_max ≤ 0 left out: they add nothing; y the shorter), Σ_{i,j} x_i·y_j·(p_i + q_j)⁺ =
+    Σ_i x_i·V(1 − p_i), V(m) = Σ_{q_j ≥ m} (q_j − m + 1)·y_j: the running sums from the top of
+    the running sums from the top of y (V(m) = Σ_{m' ≥ m} W(m'), W(m') = Σ_{q_j ≥ m'} y_j), and
+    below y's support V(q_0 − k) = V(q_0) + k·W(q_0). Only non-negative terms are added: W is
+    exact to a relative (N_y − 1)u, V to (2N_y − 2)u (2N_y u below y's support), the products
+    with x and their sum add N_x·u; the second-order terms are far below the 8u added. The
+    certificate of :func:`_convolve` (factor,
+    dropped mass at values up to the summed ceilings, charges) is read as in the final law."""
+    if x.step < y.step:
+        x = _coarsen(x, y.step // x.step)
+    elif y.step < x.step:
+        y = _coarsen(y, x.step // y.step)
+    # only entries that can make a positive sum: p_i + q_max ≥ 1 and q_j + p_max ≥ 1
+    x_first = max(0, 1 - (y.offset + y.values.size - 1) - x.offset)
+    y_first = max(0, 1 - (x.offset + x.values.size - 1) - y.offset)
+    x_values, y_values = x.values[x_first:], y.values[y_first:]
+    x_start, y_start = x.offset + x_first, y.offset + y_first
+    if y_values.size > x_values.size:  # the running sums over the shorter law
+        x_values, y_values, x_start, y_start = y_values, x_values, y_start, x_start
+    total = 0.0
+    if x_values.size and y_values.size:
+        suffix = np.cumsum(y_values[::-1])[::-1]
+        double = np.cumsum(suffix[::-1])[::-1]
+        start = 1 - (np.arange(x_values.size) + x_start) - y_start  # 1 − p_i in y's entries
+        inside = np.clip(start, 0, y_values.size - 1)
+        ramp = np.where(start >= y_values.size, 0.0,
+                        np.where(start >= 0, double[inside],
+                                 double[0] + np.maximum(-start, 0) * suffix[0]))
+        total = float(np.dot(x_values, ramp))
+    total *= x.step * x.factor * y.factor * (1.0 + (x_values.size + 2 * y_values.size + 8) * _U)
+    dropped = (x.mass_bound * y.dropped + x.dropped * y.mass_bound) * (1.0 + 4.0 * _U)
+    charge = (x.charge * y.mass_bound + x.mass_bound * y.charge) * (1.0 + 4.0 * _U)
+    largest = max(x.ceiling + y.ceiling, 0) * x.step
+    return ((total + dropped * largest) * (1.0 + 4.0 * _U) + charge * (1.0 + 2.0 * _U)) \
+        * (1.0 + 4.0 * _U)
+
+
+__all__ = ["clamp_bounds", "top_levels", "lattice_measure", "nonnegative_convolve",
+           "nonnegative_square", "positive_part_mean", "CLAMP_MASS", "CLAMP_TAIL", "DROP_TAIL",
+           "TINY_ENTRY"]
