@@ -96,6 +96,8 @@ _CHUNK_CELLS = 1 << 19
 _FIRST_WINDOW_TAIL = 1e-12
 _WINDOW_PASSES = 4
 _MERGE_RTOL = 1e-9
+# windowed sums: rows' positive runs are gathered cell by cell below this share of the rows' cells
+_RUN_SHARE = 0.5
 _MASS_RTOL = 16.0 * _U
 _SEARCH_RTOL = 1e-3
 _MAX_EVALUATED_EPSILON = 300.0
@@ -507,14 +509,6 @@ def _window_cell_sums(axes: list[np.ndarray], values: np.ndarray, masses: np.nda
         def last_terms(index: int) -> np.ndarray:
             return pieces[-1][index].reshape(1, length)
 
-        def summed_at(index: int, axis_positions: tuple[np.ndarray, ...]) -> np.ndarray:
-            """The cells' sums of per-axis terms at ``axis_positions``, added in axis order from
-            0.0 (as :func:`row_sums` and the last axis add them)."""
-            acc: np.ndarray = 0.0 + per_axis[0][index][first + axis_positions[0]]
-            for j in range(1, k):
-                acc = acc + per_axis[j][index][axis_positions[j]]
-            return acc
-
         # a cell's sums are its row's partial sum plus its last-axis term; along the last axis
         # they are affine in its count, so the largest "best" of a row (below) is at an end.
         # Rows whose ends are below 0 by far more than rounding have no live cell: skipped
@@ -530,12 +524,28 @@ def _window_cell_sums(axes: list[np.ndarray], values: np.ndarray, masses: np.nda
             end_remaining = n - (count_rows + count_last[:, ends]).astype(float)
             end_best = end_best + c_a * end_remaining
             end_size = end_size + c_a * np.abs(end_remaining)
-        kept_rows = np.flatnonzero(end_best.max(axis=1) + 1e-9 * end_size.max(axis=1) > 0.0)
+        slack = 1e-9 * end_size.max(axis=1)
+        kept_rows = np.flatnonzero(end_best.max(axis=1) + slack > 0.0)
         if not kept_rows.size:
             continue
-        level_kept = (level_rows[kept_rows] + level_last).ravel()
-        scale_kept = (scale_rows[kept_rows] + scale_last).ravel()
-        position_kept = (count_rows[kept_rows] + count_last).ravel() - lowest
+        # within a kept row the positive "best" is a run at one end (affine along the row): only
+        # the run, widened by the same rounding margin plus two cells, is evaluated (every cell
+        # evaluated as before, so the same live cells in the same order)
+        # (when the runs cover most of the kept rows, the whole rows are evaluated)
+        start, stop = _row_runs(end_best[kept_rows], slack[kept_rows], length)
+        sizes = stop - start
+        runs = int(sizes.sum()) < _RUN_SHARE * kept_rows.size * length
+        if runs:
+            row_of = np.repeat(kept_rows, sizes)
+            column = np.arange(row_of.size, dtype=np.int64) - np.repeat(
+                np.cumsum(sizes) - sizes - start, sizes)
+            level_kept = level_rows[row_of, 0] + level_last[0, column]
+            scale_kept = scale_rows[row_of, 0] + scale_last[0, column]
+            position_kept = count_rows[row_of, 0] + count_last[0, column] - lowest
+        else:
+            level_kept = (level_rows[kept_rows] + level_last).ravel()
+            scale_kept = (scale_rows[kept_rows] + scale_last).ravel()
+            position_kept = (count_rows[kept_rows] + count_last).ravel() - lowest
         if c_a > 0.0:
             best = level_kept + 2.0 * (k + 1) * _U * scale_kept
             best += c_a * remaining_all[position_kept]  # every closed-form user at c_A
@@ -546,7 +556,10 @@ def _window_cell_sums(axes: list[np.ndarray], values: np.ndarray, masses: np.nda
         live_kept = np.flatnonzero(valid_all[position_kept] & (best > 0.0))
         if not live_kept.size:
             continue
-        live = (kept_rows[live_kept // length] * length + live_kept % length)
+        if runs:
+            live_row, live_column = row_of[live_kept], column[live_kept]
+        else:
+            live_row, live_column = kept_rows[live_kept // length], live_kept % length
         position, level, scale = (position_kept[live_kept], level_kept[live_kept],
                                   scale_kept[live_kept])
         remaining = remaining_all[position]
@@ -556,8 +569,10 @@ def _window_cell_sums(axes: list[np.ndarray], values: np.ndarray, masses: np.nda
             # all M closed-form users at c_A < 0, plus c_A·(M − X'), X' ~ Bin(M, π) the users at 0
             level_up = level + c_a * remaining
             level_up += 2.0 * (k + 2) * _U * (scale - c_a * remaining)
-        axis_positions = np.unravel_index(live, out_shape)
-        gamma_terms, mass_terms = summed_at(0, axis_positions), summed_at(1, axis_positions)
+        # a cell's sums of per-axis terms: its row's partial sum (axis order from 0.0) plus its
+        # last-axis term
+        gamma_terms = row_sums(0, 0.0)[live_row, 0] + last_terms(0)[0, live_column]
+        mass_terms = row_sums(1, 0.0)[live_row, 0] + last_terms(1)[0, live_column]
         log_terms = [np.full(remaining.size, log_n), gamma_terms, -log_gamma_rest[position],
                      mass_terms, log_mass_rest[position]]
         log_pmf, margin = _log_pmf_with_margin(log_terms, n)
@@ -576,6 +591,27 @@ def _window_cell_sums(axes: list[np.ndarray], values: np.ndarray, masses: np.nda
         upper += float(np.sum(np.exp(log_pmf + margin) * g_upper))
         lower += float(np.sum(np.exp(log_pmf - margin) * g_lower))
     return upper, lower, cells
+
+
+def _row_runs(end_best: np.ndarray, slack: np.ndarray, length: int
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the columns [start, stop) of its candidate run: ``end_best`` holds a row's affine
+    "best" at its two ends (columns 0 and ``length`` − 1), ``slack`` a margin on it; the run is
+    every column where the affine interpolation exceeds −slack, widened by two cells (a superset
+    of the cells whose computed best is positive: their rounding, and that of the interpolation,
+    is far below the margin)."""
+    rows = end_best.shape[0]
+    if length == 1:
+        return np.zeros(rows, dtype=np.int64), np.ones(rows, dtype=np.int64)
+    slope = (end_best[:, 1] - end_best[:, 0]) / (length - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        crossing = (-slack - end_best[:, 0]) / slope  # the column where it reaches −slack
+    finite = np.isfinite(crossing)
+    low = np.floor(np.where((slope > 0.0) & finite, crossing, 0.0)) - 2.0
+    high = np.ceil(np.where((slope < 0.0) & finite, crossing, length - 1.0)) + 3.0
+    start = np.clip(low, 0.0, float(length)).astype(np.int64)
+    stop = np.maximum(np.clip(high, 0.0, float(length)).astype(np.int64), start)
+    return start, stop
 
 
 def _windows(other_masses: np.ndarray, n: int, tail: float) -> list[tuple[int, int, float]]:
