@@ -93,6 +93,8 @@ EXACT_CELL_LIMIT = 200_000
 # windowed sum: at most this many count vectors of the atoms other than the closed-form one
 WINDOW_CELL_LIMIT = 3_500_000
 _CHUNK_CELLS = 1 << 19
+# cells per call of the closed form's elementwise evaluation (small temporaries)
+_BLOCK_CELLS = 1 << 15
 _FIRST_WINDOW_TAIL = 1e-12
 _WINDOW_PASSES = 4
 _MERGE_RTOL = 1e-9
@@ -556,40 +558,52 @@ def _window_cell_sums(axes: list[np.ndarray], values: np.ndarray, masses: np.nda
         live_kept = np.flatnonzero(valid_all[position_kept] & (best > 0.0))
         if not live_kept.size:
             continue
-        if runs:
-            live_row, live_column = row_of[live_kept], column[live_kept]
-        else:
-            live_row, live_column = kept_rows[live_kept // length], live_kept % length
-        position, level, scale = (position_kept[live_kept], level_kept[live_kept],
-                                  scale_kept[live_kept])
-        remaining = remaining_all[position]
-        if c_a > 0.0:
-            level_up = level + 2.0 * (k + 1) * _U * scale
-        else:
-            # all M closed-form users at c_A < 0, plus c_A·(M − X'), X' ~ Bin(M, π) the users at 0
-            level_up = level + c_a * remaining
-            level_up += 2.0 * (k + 2) * _U * (scale - c_a * remaining)
-        # a cell's sums of per-axis terms: its row's partial sum (axis order from 0.0) plus its
-        # last-axis term
-        gamma_terms = row_sums(0, 0.0)[live_row, 0] + last_terms(0)[0, live_column]
-        mass_terms = row_sums(1, 0.0)[live_row, 0] + last_terms(1)[0, live_column]
-        log_terms = [np.full(remaining.size, log_n), gamma_terms, -log_gamma_rest[position],
-                     mass_terms, log_mass_rest[position]]
-        log_pmf, margin = _log_pmf_with_margin(log_terms, n)
-        # the sum is x·Bin(M, π) + y with slope x = |c_A| and offset y = level_up
-        # y ≥ 0: every term is positive and the value is the mean x·M·π + y; y < 0: closed form
+        # the live cells in blocks of ``_BLOCK_CELLS`` (small temporaries); every operation is
+        # elementwise, so the terms, and their sums over the chunk, are those of one pass
+        upper_terms, lower_terms = np.empty(live_kept.size), np.empty(live_kept.size)
+        gamma_rows, mass_rows = row_sums(0, 0.0), row_sums(1, 0.0)
+        gamma_last, mass_last = last_terms(0), last_terms(1)
         slope = abs(c_a)
-        mean_value = slope * remaining * pi + level_up
-        g_lower, g_upper = mean_value * (1.0 - 4.0 * _U), mean_value * (1.0 + 4.0 * _U)
-        negative = level_up < 0.0
-        if np.any(negative):
-            lo_neg, up_neg = inner_expectation(remaining[negative], level_up[negative], slope, 0.0,
-                                               1.0, pi, slope)
-            g_lower[negative], g_upper[negative] = lo_neg, up_neg
-            g_upper[negative] += _threshold_slack(remaining[negative], level_up[negative], slope)
-        cells += remaining.size
-        upper += float(np.sum(np.exp(log_pmf + margin) * g_upper))
-        lower += float(np.sum(np.exp(log_pmf - margin) * g_lower))
+        for begin in range(0, live_kept.size, _BLOCK_CELLS):
+            part = slice(begin, begin + _BLOCK_CELLS)
+            block = live_kept[part]
+            if runs:
+                live_row, live_column = row_of[block], column[block]
+            else:
+                live_row, live_column = kept_rows[block // length], block % length
+            position, level, scale = position_kept[block], level_kept[block], scale_kept[block]
+            remaining = remaining_all[position]
+            if c_a > 0.0:
+                level_up = level + 2.0 * (k + 1) * _U * scale
+            else:
+                # all M closed-form users at c_A < 0, plus c_A·(M − X'), X' ~ Bin(M, π) the users
+                # at 0
+                level_up = level + c_a * remaining
+                level_up += 2.0 * (k + 2) * _U * (scale - c_a * remaining)
+            # a cell's sums of per-axis terms: its row's partial sum (axis order from 0.0) plus
+            # its last-axis term
+            gamma_terms = gamma_rows[live_row, 0] + gamma_last[0, live_column]
+            mass_terms = mass_rows[live_row, 0] + mass_last[0, live_column]
+            log_terms = [np.full(remaining.size, log_n), gamma_terms, -log_gamma_rest[position],
+                         mass_terms, log_mass_rest[position]]
+            log_pmf, margin = _log_pmf_with_margin(log_terms, n)
+            # the sum is x·Bin(M, π) + y with slope x = |c_A| and offset y = level_up
+            # y ≥ 0: every term is positive and the value is the mean x·M·π + y; y < 0: closed
+            # form
+            mean_value = slope * remaining * pi + level_up
+            g_lower, g_upper = mean_value * (1.0 - 4.0 * _U), mean_value * (1.0 + 4.0 * _U)
+            negative = level_up < 0.0
+            if np.any(negative):
+                lo_neg, up_neg = inner_expectation(remaining[negative], level_up[negative], slope,
+                                                   0.0, 1.0, pi, slope)
+                g_lower[negative], g_upper[negative] = lo_neg, up_neg
+                g_upper[negative] += _threshold_slack(remaining[negative], level_up[negative],
+                                                      slope)
+            upper_terms[part] = np.exp(log_pmf + margin) * g_upper
+            lower_terms[part] = np.exp(log_pmf - margin) * g_lower
+        cells += live_kept.size
+        upper += float(np.sum(upper_terms))
+        lower += float(np.sum(lower_terms))
     return upper, lower, cells
 
 
