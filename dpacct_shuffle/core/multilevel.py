@@ -93,12 +93,13 @@ EXACT_CELL_LIMIT = 200_000
 # windowed sum: at most this many count vectors of the atoms other than the closed-form one
 WINDOW_CELL_LIMIT = 3_500_000
 _CHUNK_CELLS = 1 << 19
-# cells per call of the closed form's elementwise evaluation (small temporaries)
+# windowed sums: kept rows are evaluated in groups of about this many candidate cells (small
+# temporaries)
 _BLOCK_CELLS = 1 << 15
 _FIRST_WINDOW_TAIL = 1e-12
 _WINDOW_PASSES = 4
 _MERGE_RTOL = 1e-9
-# windowed sums: rows' positive runs are gathered cell by cell below this share of the rows' cells
+# windowed sums: a group's runs are gathered cell by cell below this share of its rows' cells
 _RUN_SHARE = 0.5
 _MASS_RTOL = 16.0 * _U
 _SEARCH_RTOL = 1e-3
@@ -531,80 +532,86 @@ def _window_cell_sums(axes: list[np.ndarray], values: np.ndarray, masses: np.nda
         if not kept_rows.size:
             continue
         # within a kept row the positive "best" is a run at one end (affine along the row): only
-        # the run, widened by the same rounding margin plus two cells, is evaluated (every cell
-        # evaluated as before, so the same live cells in the same order)
-        # (when the runs cover most of the kept rows, the whole rows are evaluated)
+        # the run, widened by the same rounding margin plus two cells, is evaluated. The kept rows
+        # go in groups of about ``_BLOCK_CELLS`` run cells (small temporaries); a group's runs
+        # are gathered cell by cell, or its whole rows evaluated when the runs cover most of them.
+        # Every cell is evaluated elementwise as in one pass over the chunk, and the groups'
+        # terms, concatenated in row order, are summed once per chunk: the same sums
         start, stop = _row_runs(end_best[kept_rows], slack[kept_rows], length)
         sizes = stop - start
-        runs = int(sizes.sum()) < _RUN_SHARE * kept_rows.size * length
-        if runs:
-            row_of = np.repeat(kept_rows, sizes)
-            column = np.arange(row_of.size, dtype=np.int64) - np.repeat(
-                np.cumsum(sizes) - sizes - start, sizes)
-            level_kept = level_rows[row_of, 0] + level_last[0, column]
-            scale_kept = scale_rows[row_of, 0] + scale_last[0, column]
-            position_kept = count_rows[row_of, 0] + count_last[0, column] - lowest
-        else:
-            level_kept = (level_rows[kept_rows] + level_last).ravel()
-            scale_kept = (scale_rows[kept_rows] + scale_last).ravel()
-            position_kept = (count_rows[kept_rows] + count_last).ravel() - lowest
-        if c_a > 0.0:
-            best = level_kept + 2.0 * (k + 1) * _U * scale_kept
-            best += c_a * remaining_all[position_kept]  # every closed-form user at c_A
-        else:
-            best = level_kept + 2.0 * (k + 1) * _U * scale_kept  # every closed-form user at 0
-        # cells beyond n users, and cells where no closed-form outcome makes the sum positive;
-        # everything else is evaluated on the live cells only
-        live_kept = np.flatnonzero(valid_all[position_kept] & (best > 0.0))
-        if not live_kept.size:
-            continue
-        # the live cells in blocks of ``_BLOCK_CELLS`` (small temporaries); every operation is
-        # elementwise, so the terms, and their sums over the chunk, are those of one pass
-        upper_terms, lower_terms = np.empty(live_kept.size), np.empty(live_kept.size)
+        cumulative = np.cumsum(sizes)
+        cuts = np.flatnonzero(np.diff(cumulative // _BLOCK_CELLS)) + 1
+        upper_parts: list[np.ndarray] = []
+        lower_parts: list[np.ndarray] = []
         gamma_rows, mass_rows = row_sums(0, 0.0), row_sums(1, 0.0)
         gamma_last, mass_last = last_terms(0), last_terms(1)
-        slope = abs(c_a)
-        for begin in range(0, live_kept.size, _BLOCK_CELLS):
-            part = slice(begin, begin + _BLOCK_CELLS)
-            block = live_kept[part]
-            if runs:
-                live_row, live_column = row_of[block], column[block]
+        for group in np.split(np.arange(kept_rows.size), cuts):
+            rows_in, run_start, run_size = kept_rows[group], start[group], sizes[group]
+            if int(run_size.sum()) < _RUN_SHARE * rows_in.size * length:
+                row_of = np.repeat(rows_in, run_size)
+                column = np.arange(row_of.size, dtype=np.int64) - np.repeat(
+                    np.cumsum(run_size) - run_size - run_start, run_size)
+                level_kept = level_rows[row_of, 0] + level_last[0, column]
+                scale_kept = scale_rows[row_of, 0] + scale_last[0, column]
+                position_kept = count_rows[row_of, 0] + count_last[0, column] - lowest
             else:
-                live_row, live_column = kept_rows[block // length], block % length
-            position, level, scale = position_kept[block], level_kept[block], scale_kept[block]
-            remaining = remaining_all[position]
+                row_of = np.repeat(rows_in, length)
+                column = np.tile(np.arange(length, dtype=np.int64), rows_in.size)
+                level_kept = (level_rows[rows_in] + level_last).ravel()
+                scale_kept = (scale_rows[rows_in] + scale_last).ravel()
+                position_kept = (count_rows[rows_in] + count_last).ravel() - lowest
+            best = level_kept + 2.0 * (k + 1) * _U * scale_kept  # closed-form users at 0
             if c_a > 0.0:
-                level_up = level + 2.0 * (k + 1) * _U * scale
-            else:
-                # all M closed-form users at c_A < 0, plus c_A·(M − X'), X' ~ Bin(M, π) the users
-                # at 0
-                level_up = level + c_a * remaining
-                level_up += 2.0 * (k + 2) * _U * (scale - c_a * remaining)
-            # a cell's sums of per-axis terms: its row's partial sum (axis order from 0.0) plus
-            # its last-axis term
-            gamma_terms = gamma_rows[live_row, 0] + gamma_last[0, live_column]
-            mass_terms = mass_rows[live_row, 0] + mass_last[0, live_column]
-            log_terms = [np.full(remaining.size, log_n), gamma_terms, -log_gamma_rest[position],
-                         mass_terms, log_mass_rest[position]]
-            log_pmf, margin = _log_pmf_with_margin(log_terms, n)
-            # the sum is x·Bin(M, π) + y with slope x = |c_A| and offset y = level_up
-            # y ≥ 0: every term is positive and the value is the mean x·M·π + y; y < 0: closed
-            # form
-            mean_value = slope * remaining * pi + level_up
-            g_lower, g_upper = mean_value * (1.0 - 4.0 * _U), mean_value * (1.0 + 4.0 * _U)
-            negative = level_up < 0.0
-            if np.any(negative):
-                lo_neg, up_neg = inner_expectation(remaining[negative], level_up[negative], slope,
-                                                   0.0, 1.0, pi, slope)
-                g_lower[negative], g_upper[negative] = lo_neg, up_neg
-                g_upper[negative] += _threshold_slack(remaining[negative], level_up[negative],
-                                                      slope)
-            upper_terms[part] = np.exp(log_pmf + margin) * g_upper
-            lower_terms[part] = np.exp(log_pmf - margin) * g_lower
-        cells += live_kept.size
+                best += c_a * remaining_all[position_kept]  # every closed-form user at c_A
+            # cells beyond n users, and cells where no closed-form outcome makes the sum
+            # positive; everything else is evaluated on the live cells only
+            live = np.flatnonzero(valid_all[position_kept] & (best > 0.0))
+            if live.size:
+                terms = _live_cell_terms(
+                    position_kept[live], level_kept[live], scale_kept[live],
+                    gamma_rows[row_of[live], 0] + gamma_last[0, column[live]],
+                    mass_rows[row_of[live], 0] + mass_last[0, column[live]],
+                    remaining_all, log_gamma_rest, log_mass_rest, log_n, n, k, c_a, pi)
+                upper_parts.append(terms[0])
+                lower_parts.append(terms[1])
+        if not upper_parts:
+            continue
+        upper_terms, lower_terms = np.concatenate(upper_parts), np.concatenate(lower_parts)
+        cells += upper_terms.size
         upper += float(np.sum(upper_terms))
         lower += float(np.sum(lower_terms))
     return upper, lower, cells
+
+
+def _live_cell_terms(position: np.ndarray, level: np.ndarray, scale: np.ndarray,
+                     gamma_terms: np.ndarray, mass_terms: np.ndarray, remaining_all: np.ndarray,
+                     log_gamma_rest: np.ndarray, log_mass_rest: np.ndarray, log_n: float, n: int,
+                     k: int, c_a: float, pi: float) -> tuple[np.ndarray, np.ndarray]:
+    """Upper and lower terms P[cell]·E[(c_A·Bin(M, π) + y)⁺] of live cells of
+    :func:`_window_cell_sums` (``position`` indexes the tables of the remaining count M,
+    ``gamma_terms`` and ``mass_terms`` are the cells' sums of per-axis lnΓ and N·ln m terms)."""
+    remaining = remaining_all[position]
+    if c_a > 0.0:
+        level_up = level + 2.0 * (k + 1) * _U * scale
+    else:
+        # all M closed-form users at c_A < 0, plus c_A·(M − X'), X' ~ Bin(M, π) the users at 0
+        level_up = level + c_a * remaining
+        level_up += 2.0 * (k + 2) * _U * (scale - c_a * remaining)
+    log_terms = [np.full(remaining.size, log_n), gamma_terms, -log_gamma_rest[position],
+                 mass_terms, log_mass_rest[position]]
+    log_pmf, margin = _log_pmf_with_margin(log_terms, n)
+    # the sum is x·Bin(M, π) + y with slope x = |c_A| and offset y = level_up
+    # y ≥ 0: every term is positive and the value is the mean x·M·π + y; y < 0: closed form
+    slope = abs(c_a)
+    mean_value = slope * remaining * pi + level_up
+    g_lower, g_upper = mean_value * (1.0 - 4.0 * _U), mean_value * (1.0 + 4.0 * _U)
+    negative = level_up < 0.0
+    if np.any(negative):
+        lo_neg, up_neg = inner_expectation(remaining[negative], level_up[negative], slope, 0.0,
+                                           1.0, pi, slope)
+        g_lower[negative], g_upper[negative] = lo_neg, up_neg
+        g_upper[negative] += _threshold_slack(remaining[negative], level_up[negative], slope)
+    return np.exp(log_pmf + margin) * g_upper, np.exp(log_pmf - margin) * g_lower
 
 
 def _row_runs(end_best: np.ndarray, slack: np.ndarray, length: int
