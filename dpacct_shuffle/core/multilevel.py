@@ -93,9 +93,14 @@ EXACT_CELL_LIMIT = 200_000
 # windowed sum: at most this many count vectors of the atoms other than the closed-form one
 WINDOW_CELL_LIMIT = 3_500_000
 _CHUNK_CELLS = 1 << 19
+# windowed sums: kept rows are evaluated in groups of about this many candidate cells (small
+# temporaries)
+_BLOCK_CELLS = 1 << 15
 _FIRST_WINDOW_TAIL = 1e-12
 _WINDOW_PASSES = 4
 _MERGE_RTOL = 1e-9
+# windowed sums: a group's runs are gathered cell by cell below this share of its rows' cells
+_RUN_SHARE = 0.5
 _MASS_RTOL = 16.0 * _U
 _SEARCH_RTOL = 1e-3
 _MAX_EVALUATED_EPSILON = 300.0
@@ -507,14 +512,6 @@ def _window_cell_sums(axes: list[np.ndarray], values: np.ndarray, masses: np.nda
         def last_terms(index: int) -> np.ndarray:
             return pieces[-1][index].reshape(1, length)
 
-        def summed_at(index: int, axis_positions: tuple[np.ndarray, ...]) -> np.ndarray:
-            """The cells' sums of per-axis terms at ``axis_positions``, added in axis order from
-            0.0 (as :func:`row_sums` and the last axis add them)."""
-            acc: np.ndarray = 0.0 + per_axis[0][index][first + axis_positions[0]]
-            for j in range(1, k):
-                acc = acc + per_axis[j][index][axis_positions[j]]
-            return acc
-
         # a cell's sums are its row's partial sum plus its last-axis term; along the last axis
         # they are affine in its count, so the largest "best" of a row (below) is at an end.
         # Rows whose ends are below 0 by far more than rounding have no live cell: skipped
@@ -530,52 +527,112 @@ def _window_cell_sums(axes: list[np.ndarray], values: np.ndarray, masses: np.nda
             end_remaining = n - (count_rows + count_last[:, ends]).astype(float)
             end_best = end_best + c_a * end_remaining
             end_size = end_size + c_a * np.abs(end_remaining)
-        kept_rows = np.flatnonzero(end_best.max(axis=1) + 1e-9 * end_size.max(axis=1) > 0.0)
+        slack = 1e-9 * end_size.max(axis=1)
+        kept_rows = np.flatnonzero(end_best.max(axis=1) + slack > 0.0)
         if not kept_rows.size:
             continue
-        level_kept = (level_rows[kept_rows] + level_last).ravel()
-        scale_kept = (scale_rows[kept_rows] + scale_last).ravel()
-        position_kept = (count_rows[kept_rows] + count_last).ravel() - lowest
-        if c_a > 0.0:
-            best = level_kept + 2.0 * (k + 1) * _U * scale_kept
-            best += c_a * remaining_all[position_kept]  # every closed-form user at c_A
-        else:
-            best = level_kept + 2.0 * (k + 1) * _U * scale_kept  # every closed-form user at 0
-        # cells beyond n users, and cells where no closed-form outcome makes the sum positive;
-        # everything else is evaluated on the live cells only
-        live_kept = np.flatnonzero(valid_all[position_kept] & (best > 0.0))
-        if not live_kept.size:
+        # within a kept row the positive "best" is a run at one end (affine along the row): only
+        # the run, widened by the same rounding margin plus two cells, is evaluated. The kept rows
+        # go in groups of about ``_BLOCK_CELLS`` run cells (small temporaries); a group's runs
+        # are gathered cell by cell, or its whole rows evaluated when the runs cover most of them.
+        # Every cell is evaluated elementwise as in one pass over the chunk, and the groups'
+        # terms, concatenated in row order, are summed once per chunk: the same sums
+        start, stop = _row_runs(end_best[kept_rows], slack[kept_rows], length)
+        sizes = stop - start
+        cumulative = np.cumsum(sizes)
+        cuts = np.flatnonzero(np.diff(cumulative // _BLOCK_CELLS)) + 1
+        upper_parts: list[np.ndarray] = []
+        lower_parts: list[np.ndarray] = []
+        gamma_rows, mass_rows = row_sums(0, 0.0), row_sums(1, 0.0)
+        gamma_last, mass_last = last_terms(0), last_terms(1)
+        for group in np.split(np.arange(kept_rows.size), cuts):
+            rows_in, run_start, run_size = kept_rows[group], start[group], sizes[group]
+            if int(run_size.sum()) < _RUN_SHARE * rows_in.size * length:
+                row_of = np.repeat(rows_in, run_size)
+                column = np.arange(row_of.size, dtype=np.int64) - np.repeat(
+                    np.cumsum(run_size) - run_size - run_start, run_size)
+                level_kept = level_rows[row_of, 0] + level_last[0, column]
+                scale_kept = scale_rows[row_of, 0] + scale_last[0, column]
+                position_kept = count_rows[row_of, 0] + count_last[0, column] - lowest
+            else:
+                row_of = np.repeat(rows_in, length)
+                column = np.tile(np.arange(length, dtype=np.int64), rows_in.size)
+                level_kept = (level_rows[rows_in] + level_last).ravel()
+                scale_kept = (scale_rows[rows_in] + scale_last).ravel()
+                position_kept = (count_rows[rows_in] + count_last).ravel() - lowest
+            best = level_kept + 2.0 * (k + 1) * _U * scale_kept  # closed-form users at 0
+            if c_a > 0.0:
+                best += c_a * remaining_all[position_kept]  # every closed-form user at c_A
+            # cells beyond n users, and cells where no closed-form outcome makes the sum
+            # positive; everything else is evaluated on the live cells only
+            live = np.flatnonzero(valid_all[position_kept] & (best > 0.0))
+            if live.size:
+                terms = _live_cell_terms(
+                    position_kept[live], level_kept[live], scale_kept[live],
+                    gamma_rows[row_of[live], 0] + gamma_last[0, column[live]],
+                    mass_rows[row_of[live], 0] + mass_last[0, column[live]],
+                    remaining_all, log_gamma_rest, log_mass_rest, log_n, n, k, c_a, pi)
+                upper_parts.append(terms[0])
+                lower_parts.append(terms[1])
+        if not upper_parts:
             continue
-        live = (kept_rows[live_kept // length] * length + live_kept % length)
-        position, level, scale = (position_kept[live_kept], level_kept[live_kept],
-                                  scale_kept[live_kept])
-        remaining = remaining_all[position]
-        if c_a > 0.0:
-            level_up = level + 2.0 * (k + 1) * _U * scale
-        else:
-            # all M closed-form users at c_A < 0, plus c_A·(M − X'), X' ~ Bin(M, π) the users at 0
-            level_up = level + c_a * remaining
-            level_up += 2.0 * (k + 2) * _U * (scale - c_a * remaining)
-        axis_positions = np.unravel_index(live, out_shape)
-        gamma_terms, mass_terms = summed_at(0, axis_positions), summed_at(1, axis_positions)
-        log_terms = [np.full(remaining.size, log_n), gamma_terms, -log_gamma_rest[position],
-                     mass_terms, log_mass_rest[position]]
-        log_pmf, margin = _log_pmf_with_margin(log_terms, n)
-        # the sum is x·Bin(M, π) + y with slope x = |c_A| and offset y = level_up
-        # y ≥ 0: every term is positive and the value is the mean x·M·π + y; y < 0: closed form
-        slope = abs(c_a)
-        mean_value = slope * remaining * pi + level_up
-        g_lower, g_upper = mean_value * (1.0 - 4.0 * _U), mean_value * (1.0 + 4.0 * _U)
-        negative = level_up < 0.0
-        if np.any(negative):
-            lo_neg, up_neg = inner_expectation(remaining[negative], level_up[negative], slope, 0.0,
-                                               1.0, pi, slope)
-            g_lower[negative], g_upper[negative] = lo_neg, up_neg
-            g_upper[negative] += _threshold_slack(remaining[negative], level_up[negative], slope)
-        cells += remaining.size
-        upper += float(np.sum(np.exp(log_pmf + margin) * g_upper))
-        lower += float(np.sum(np.exp(log_pmf - margin) * g_lower))
+        upper_terms, lower_terms = np.concatenate(upper_parts), np.concatenate(lower_parts)
+        cells += upper_terms.size
+        upper += float(np.sum(upper_terms))
+        lower += float(np.sum(lower_terms))
     return upper, lower, cells
+
+
+def _live_cell_terms(position: np.ndarray, level: np.ndarray, scale: np.ndarray,
+                     gamma_terms: np.ndarray, mass_terms: np.ndarray, remaining_all: np.ndarray,
+                     log_gamma_rest: np.ndarray, log_mass_rest: np.ndarray, log_n: float, n: int,
+                     k: int, c_a: float, pi: float) -> tuple[np.ndarray, np.ndarray]:
+    """Upper and lower terms P[cell]·E[(c_A·Bin(M, π) + y)⁺] of live cells of
+    :func:`_window_cell_sums` (``position`` indexes the tables of the remaining count M,
+    ``gamma_terms`` and ``mass_terms`` are the cells' sums of per-axis lnΓ and N·ln m terms)."""
+    remaining = remaining_all[position]
+    if c_a > 0.0:
+        level_up = level + 2.0 * (k + 1) * _U * scale
+    else:
+        # all M closed-form users at c_A < 0, plus c_A·(M − X'), X' ~ Bin(M, π) the users at 0
+        level_up = level + c_a * remaining
+        level_up += 2.0 * (k + 2) * _U * (scale - c_a * remaining)
+    log_terms = [np.full(remaining.size, log_n), gamma_terms, -log_gamma_rest[position],
+                 mass_terms, log_mass_rest[position]]
+    log_pmf, margin = _log_pmf_with_margin(log_terms, n)
+    # the sum is x·Bin(M, π) + y with slope x = |c_A| and offset y = level_up
+    # y ≥ 0: every term is positive and the value is the mean x·M·π + y; y < 0: closed form
+    slope = abs(c_a)
+    mean_value = slope * remaining * pi + level_up
+    g_lower, g_upper = mean_value * (1.0 - 4.0 * _U), mean_value * (1.0 + 4.0 * _U)
+    negative = level_up < 0.0
+    if np.any(negative):
+        lo_neg, up_neg = inner_expectation(remaining[negative], level_up[negative], slope, 0.0,
+                                           1.0, pi, slope)
+        g_lower[negative], g_upper[negative] = lo_neg, up_neg
+        g_upper[negative] += _threshold_slack(remaining[negative], level_up[negative], slope)
+    return np.exp(log_pmf + margin) * g_upper, np.exp(log_pmf - margin) * g_lower
+
+
+def _row_runs(end_best: np.ndarray, slack: np.ndarray, length: int
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the columns [start, stop) of its candidate run: ``end_best`` holds a row's affine
+    "best" at its two ends (columns 0 and ``length`` − 1), ``slack`` a margin on it; the run is
+    every column where the affine interpolation exceeds −slack, widened by two cells (a superset
+    of the cells whose computed best is positive: their rounding, and that of the interpolation,
+    is far below the margin)."""
+    rows = end_best.shape[0]
+    if length == 1:
+        return np.zeros(rows, dtype=np.int64), np.ones(rows, dtype=np.int64)
+    slope = (end_best[:, 1] - end_best[:, 0]) / (length - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        crossing = (-slack - end_best[:, 0]) / slope  # the column where it reaches −slack
+    finite = np.isfinite(crossing)
+    low = np.floor(np.where((slope > 0.0) & finite, crossing, 0.0)) - 2.0
+    high = np.ceil(np.where((slope < 0.0) & finite, crossing, length - 1.0)) + 3.0
+    start = np.clip(low, 0.0, float(length)).astype(np.int64)
+    stop = np.maximum(np.clip(high, 0.0, float(length)).astype(np.int64), start)
+    return start, stop
 
 
 def _windows(other_masses: np.ndarray, n: int, tail: float) -> list[tuple[int, int, float]]:
