@@ -23,7 +23,9 @@ block by block as Lemma 1 allows:
   s_r'' = s_r/(1 − 2r − s_b) is stochastically above K_r'' ~ Bin(m − q − w + 1, s_r''), so W is
   lowered to λ_b·q + λ_r·K_r'' (Lemma 1, piece by piece); each band is then a row of the
   one-type computation with base κc0 + λ_b·q and weight P[K_b' in the band], and the rows of a
-  block are added up. K_b' outside its window is truncated (its P-mass put at the largest loss).
+  block are added up (in the order of the rows; a row whose counts span many more levels than
+  they have values is held as its nonzero (level, mass) entries, the same terms in the same order
+  as its dense array, so the same sums). K_b' outside its window is truncated (its P-mass put at the largest loss).
   The band width w keeps λ_b·(w − 1) ≤ η·t_min/2, so W is lowered by at most a relative η/2
   beyond the levels' η.
 
