@@ -193,7 +193,7 @@ def test_grid_accountant_uses_the_batched_curve_and_stays_above_the_core() -> No
                                             (0.7, 0.4, 1e-3), (30.0, 0.02, 1e-4)])
 def test_sparse_band_masses_are_the_dense_ones(lam: float, rate: float, eta: float) -> None:
     """Where a window's counts span more levels than they have values, each count's band is found
-    directly (core.batched._sparse_band_sums); the masses are the dense computation's
+    directly (core.batched._sparse_band_entries); the masses are the dense computation's
     (_level_windows + _band_sums on the cuts), bit for bit, and each count lies in the band the
     cut rule defines (checked count by count in scalar arithmetic)."""
     from dpacct_shuffle.core import batched
@@ -210,8 +210,11 @@ def test_sparse_band_masses_are_the_dense_ones(lam: float, rate: float, eta: flo
     span = int(np.max(k_last - k_first)) + 1
     top_k = k_first + span
     rows = BinomialRows(trials, k_first, span, rate)
-    first, weights, top_band = batched._sparse_band_sums(rows, t_over_lam, offsets, k_first,
-                                                         trials)
+    first, row, column, mass, top_band = batched._sparse_band_entries(rows, t_over_lam, offsets,
+                                                                      k_first, trials)
+    assert np.all(np.diff(row) >= 0)
+    weights = np.zeros((len(trials), int(max(np.max(column), np.max(top_band))) + 1))
+    weights[row, column] = mass
     dense_first, cuts = batched._level_windows(t_over_lam, offsets, k_first, top_k, trials)
     dense = batched._band_sums(rows, cuts - k_first[:, None])
     dense_top = np.maximum(np.sum(cuts[:, :-1] <= top_k[:, None], axis=1) - 1, 0)

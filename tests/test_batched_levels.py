@@ -350,3 +350,41 @@ def test_multilevel_curve_falls_back_to_a_coarser_lowering_within_a_fifth_of_a_p
     point = levels.epsilon(1e-6, n, rtol=1e-5)
     from_curve = _curve_epsilon(delta_of, 1e-6, levels.epsilon0)
     assert point * (1.0 - 2e-3) <= from_curve <= point * 1.002, (from_curve, point)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_two_neutral_bands_from_entries_equal_the_dense_rows_bit_for_bit(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """_TwoNeutralTypes.bands sums the sparse rows (each count's level found directly) as entries;
+    the same bands, bit for bit, as with every row a dense array over its levels."""
+    rng = np.random.default_rng(seed)
+    lam_b, lam_r = sorted(rng.uniform(0.2, 3.0, size=2))
+    two = batched_levels._TwoNeutralTypes((lam_b, rng.uniform(0.05, 0.4)),
+                                          (lam_r, rng.uniform(0.05, 0.4)),
+                                          r_c=rng.uniform(0.05, 0.5), width=int(rng.integers(1, 4)))
+    kappa = rng.uniform(0.5, 2.0)
+    starts = np.sort(rng.integers(0, 60, size=int(rng.integers(3, 40))))
+    trials = rng.integers(1, 400, size=len(starts))
+    # a geometric grid of levels, fine enough that many rows are sparse
+    growth = rng.uniform(1e-4, 3e-3)
+    t_grid = 0.5 * kappa * (1.0 + growth) ** np.arange(int(math.log(4000.0) / growth))
+    z = float(rng.uniform(3.0, 8.0))
+    sparse_rows = []
+    neutral_count_bands = batched_levels._neutral_count_bands
+
+    def counted(*args: object) -> object:
+        rows = neutral_count_bands(*args)  # type: ignore[arg-type]
+        sparse_rows.append(isinstance(rows, batched_levels._BandEntries))
+        return rows
+
+    monkeypatch.setattr(batched_levels, "_neutral_count_bands", counted)
+    entries = two.bands(trials, starts, t_grid, kappa, z)
+    assert any(sparse_rows)
+    monkeypatch.setattr(batched_levels, "_neutral_count_bands",
+                        batched_levels._Bands.of_neutral_counts)
+    dense = two.bands(trials, starts, t_grid, kappa, z)
+    assert np.array_equal(entries.first_level, dense.first_level)
+    assert np.array_equal(entries.weights, dense.weights)
+    assert np.array_equal(entries.below, dense.below)
+    assert (entries.rtol, entries.span, entries.values) == (dense.rtol, dense.span, dense.values)
+    assert np.sum(dense.weights) > 0.5

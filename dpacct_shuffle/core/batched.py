@@ -206,18 +206,19 @@ def _levels_of_counts(t_over_lam: np.ndarray, offsets: np.ndarray,
         count += up.astype(np.int64) - down.astype(np.int64)
 
 
-def _sparse_band_sums(rows: BinomialRows, t_over_lam: np.ndarray, offsets: np.ndarray,
-                      k_first: np.ndarray, trials: np.ndarray
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _sparse_band_entries(rows: BinomialRows, t_over_lam: np.ndarray, offsets: np.ndarray,
+                         k_first: np.ndarray, trials: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The band masses of :func:`_band_sums` on the cuts of :func:`_level_windows`, when the
     window's counts span many more levels than they have values (each count is then mostly alone
-    in its band): the level of every count (:func:`_levels_of_counts`), the pmf summed over each
-    run of counts of one level (the same terms, in the same order, as a band of
+    in its band), as entries: the level of every count (:func:`_levels_of_counts`), the pmf summed
+    over each run of counts of one level (the same terms, in the same order, as a band of
     :func:`_band_sums`), times the rows' factors.
 
-    Returns (first level of each row: the level of its k_first, weights (rows, W) from that
-    level, the column of the level of top_k = k_first + span: where the mass above the window
-    goes); counts above trials have pmf 0 and join the band of ``trials``."""
+    Returns (first level of each row: the level of its k_first; the entries' rows (ascending),
+    columns (levels from the row's first one; one entry per row and column) and masses; the column
+    of the level of top_k = k_first + span: where the mass above the window goes); counts above
+    trials have pmf 0 and join the band of ``trials``."""
     blocks, span = len(k_first), rows.width
     step = max(1, _PIECE // (span + 1))
     first_level = np.empty(blocks, dtype=np.int64)
@@ -240,11 +241,9 @@ def _sparse_band_sums(rows: BinomialRows, t_over_lam: np.ndarray, offsets: np.nd
         sums = np.add.reduceat(buffer[:hi - lo].ravel(), flat)
         row, column = np.divmod(flat, span)
         pieces.append((row + lo, local[row, column], sums * rows.row_factors[row + lo]))
-    width = max(int(np.max(top_band)), *(int(np.max(piece[1])) for piece in pieces)) + 1
-    weights = np.zeros((blocks, width))
-    for row, column, values in pieces:
-        weights[row, column] = values
-    return first_level, weights, top_band
+    return (first_level, np.concatenate([piece[0] for piece in pieces]),
+            np.concatenate([piece[1] for piece in pieces]),
+            np.concatenate([piece[2] for piece in pieces]), top_band)
 
 
 def _band_sums(rows: BinomialRows, edges: np.ndarray) -> np.ndarray:
@@ -555,33 +554,8 @@ class _Bands:
         row b (base_b = κc0 for a block), by the pmf summed per band; the mass above the window
         joins the band of its first k (lowered to that band's level), the mass below it is
         truncated; rows with base 0 leave P[K' = 0] (T = 0, no P-mass) out of it."""
-        mean = trials * k_rate
-        half = z * np.sqrt(mean * (1.0 - k_rate) + 1.0) + 2.0
-        t_over_lam, offsets = t_grid / lam, base / lam
-        k_first = np.maximum(_cuts(t_over_lam[None, :1], offsets, trials)[:, 0],
-                             np.floor(mean - half).astype(np.int64))
-        k_last = np.maximum(k_first, np.minimum(trials, np.ceil(mean + half).astype(np.int64)))
-        span = int(np.max(k_last - k_first)) + 1
-        top_k = k_first + span
-        k_pmf = BinomialRows(trials, k_first, span, k_rate)
-        if _level_guess(t_over_lam, offsets, k_first, top_k)[1] > 2 * span:
-            # more than twice as many levels as counts (below, both ways cost about the same):
-            # each count's level found directly
-            first_level, weights, top_band = _sparse_band_sums(k_pmf, t_over_lam, offsets,
-                                                               k_first, trials)
-        else:
-            first_level, cuts = _level_windows(t_over_lam, offsets, k_first, top_k, trials)
-            weights = _band_sums(k_pmf, cuts - k_first[:, None])
-            top_band = np.maximum(np.sum(cuts[:, :-1] <= top_k[:, None], axis=1) - 1, 0)
-        beyond = np.where(top_k <= trials, binomial_sf(top_k - 1, trials, k_rate), 0.0)
-        weights[np.arange(len(trials)), top_band] += beyond
-        below = np.where(k_first > 0, binomial_cdf(k_first - 1, trials, k_rate), 0.0)
-        # the cell c = k = 0 (T = 0) has no P-mass: P[K' = 0] = (1 − s')^trials leaves the
-        # c0 = 0 block's lower tail (scipy's cdf rounded up, the power rounded down)
-        nothing = (1.0 - k_rate) ** trials * (1.0 - 4.0 * (trials + 2) * UNIT_ROUNDOFF)
-        cdf_up = below * (1.0 + 2.0 * float(special_function_rtol(np.max(trials))))
-        below = np.where(base == 0.0, np.maximum(cdf_up - nothing, 0.0), below)
-        return cls(first_level, weights, below, k_pmf.rtol, span)
+        bands = _neutral_count_bands(trials, base, t_grid, lam, k_rate, z)
+        return bands if isinstance(bands, _Bands) else bands.dense()
 
     def drop_levels_below(self, too_low: np.ndarray) -> None:
         """Move the mass of levels j < too_low[b] of each block to ``below``; set the levels in
@@ -596,6 +570,71 @@ class _Bands:
         self.lowest = np.where(in_use, self.first_level + np.argmax(used, axis=1), no_level)
         self.highest = np.where(in_use, self.first_level + width
                                 - np.argmax(used[:, ::-1], axis=1), 0)
+
+
+class _BandEntries:
+    """The masses V[b, j] of :class:`_Bands` as entries (row b, column j − first_level[b], mass),
+    rows ascending, one entry per row and column (mass 0 included where the dense array has 0).
+
+    Attributes:
+      first_level, below, rtol, span, values: as in :class:`_Bands`.
+      row, column, mass: the entries; width: the dense array's number of columns.
+    """
+
+    def __init__(self, first_level: np.ndarray, row: np.ndarray, column: np.ndarray,
+                 mass: np.ndarray, below: np.ndarray, rtol: float, span: int) -> None:
+        self.first_level, self.row, self.column, self.mass = first_level, row, column, mass
+        self.below, self.rtol, self.span = below, rtol, span
+        self.values = len(first_level) * span
+        self.width = int(np.max(column)) + 1
+
+    def dense(self) -> _Bands:
+        """The same masses as a :class:`_Bands` (rows × width array)."""
+        weights = np.zeros((len(self.first_level), self.width))
+        weights[self.row, self.column] = self.mass
+        return _Bands(self.first_level, weights, self.below, self.rtol, self.span)
+
+
+def _neutral_count_bands(trials: np.ndarray, base: np.ndarray, t_grid: np.ndarray, lam: float,
+                         k_rate: float, z: float) -> _Bands | _BandEntries:
+    """:meth:`_Bands.of_neutral_counts`, as entries where the window's counts span more than twice
+    as many levels as they have values (:func:`_sparse_band_entries`), else dense."""
+    mean = trials * k_rate
+    half = z * np.sqrt(mean * (1.0 - k_rate) + 1.0) + 2.0
+    t_over_lam, offsets = t_grid / lam, base / lam
+    k_first = np.maximum(_cuts(t_over_lam[None, :1], offsets, trials)[:, 0],
+                         np.floor(mean - half).astype(np.int64))
+    k_last = np.maximum(k_first, np.minimum(trials, np.ceil(mean + half).astype(np.int64)))
+    span = int(np.max(k_last - k_first)) + 1
+    top_k = k_first + span
+    k_pmf = BinomialRows(trials, k_first, span, k_rate)
+    beyond = np.where(top_k <= trials, binomial_sf(top_k - 1, trials, k_rate), 0.0)
+    below = np.where(k_first > 0, binomial_cdf(k_first - 1, trials, k_rate), 0.0)
+    # the cell c = k = 0 (T = 0) has no P-mass: P[K' = 0] = (1 − s')^trials leaves the
+    # c0 = 0 block's lower tail (scipy's cdf rounded up, the power rounded down)
+    nothing = (1.0 - k_rate) ** trials * (1.0 - 4.0 * (trials + 2) * UNIT_ROUNDOFF)
+    cdf_up = below * (1.0 + 2.0 * float(special_function_rtol(np.max(trials))))
+    below = np.where(base == 0.0, np.maximum(cdf_up - nothing, 0.0), below)
+    if _level_guess(t_over_lam, offsets, k_first, top_k)[1] <= 2 * span:
+        # at most twice as many levels as counts (above, both ways cost about the same)
+        first_level, cuts = _level_windows(t_over_lam, offsets, k_first, top_k, trials)
+        weights = _band_sums(k_pmf, cuts - k_first[:, None])
+        top_band = np.maximum(np.sum(cuts[:, :-1] <= top_k[:, None], axis=1) - 1, 0)
+        weights[np.arange(len(trials)), top_band] += beyond
+        return _Bands(first_level, weights, below, k_pmf.rtol, span)
+    # each count's level found directly; the mass above the window is added to the entry of
+    # top_k's level (the last of its row: levels are non-decreasing in k) or is a new entry
+    first_level, row, column, mass, top_band = _sparse_band_entries(k_pmf, t_over_lam, offsets,
+                                                                    k_first, trials)
+    last = np.flatnonzero(np.append(row[1:] != row[:-1], True))
+    present = column[last] == top_band
+    mass[last[present]] += beyond[present]
+    missing = np.flatnonzero(~present)
+    row = np.concatenate([row, missing])
+    order = np.argsort(row, kind="stable")
+    return _BandEntries(first_level, row[order],
+                        np.concatenate([column, top_band[missing]])[order],
+                        np.concatenate([mass, beyond[missing]])[order], below, k_pmf.rtol, span)
 
 
 def _cell_grids(walks: _Walks, bands: _Bands, block_mass: np.ndarray,

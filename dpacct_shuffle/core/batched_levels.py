@@ -23,7 +23,9 @@ block by block as Lemma 1 allows:
   s_r'' = s_r/(1 − 2r − s_b) is stochastically above K_r'' ~ Bin(m − q − w + 1, s_r''), so W is
   lowered to λ_b·q + λ_r·K_r'' (Lemma 1, piece by piece); each band is then a row of the
   one-type computation with base κc0 + λ_b·q and weight P[K_b' in the band], and the rows of a
-  block are added up. K_b' outside its window is truncated (its P-mass put at the largest loss).
+  block are added up (in the order of the rows; a row whose counts span many more levels than
+  they have values is held as its nonzero (level, mass) entries, the same terms in the same order
+  as its dense array, so the same sums). K_b' outside its window is truncated (its P-mass put at the largest loss).
   The band width w keeps λ_b·(w − 1) ≤ η·t_min/2, so W is lowered by at most a relative η/2
   beyond the levels' η.
 
@@ -44,7 +46,9 @@ from dpacct_shuffle.core.batched import (
     DEFAULT_BATCHED_TAIL,
     DEFAULT_LOWERING,
     BatchedDelta,
+    _BandEntries,
     _Bands,
+    _neutral_count_bands,
     _window_bounds,
     pair_curve,
     _OneNeutralType,
@@ -186,22 +190,28 @@ class _TwoNeutralTypes:
             row_low = lows[block_of_row, band_of_row]
             row_trials = np.maximum(trials[block_of_row] - row_low - (self.width - 1), 0)
             base = kappa * starts[block_of_row] + self.lam_b * row_low
-            rows = _Bands.of_neutral_counts(row_trials, base, t_grid, self.lam_r, self.rate_r, z)
+            rows = _neutral_count_bands(row_trials, base, t_grid, self.lam_r, self.rate_r, z)
             row_weight = band_mass[block_of_row, band_of_row]
             rows_rtol = max(rows_rtol, rows.rtol)
             rows_span = max(rows_span, rows.span)
             row_values += len(row_trials) * rows.span
-            # each block's rows added up on the block's own window of levels
+            # each block's rows added up on the block's own window of levels, in the order of the
+            # rows (entries: the dense rows' nonzero terms, in the same order: the same sums)
             local = block_of_row - lo
             first = np.full(hi - lo, np.iinfo(np.int64).max)
             np.minimum.at(first, local, rows.first_level)
             first = np.where(first == np.iinfo(np.int64).max, 0, first)
             shift = rows.first_level - first[local]
-            row_width = rows.weights.shape[1]
-            width = int(np.max(shift)) + row_width
-            index = (local * width + shift)[:, None] + np.arange(row_width)[None, :]
-            weights = np.bincount(index.ravel(), (rows.weights * row_weight[:, None]).ravel(),
-                                  minlength=(hi - lo) * width).reshape(hi - lo, width)
+            if isinstance(rows, _BandEntries):
+                width = int(np.max(shift)) + rows.width
+                index = (local * width + shift)[rows.row] + rows.column
+                terms = rows.mass * row_weight[rows.row]
+            else:
+                row_width = rows.weights.shape[1]
+                width = int(np.max(shift)) + row_width
+                index = ((local * width + shift)[:, None] + np.arange(row_width)[None, :]).ravel()
+                terms = (rows.weights * row_weight[:, None]).ravel()
+            weights = np.bincount(index, terms, minlength=(hi - lo) * width).reshape(hi - lo, width)
             below[lo:hi] += np.bincount(local, rows.below * row_weight, minlength=hi - lo)
             pieces.append((first, weights))
             lo = hi
