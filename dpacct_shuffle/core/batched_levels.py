@@ -314,6 +314,15 @@ _BULK_DEVIATIONS = 2.0
 _TAIL_BAND_FACTOR = 16.0
 # cells (count vectors × padded bands) evaluated per chunk
 _ENUMERATED_CHUNK_CELLS = 1 << 18
+# window tail of a VariationRatio's enumerated curve (variation_ratio_curve): its truncated mass,
+# put at ε0, then stays below the δ at which a round's profile grid stops (about 1e-22), so the
+# profile of a round read from it — e.g. a Poisson-sampled round's void view — falls below that
+# level well before ε0 and the round's PLD is not stretched out to ε0 by that mass
+VARIATION_RATIO_CURVE_TAIL = 1e-26
+# η of a VariationRatio's enumerated curve relative to the requested one (at most 0.01): its three
+# levels lose little to wider bands of the neutral count (docs/theory.md, "Enumerated curve of a
+# level set")
+VARIATION_RATIO_LOWERING_FACTOR = 4.0
 
 
 class TwoSidedCurve:
@@ -587,15 +596,20 @@ def variation_ratio_curve(vr: VariationRatio, n: int, lowering: float = DEFAULT_
     """An every-ε curve of a VariationRatio's bound with n users: its batched pair curve
     (:func:`~dpacct_shuffle.core.batched.batched_delta`: equal clone rates), else the enumerated
     curve of its three levels (:func:`enumerated_levels_curve`, the module's expression of the
-    same pair), else None (then it is evaluated point by point)."""
+    same pair; windows at ``VARIATION_RATIO_CURVE_TAIL``, η times
+    ``VARIATION_RATIO_LOWERING_FACTOR`` up to 0.01), else None (then it is evaluated point
+    by point)."""
     if supports_batched_delta(vr):
         return batched_delta(vr, n, lowering)
     if not (math.isfinite(vr.p) and vr.beta > 0.0 and vr.alpha > 0.0):
         return None
-    return enumerated_levels_curve(PrivacyLossLevels.of_variation_ratio(vr), n, lowering)
+    return enumerated_levels_curve(PrivacyLossLevels.of_variation_ratio(vr), n,
+                                   min(0.01, VARIATION_RATIO_LOWERING_FACTOR * lowering),
+                                   VARIATION_RATIO_CURVE_TAIL)
 
 
 __all__ = ["ENUMERATED_MAX_CELLS", "ENUMERATED_MAX_COMBOS", "LevelShape", "MAX_ROWS",
            "MAX_ROW_LEVELS", "MAX_ROW_VALUES",
-           "TwoSidedCurve", "enumerated_levels_curve", "levels_curve", "supports_levels_curve",
+           "TwoSidedCurve", "VARIATION_RATIO_CURVE_TAIL",
+           "VARIATION_RATIO_LOWERING_FACTOR", "enumerated_levels_curve", "levels_curve", "supports_levels_curve",
            "variation_ratio_curve"]
