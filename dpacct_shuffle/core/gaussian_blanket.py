@@ -199,16 +199,21 @@ def check_sampling(value: object, name: str = "sampling") -> float:
     return check_range(name, value, 0.0, 1.0, low_open=True)
 
 
+def _checked_arguments(epsilon: float, mu: float, n: int,
+                       sampling: float) -> tuple[float, int, float, float]:
+    """(ε, n, μ, sampling) of a blanket bound, each checked (a ValueError names the one out of
+    range)."""
+    return (check_epsilon(epsilon), check_num_users(n), check_blanket_mu(mu),
+            check_sampling(sampling))
+
+
 @functools.lru_cache(maxsize=4096)
 def blanket_delta(epsilon: float, mu: float, n: int, sampling: float = 1.0) -> float:
     """Certified upper bound on δ(ε) of n shuffled Gaussian reports with μ = Δ/σ (module
     docstring): every pair of inputs, both directions; with ``sampling`` q < 1, of N = n
     Poisson-sampled users (the void randomizer q·R + (1 − q)·⊥, docs/theory.md, "Client
     sampling": its blanket adds ⊥ with both ratios 1)."""
-    eps = check_epsilon(epsilon)
-    users = check_num_users(n)
-    scale = check_blanket_mu(mu)
-    rate = check_sampling(sampling)
+    eps, users, scale, rate = _checked_arguments(epsilon, mu, n, sampling)
     if math.isinf(eps):
         return 0.0
     cuts = (TAIL_Z,) if scale < SHORT_TAIL_MU else (TAIL_Z, SHORT_TAIL_Z)
@@ -244,10 +249,7 @@ def clamped_delta(epsilon: float, mu: float, n: int, sampling: float = 1.0) -> f
     (:func:`~dpacct_shuffle.core.lattice_sum.clamp_bounds`) only steer tightness: the range of
     the lattice no longer spans the heavy tails of s, so the single far cut is as fine as the
     near one of :func:`blanket_delta`."""
-    eps = check_epsilon(epsilon)
-    users = check_num_users(n)
-    scale = check_blanket_mu(mu)
-    rate = check_sampling(sampling)
+    eps, users, scale, rate = _checked_arguments(epsilon, mu, n, sampling)
     if math.isinf(eps):
         return 0.0
     atoms = blanket_atoms(scale)
