@@ -156,7 +156,7 @@ def matrix_poisson_round() -> Callable[[], str]:
     return _epsilon_of([dp_event.PoissonSampledDpEvent(0.01, ShuffleEvent(matrix, 10**4))])
 
 
-@row("one random-mode parallel round (k-RR(2, 10) | k-RR(1, 4), n = 64), PLD + ε", "26", "0.5")
+@row("one random-mode parallel round (k-RR(2, 10) or k-RR(1, 4), n = 64), PLD + ε", "26", "0.5")
 def parallel_round_64() -> Callable[[], str]:
     from dpacct_shuffle import randomizers as rz
     from dpacct_shuffle.events import ParallelCompositionEvent
@@ -164,7 +164,7 @@ def parallel_round_64() -> Callable[[], str]:
     return _epsilon_of([ParallelCompositionEvent([rz.krr(2.0, 10), rz.krr(1.0, 4)], 64)])
 
 
-@row("one random-mode parallel round (k-RR(2, 10) | k-RR(1, 4), n = 65), PLD + ε", "18", "0.5")
+@row("one random-mode parallel round (k-RR(2, 10) or k-RR(1, 4), n = 65), PLD + ε", "18", "0.5")
 def parallel_round_65() -> Callable[[], str]:
     from dpacct_shuffle import randomizers as rz
     from dpacct_shuffle.events import ParallelCompositionEvent
@@ -172,7 +172,7 @@ def parallel_round_65() -> Callable[[], str]:
     return _epsilon_of([ParallelCompositionEvent([rz.krr(2.0, 10), rz.krr(1.0, 4)], 65)])
 
 
-@row("one random-mode parallel round (k-RR(2, 10) | k-RR(1, 4), n = 1000), PLD + ε", "2.0",
+@row("one random-mode parallel round (k-RR(2, 10) or k-RR(1, 4), n = 1000), PLD + ε", "2.0",
      "0.5")
 def parallel_round_1000() -> Callable[[], str]:
     from dpacct_shuffle import randomizers as rz
