@@ -63,6 +63,8 @@ def test_randomizer_delta_never_exceeds_one() -> None:
     assert lemmas.randomizer_delta(rows, 3.0) <= 1.0
 
 
+# the ratios of subnormal entries overflow to ∞ on purpose: no RuntimeWarning reaches the user
+@pytest.mark.filterwarnings("error")
 def test_subnormal_matrix_entries_give_a_finite_ordered_interval() -> None:
     # μ0/μ1 overflowed: the local pair's ε search started from ln(5e-324) < 0 and returned −inf
     shuffled = randomizers.from_matrix([[5e-324, 1], [1, 5e-324]]).shuffled(2)
@@ -74,6 +76,7 @@ def test_subnormal_matrix_entries_give_a_finite_ordered_interval() -> None:
     assert shuffled.delta(upper) <= 1e-8
 
 
+@pytest.mark.filterwarnings("error")
 @pytest.mark.parametrize("matrix", [
     [[5e-324, 0.5, 0.5 - 5e-324], [0.5, 5e-324, 0.5], [0.3, 0.3, 0.4]],
     [[1e-310, 1.0], [0.5, 0.5]],

@@ -114,6 +114,41 @@ def test_windowed_sum_matches_the_exact_sum(seed: int) -> None:
     assert exact * (1.0 - 1e-10) <= windowed.upper <= exact * (1.0 + 1e-6)
 
 
+def _direction_by_fractions(values: list[float], masses: list[float], n: int) -> float:
+    """(1/n)·E[(Σ_{i ≤ n} Z_i)⁺] in exact rational arithmetic over every multinomial cell (Z_i =
+    values[t] w.p. masses[t], 0 with the rest)."""
+    from fractions import Fraction
+    atoms = [Fraction(v) for v in values] + [Fraction(0)]
+    probs = [Fraction(m) for m in masses]
+    probs.append(1 - sum(probs))
+    total = Fraction(0)
+    for draw in itertools.product(range(len(atoms)), repeat=n):
+        level = sum(atoms[t] for t in draw)
+        if level > 0:
+            weight = Fraction(1)
+            for t in draw:
+                weight *= probs[t]
+            total += weight * level
+    return float(total / n)
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("values, masses, n", [
+    # −1.7e308 stands for a level below the float range; 1e217·n would overflow unscaled sums
+    ([-np.finfo(float).max, -1.9e130, 1.4e217], [3.6e-218, 0.5, 3.6e-218], 3),
+    ([-np.finfo(float).max, 1e300, 1.5e308], [0.25, 0.25, 0.25], 3),
+    ([-2.0, 1e-310, 0.5], [0.3, 0.3, 0.2], 4),
+])
+def test_exact_sum_at_the_ends_of_the_float_range(values, masses, n) -> None:
+    """Values near the float range's ends (sums that overflow, subnormal levels): the exact sum is
+    ≥ the rational value and within its margin, or 1 (its cap) when that is above 1. The margin
+    on each cell's log-probability is 64u·(Σ|log terms| + 1), about 1.1e-11 at n = 3 masses of
+    e^−500: 1e-10 relative covers it."""
+    exact = multilevel.exact_direction(np.array(values), np.array(masses), n)
+    reference = min(1.0, _direction_by_fractions(values, masses, n))
+    assert reference <= exact <= max(reference * (1.0 + 1e-10), reference + 1e-300)
+
+
 @pytest.mark.parametrize("p, beta, q, share", [
     (math.e, 0.3, math.e, None), (math.exp(2.0), 0.5, math.exp(2.0), 0.1), (3.0, 0.2, 4.0, None)])
 def test_three_levels_of_a_variation_ratio_reproduce_the_core(p, beta, q, share) -> None:

@@ -234,7 +234,8 @@ class PrivacyLossLevels:
 
     def _initial_guess(self, delta: float, n: int) -> float:
         """Starting point only: μ-Gaussian DP with μ² = Σ_t m_t (a_t − b_t)²/n (the ε = 0 law)."""
-        spread = math.fsum((self.masses * (self.ratios0 - self.ratios1) ** 2).tolist())
+        with np.errstate(over="ignore"):  # ratios beyond 1e154: spread ∞, the default guess
+            spread = math.fsum((self.masses * (self.ratios0 - self.ratios1) ** 2).tolist())
         mu = math.sqrt(spread / n)
         guess = 0.8 * _gaussian_epsilon(mu, delta) if 0.0 < mu < 10.0 else 1.0
         if math.isfinite(self.epsilon0):
@@ -403,15 +404,25 @@ def _composition_table(n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return counts, rest_count, log_coefficient, log_scale
 
 
+_LEVEL_SCALE = 2.0 ** -64
+_SMALLEST_SUBNORMAL = 2.0 ** -1074
+
+
 def exact_direction(values: np.ndarray, masses: np.ndarray, n: int) -> float:
     """Certified upper value of (1/n)·E[(Σ_{i ≤ n} Z_i)⁺] by summing every multinomial cell."""
     k = values.size
     counts, rest_count, log_coefficient, log_scale = _composition_table(n, k)
     rest = max(0.0, 1.0 - math.fsum(masses.tolist()))
-    level = counts @ values
-    scale = counts @ np.abs(values)
-    level_up = level + 2.0 * (k + 1) * _U * scale
-    keep = level_up > 0.0
+    # the cell levels are summed scaled by 2^−64 (exact for normal floats; a subnormal product is
+    # off by at most 2^−1075, covered by the absolute term n·2^−1074), so that no partial sum
+    # overflows whatever the values (−1.7e308 stands for a level below the float range); an
+    # upper level beyond the float range is then +∞ (δ = 1, pessimistic)
+    level = counts @ (values * _LEVEL_SCALE)
+    scale = counts @ (np.abs(values) * _LEVEL_SCALE)
+    level_up_scaled = level + 2.0 * (k + 1) * _U * scale + n * _SMALLEST_SUBNORMAL
+    with np.errstate(over="ignore"):
+        level_up = level_up_scaled / _LEVEL_SCALE
+    keep = level_up_scaled > 0.0
     if rest == 0.0:
         keep &= rest_count == 0
     if not np.any(keep):
@@ -737,14 +748,18 @@ def convex_order_problems(values: np.ndarray, masses: np.ndarray, n: int, splits
     r_a = min(first_moment / c_a * (1.0 + 4.0 * _U), pos_mass * (1.0 + 4.0 * _U))
     nv, nm = values[neg], masses[neg]  # ascending: most negative first
     weight = nm * np.abs(nv)
-    prefix = np.concatenate([[0.0], np.cumsum(weight)])
-    prefix2 = np.concatenate([[0.0], np.cumsum(weight * np.abs(nv))])
     options = []
-    for split in range(1, nv.size + 1):
-        added = abs(nv[0]) * prefix[split] - prefix2[split]
-        if split < nv.size:
-            added += abs(nv[split]) * (prefix[-1] - prefix[split]) - (prefix2[-1] - prefix2[split])
-        options.append((added, split))
+    # every split gives a dominating problem; the added second moment only ranks them (one that
+    # leaves the float range, ∞ or ∞ − ∞, ranks last)
+    with np.errstate(over="ignore", invalid="ignore"):
+        prefix = np.concatenate([[0.0], np.cumsum(weight)])
+        prefix2 = np.concatenate([[0.0], np.cumsum(weight * np.abs(nv))])
+        for split in range(1, nv.size + 1):
+            added = abs(nv[0]) * prefix[split] - prefix2[split]
+            if split < nv.size:
+                added += (abs(nv[split]) * (prefix[-1] - prefix[split])
+                          - (prefix2[-1] - prefix2[split]))
+            options.append((math.inf if math.isnan(added) else float(added), split))
     problems = []
     for _, split in sorted(options)[:splits]:
         down = 1.0 - 4.0 * (nv.size + 2) * _U

@@ -113,8 +113,9 @@ def binary_reduction(matrix: np.ndarray) -> BinaryReductionUpper | None:
     if np.any((first > 0.0) != (second > 0.0)):
         return None  # p = ∞
     support = first > 0.0
-    ratio = float(np.max(np.maximum(first[support] / second[support],
-                                    second[support] / first[support])))
+    with np.errstate(over="ignore"):  # a ratio above the float range is ∞ (p = ∞ below)
+        ratio = float(np.max(np.maximum(first[support] / second[support],
+                                        second[support] / first[support])))
     # both one-sided variations: float rows need not sum to exactly 1, and then
     # Σ(R(0) − R(1))⁺ ≠ Σ(R(1) − R(0))⁺; the proof needs H_R(1) ≤ β in both orders
     beta = max(math.fsum(np.maximum(first - second, 0.0).tolist()),

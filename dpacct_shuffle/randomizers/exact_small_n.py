@@ -380,8 +380,8 @@ def _upper_deltas(curves: Curves, epsilons: FloatArray) -> FloatArray:
     if curves.log_ratio.shape[0] == 0:
         return np.zeros(epsilons.shape)
     a, b = _prefix_values(curves, LOG_MARGIN + curves.shift - epsilons, upper=True)
-    scale = np.exp(epsilons) * (1.0 - 2.0 * UNIT_ROUNDOFF)
     with np.errstate(invalid="ignore", over="ignore"):
+        scale = np.exp(epsilons) * (1.0 - 2.0 * UNIT_ROUNDOFF)
         values = np.where(b == 0.0, a, a - scale[None, :] * b)
     best: FloatArray = np.maximum(np.max(values, axis=0), 0.0)
     return best
@@ -393,8 +393,8 @@ def _lower_deltas(curves: Curves, epsilons: FloatArray) -> FloatArray:
     if curves.log_ratio.shape[0] == 0:
         return np.zeros(epsilons.shape)
     a, b = _prefix_values(curves, -curves.shift - epsilons, upper=False)
-    scale = np.exp(epsilons) * (1.0 + 2.0 * UNIT_ROUNDOFF)
     with np.errstate(invalid="ignore", over="ignore"):
+        scale = np.exp(epsilons) * (1.0 + 2.0 * UNIT_ROUNDOFF)
         values = a - scale[None, :] * b
     best: FloatArray = np.maximum(np.max(np.where(np.isnan(values), 0.0, values), axis=0), 0.0)
     return best

@@ -347,13 +347,13 @@ class TrinomialInstance:
         self.log_w_prev = binomial_logpmf(self.c - 1, self.others, pi_c, complement)
         # each row's probabilities relative to W(C) = max(w(C), w(C − 1)): factors of w(C − 1) and
         # w(C) from ρ_C = w(C − 1)/w(C) (w(−1) = w(others + 1) = 0)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             ratio = np.where(
                 (self.c >= 1) & (self.c <= self.others) & (pi_c > 0.0) & (rest_others > 0.0),
                 self.c * rest_others / ((self.others - self.c + 1) * pi_c), np.nan)
         ratio = np.where(self.c == 0, 0.0, np.where(self.c > self.others, np.inf, ratio))
         exact_rows = np.isfinite(ratio) | np.isinf(ratio)  # NaN: π ∈ {0, 1}, use the log-pmfs
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):
             from_logs = np.exp(self.log_w_prev - self.log_w)
         # rows where both weights vanish carry no mass: any finite factor
         ratio = np.where(exact_rows, ratio, np.where(np.isnan(from_logs), 1.0, from_logs))
@@ -464,7 +464,8 @@ class TrinomialInstance:
             t, upper = self._threshold(num, den, eps, increasing), increasing
         a, b = self._relative_masses(num, den, t, upper)
         scale = math.exp(eps)
-        rows = np.maximum(a - scale * b - self._row_error * (a + scale * b), 0.0)
+        with np.errstate(over="ignore"):  # scale·b above the float range: the row's bound is 0
+            rows = np.maximum(a - scale * b - self._row_error * (a + scale * b), 0.0)
         total = math.fsum((np.exp(self.log_base) * rows).tolist())
         return total * max(0.0, 1.0 - self._weight_error) * (1.0 - 1e-12)
 

@@ -90,7 +90,7 @@ def _pair_decomposition(mu0: np.ndarray, mu1: np.ndarray) -> dict[str, np.ndarra
     diff = mu0 - mu1
     pos, neg = np.maximum(diff, 0.0), np.maximum(-diff, 0.0)
     beta = np.maximum(_sorted_sum(pos), _sorted_sum(neg))
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         r01 = np.where(mu1 > 0, mu0 / mu1, np.where(mu0 > 0, np.inf, 1.0))
         r10 = np.where(mu0 > 0, mu1 / mu0, np.where(mu1 > 0, np.inf, 1.0))
     # a few ulps up: the decomposition stays valid for any p >= the exact ratio
@@ -249,7 +249,7 @@ def analyze_pairs(matrix: np.ndarray) -> tuple[list[PairBound], dict[str, float]
         i_idx, j_idx = rows[start:start + chunk], cols[start:start + chunk]
         mu0, mu1 = matrix[i_idx], matrix[j_idx]
         dec = _pair_decomposition(mu0, mu1)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             top = np.maximum(mu0, mu1)
             ratio = np.where(top > 0, top / col_min[None, :], 1.0)
         q_pair = ratio.max(axis=1) * (1.0 + 4.0 * np.finfo(float).eps)

@@ -136,8 +136,9 @@ def _some_pair_exceeds(matrix: np.ndarray, levels: int) -> bool:
     counted.
     """
     blanket = matrix.min(axis=0)
-    ratios = _significant(np.divide(matrix, blanket, out=np.zeros_like(matrix),
-                                    where=blanket > 0.0))
+    with np.errstate(over="ignore"):  # a ratio above the float range is ∞
+        ratios = _significant(np.divide(matrix, blanket, out=np.zeros_like(matrix),
+                                        where=blanket > 0.0))
     for i in range(matrix.shape[0] - 1):
         first = np.broadcast_to(ratios[i], ratios[i + 1:].shape)
         second = ratios[i + 1:]
